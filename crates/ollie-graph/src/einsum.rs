@@ -1,0 +1,200 @@
+//! Einstein summations with explicit output labels, and their float64 evaluation by pairwise
+//! contraction into batched matrix products.
+
+use std::fmt;
+
+use ndarray::{linalg::general_mat_mul, ArrayD, Axis, CowArray, Ix3, IxDyn};
+
+use crate::ty::{DType, TensorType};
+
+/// An einsum with explicit output: one label string per operand, and the output's labels.
+/// Labels are ASCII letters; none repeats within one operand or within the output, and every
+/// output label appears in some operand. Labels absent from the output are summed over.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EinsumSpec {
+    pub inputs: Vec<Vec<u8>>,
+    pub output: Vec<u8>,
+}
+
+impl EinsumSpec {
+    /// Reads the explicit form `"bhd,btd->bht"`.
+    pub fn parse(text: &str) -> Result<EinsumSpec, String> {
+        let (lhs, rhs) = text.split_once("->").ok_or_else(|| format!("einsum `{text}` has no `->`"))?;
+        let labels = |s: &str| -> Result<Vec<u8>, String> {
+            let s = s.trim();
+            match s.bytes().find(|b| !b.is_ascii_alphabetic()) {
+                Some(b) => Err(format!("einsum label `{}` is not a letter", b as char)),
+                None => Ok(s.as_bytes().to_vec()),
+            }
+        };
+        let inputs = lhs.split(',').map(labels).collect::<Result<Vec<_>, _>>()?;
+        let spec = EinsumSpec { inputs, output: labels(rhs)? };
+        spec.check_labels()?;
+        Ok(spec)
+    }
+
+    fn check_labels(&self) -> Result<(), String> {
+        for labels in self.inputs.iter().chain([&self.output]) {
+            if let Some(l) = labels.iter().find(|&l| labels.iter().filter(|&m| m == l).count() > 1) {
+                return Err(format!("einsum label `{}` repeats within `{}`", *l as char, self.show(labels)));
+            }
+        }
+        if let Some(l) = self.output.iter().find(|l| !self.inputs.iter().any(|i| i.contains(l))) {
+            return Err(format!("einsum output label `{}` appears in no operand", *l as char));
+        }
+        Ok(())
+    }
+
+    fn show(&self, labels: &[u8]) -> String {
+        String::from_utf8_lossy(labels).into_owned()
+    }
+
+    /// The result type: sizes must agree for each label across operands.
+    pub fn infer(&self, args: &[&TensorType]) -> Result<TensorType, String> {
+        self.check_labels()?;
+        if args.len() != self.inputs.len() {
+            return Err(format!("`{self}` takes {} operands, got {}", self.inputs.len(), args.len()));
+        }
+        let mut size = [None::<usize>; 128];
+        let mut dtype: Option<DType> = None;
+        for (labels, ty) in self.inputs.iter().zip(args) {
+            if labels.len() != ty.rank() {
+                return Err(format!("operand `{}` of `{self}` has rank {}, not {}", self.show(labels), ty.rank(), labels.len()));
+            }
+            for (&l, &n) in labels.iter().zip(&ty.shape) {
+                match size[l as usize] {
+                    Some(m) if m != n => {
+                        return Err(format!("einsum label `{}` has size {m} and {n}", l as char));
+                    }
+                    _ => size[l as usize] = Some(n),
+                }
+            }
+            dtype = Some(dtype.map_or(ty.dtype, |d| d.promote(ty.dtype)));
+        }
+        let dtype = match dtype.unwrap_or(DType::F64) {
+            DType::Bool => DType::I64,
+            d => d,
+        };
+        let shape = self.output.iter().map(|&l| size[l as usize].unwrap_or(0)).collect();
+        Ok(TensorType::new(dtype, shape))
+    }
+}
+
+impl fmt::Display for EinsumSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inputs: Vec<String> = self.inputs.iter().map(|l| self.show(l)).collect();
+        write!(f, "{}->{}", inputs.join(","), self.show(&self.output))
+    }
+}
+
+/// Evaluates the einsum on float64 operands whose shapes satisfy [`EinsumSpec::infer`].
+pub(crate) fn evaluate(spec: &EinsumSpec, operands: Vec<ArrayD<f64>>) -> ArrayD<f64> {
+    let n = operands.len();
+    // needed[k]: labels still wanted after operands 0..k have been folded in.
+    let needed = |k: usize| -> Vec<u8> {
+        let mut labels = spec.output.clone();
+        for input in &spec.inputs[k.min(n)..] {
+            labels.extend_from_slice(input);
+        }
+        labels
+    };
+    let mut operands = operands.into_iter();
+    let first = operands.next().expect("einsum has at least one operand");
+    let (mut acc, mut acc_labels) = sum_out(first, spec.inputs[0].clone(), &needed(1));
+    for (k, b) in operands.enumerate().map(|(i, b)| (i + 1, b)) {
+        let mut keep_b = needed(k + 1);
+        keep_b.extend_from_slice(&acc_labels);
+        let (b, b_labels) = sum_out(b, spec.inputs[k].clone(), &keep_b);
+        let keep = needed(k + 1);
+        (acc, acc_labels) = contract(acc, &acc_labels, b, &b_labels, &keep);
+    }
+    let perm: Vec<usize> =
+        spec.output.iter().map(|l| acc_labels.iter().position(|m| m == l).expect("output label")).collect();
+    acc.permuted_axes(IxDyn(&perm)).as_standard_layout().into_owned()
+}
+
+/// Sums `array` over every label not in `keep`.
+fn sum_out(mut array: ArrayD<f64>, mut labels: Vec<u8>, keep: &[u8]) -> (ArrayD<f64>, Vec<u8>) {
+    for axis in (0..labels.len()).rev() {
+        if !keep.contains(&labels[axis]) {
+            array = array.sum_axis(Axis(axis));
+            labels.remove(axis);
+        }
+    }
+    (array, labels)
+}
+
+/// Contracts two operands over their shared labels that are not in `keep`; the result's labels
+/// are the shared kept ones (batch), then `a`'s own, then `b`'s own.
+fn contract(a: ArrayD<f64>, al: &[u8], b: ArrayD<f64>, bl: &[u8], keep: &[u8]) -> (ArrayD<f64>, Vec<u8>) {
+    let batch: Vec<u8> = al.iter().copied().filter(|l| bl.contains(l) && keep.contains(l)).collect();
+    let sum: Vec<u8> = al.iter().copied().filter(|l| bl.contains(l) && !keep.contains(l)).collect();
+    let free_a: Vec<u8> = al.iter().copied().filter(|l| !bl.contains(l)).collect();
+    let free_b: Vec<u8> = bl.iter().copied().filter(|l| !al.contains(l)).collect();
+    let mut label_size = [1usize; 128];
+    for (labels, shape) in [(al, a.shape()), (bl, b.shape())] {
+        for (l, &extent) in labels.iter().zip(shape) {
+            label_size[*l as usize] = extent;
+        }
+    }
+    let size = |labels: &[u8]| -> usize { labels.iter().map(|l| label_size[*l as usize]).product() };
+    let (nb, m, k, n) = (size(&batch), size(&free_a), size(&sum), size(&free_b));
+    let a3 = arrange(&a, al, [&batch, &free_a, &sum], [nb, m, k]);
+    let b3 = arrange(&b, bl, [&batch, &sum, &free_b], [nb, k, n]);
+    let mut c = ndarray::Array3::<f64>::zeros((nb, m, n));
+    if k == 1 {
+        c.assign(&(&a3 * &b3));
+    } else {
+        for i in 0..nb {
+            general_mat_mul(1.0, &a3.index_axis(Axis(0), i), &b3.index_axis(Axis(0), i), 0.0, &mut c.index_axis_mut(Axis(0), i));
+        }
+    }
+    let mut labels = batch.clone();
+    labels.extend_from_slice(&free_a);
+    labels.extend_from_slice(&free_b);
+    let shape: Vec<usize> = labels.iter().map(|l| label_size[*l as usize]).collect();
+    let c = c.into_shape_with_order(shape).expect("sizes multiply out");
+    (c, labels)
+}
+
+/// Permutes `array` so its axes follow the concatenated label `groups`, then views it as three
+/// axes (one per group) of the given sizes; copies only when the strides cannot express that.
+fn arrange<'a>(array: &'a ArrayD<f64>, labels: &[u8], groups: [&[u8]; 3], dims: [usize; 3]) -> CowArray<'a, f64, Ix3> {
+    let perm: Vec<usize> = groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .map(|l| labels.iter().position(|m| m == l).unwrap())
+        .collect();
+    let permuted = array.view().permuted_axes(IxDyn(&perm));
+    let mut merged = permuted.clone();
+    let mut kept = Vec::new();
+    let mut start = 0;
+    let mut ok = true;
+    for g in groups {
+        if g.is_empty() {
+            kept.push(None);
+            continue;
+        }
+        let last = start + g.len() - 1;
+        for ax in (start..last).rev() {
+            ok &= merged.merge_axes(Axis(ax), Axis(last));
+        }
+        kept.push(Some(last));
+        start += g.len();
+    }
+    if ok {
+        for ax in (0..merged.ndim()).rev() {
+            if !kept.contains(&Some(ax)) {
+                merged = merged.index_axis_move(Axis(ax), 0);
+            }
+        }
+        for (g, k) in kept.iter().enumerate() {
+            if k.is_none() {
+                merged = merged.insert_axis(Axis(g));
+            }
+        }
+        return CowArray::from(merged.into_dimensionality::<Ix3>().expect("three axes"));
+    }
+    let owned = permuted.as_standard_layout().into_owned().into_shape_with_order(dims.to_vec()).expect("sizes multiply out");
+    CowArray::from(owned.into_dimensionality::<Ix3>().expect("three axes"))
+}

@@ -1,0 +1,18 @@
+//! ollie's tensor graph IR: typed ids, ops with type rules, a text form that reads back, an
+//! invariant checker, and the float64 reference interpreter that serves as the oracle.
+
+mod check;
+mod einsum;
+mod graph;
+mod op;
+mod reference;
+mod text;
+mod ty;
+
+pub use check::check;
+pub use einsum::EinsumSpec;
+pub use graph::{Graph, GraphError, Node, NodeId, Param};
+pub use op::{broadcast_shapes, broadcasts_to, BinaryOp, CmpOp, Op, ReduceOp, SliceAxis, UnaryOp};
+pub use reference::{evaluate, Tensor};
+pub use text::parse;
+pub use ty::{DType, TensorType};

@@ -1,0 +1,351 @@
+//! Graph operations and their type rules: every op's result type is inferred from its operands.
+
+use crate::einsum::EinsumSpec;
+use crate::ty::{DType, TensorType};
+use crate::GraphError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Abs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    /// numpy's `maximum`: NaN if either operand is NaN.
+    Max,
+    /// numpy's `minimum`: NaN if either operand is NaN.
+    Min,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+/// One axis of a strided slice: output index `i` reads input index `start + i * step`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SliceAxis {
+    pub start: usize,
+    pub step: i64,
+    pub len: usize,
+}
+
+impl SliceAxis {
+    pub fn full(len: usize) -> SliceAxis {
+        SliceAxis { start: 0, step: 1, len }
+    }
+
+    /// Whether every index this axis reads lies in `0..extent`.
+    pub fn fits(&self, extent: usize) -> bool {
+        if self.len == 0 {
+            return true;
+        }
+        let last = self.start as i64 + self.step * (self.len as i64 - 1);
+        self.step != 0 && self.start < extent && last >= 0 && (last as usize) < extent
+    }
+}
+
+/// A tensor operation. Attributes that equal the result type (a reshape's target shape, a
+/// cast's dtype) live in the op so that its type can be inferred; the text form elides them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// The kernel's `index`-th parameter.
+    Input { index: usize },
+    /// A scalar constant.
+    Constant { value: f64, dtype: DType },
+    /// A tensor whose elements are their own index along `axis`.
+    Iota { shape: Vec<usize>, axis: usize, dtype: DType },
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CmpOp),
+    /// `select(cond, on_true, on_false)`: elementwise, `cond` nonzero picks `on_true`.
+    Select,
+    Cast { dtype: DType },
+    /// numpy `broadcast_to`: operand dims align to the right and are 1 or equal.
+    Broadcast { shape: Vec<usize> },
+    /// Row-major reshape to a shape with the same number of elements.
+    Reshape { shape: Vec<usize> },
+    /// Output axis `i` is operand axis `perm[i]`.
+    Transpose { perm: Vec<usize> },
+    Slice { axes: Vec<SliceAxis> },
+    Concat { axis: usize },
+    /// Reduce over `axes` (sorted, unique); the reduced axes are removed.
+    Reduce { op: ReduceOp, axes: Vec<usize> },
+    Einsum(EinsumSpec),
+}
+
+impl UnaryOp {
+    pub const ALL: [UnaryOp; 6] =
+        [UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Sqrt, UnaryOp::Tanh, UnaryOp::Abs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Abs => "abs",
+        }
+    }
+}
+
+impl BinaryOp {
+    pub const ALL: [BinaryOp; 7] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Pow,
+        BinaryOp::Max,
+        BinaryOp::Min,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Max => "max",
+            BinaryOp::Min => "min",
+        }
+    }
+}
+
+impl CmpOp {
+    pub const ALL: [CmpOp; 6] = [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+        }
+    }
+}
+
+impl ReduceOp {
+    pub const ALL: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "reduce_sum",
+            ReduceOp::Max => "reduce_max",
+            ReduceOp::Min => "reduce_min",
+        }
+    }
+}
+
+/// The shape numpy broadcasting gives two shapes, or `None` if they do not broadcast.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i < rank - a.len() { 1 } else { a[i - (rank - a.len())] };
+        let db = if i < rank - b.len() { 1 } else { b[i - (rank - b.len())] };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Whether `from` broadcasts to exactly `to` (numpy `broadcast_to`).
+pub fn broadcasts_to(from: &[usize], to: &[usize]) -> bool {
+    from.len() <= to.len()
+        && from.iter().rev().zip(to.iter().rev()).all(|(&f, &t)| f == t || f == 1)
+}
+
+impl Op {
+    /// The number of operands the op takes, or `None` for variadic ops.
+    pub fn arity(&self) -> Option<usize> {
+        match self {
+            Op::Input { .. } | Op::Constant { .. } | Op::Iota { .. } => Some(0),
+            Op::Unary(_)
+            | Op::Cast { .. }
+            | Op::Broadcast { .. }
+            | Op::Reshape { .. }
+            | Op::Transpose { .. }
+            | Op::Slice { .. }
+            | Op::Reduce { .. } => Some(1),
+            Op::Binary(_) | Op::Compare(_) => Some(2),
+            Op::Select => Some(3),
+            Op::Concat { .. } | Op::Einsum(_) => None,
+        }
+    }
+
+    /// The op's name in the text form.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Input { .. } => "input",
+            Op::Constant { .. } => "const",
+            Op::Iota { .. } => "iota",
+            Op::Unary(u) => u.name(),
+            Op::Binary(b) => b.name(),
+            Op::Compare(c) => c.name(),
+            Op::Select => "select",
+            Op::Cast { .. } => "cast",
+            Op::Broadcast { .. } => "broadcast",
+            Op::Reshape { .. } => "reshape",
+            Op::Transpose { .. } => "transpose",
+            Op::Slice { .. } => "slice",
+            Op::Concat { .. } => "concat",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Einsum(_) => "einsum",
+        }
+    }
+
+    /// Infers the result type from the operand types. `Input` has no rule of its own: its type is
+    /// the parameter's, which the graph supplies.
+    pub fn infer(&self, args: &[&TensorType]) -> Result<TensorType, GraphError> {
+        if let Some(n) = self.arity() {
+            if args.len() != n {
+                return Err(self.error(format!("takes {n} operands, got {}", args.len())));
+            }
+        } else if args.is_empty() {
+            return Err(self.error("takes at least one operand".to_string()));
+        }
+        let ty = match self {
+            Op::Input { .. } => return Err(self.error("has no type rule".to_string())),
+            Op::Constant { dtype, .. } => TensorType::scalar(*dtype),
+            Op::Iota { shape, axis, dtype } => {
+                if *axis >= shape.len() {
+                    return Err(self.error(format!("axis {axis} out of range for rank {}", shape.len())));
+                }
+                TensorType::new(*dtype, shape.clone())
+            }
+            Op::Unary(u) => {
+                let dtype = match u {
+                    UnaryOp::Neg | UnaryOp::Abs => args[0].dtype,
+                    _ => args[0].dtype.to_float(),
+                };
+                TensorType::new(dtype, args[0].shape.clone())
+            }
+            Op::Binary(b) => {
+                self.same_shapes(args)?;
+                let mut dtype = args[0].dtype.promote(args[1].dtype);
+                if *b == BinaryOp::Div {
+                    dtype = dtype.to_float();
+                }
+                TensorType::new(dtype, args[0].shape.clone())
+            }
+            Op::Compare(_) => {
+                self.same_shapes(args)?;
+                TensorType::new(DType::Bool, args[0].shape.clone())
+            }
+            Op::Select => {
+                self.same_shapes(args)?;
+                TensorType::new(args[1].dtype.promote(args[2].dtype), args[0].shape.clone())
+            }
+            Op::Cast { dtype } => TensorType::new(*dtype, args[0].shape.clone()),
+            Op::Broadcast { shape } => {
+                if !broadcasts_to(&args[0].shape, shape) {
+                    return Err(self.error(format!("cannot broadcast {} to [{}]", args[0], crate::ty::join(shape))));
+                }
+                TensorType::new(args[0].dtype, shape.clone())
+            }
+            Op::Reshape { shape } => {
+                if shape.iter().product::<usize>() != args[0].num_elements() {
+                    return Err(self.error(format!("cannot reshape {} to [{}]", args[0], crate::ty::join(shape))));
+                }
+                TensorType::new(args[0].dtype, shape.clone())
+            }
+            Op::Transpose { perm } => {
+                let mut seen = vec![false; perm.len()];
+                if perm.len() != args[0].rank() || perm.iter().any(|&p| p >= perm.len() || std::mem::replace(&mut seen[p], true)) {
+                    return Err(self.error(format!("[{}] is not a permutation of the axes of {}", crate::ty::join(perm), args[0])));
+                }
+                TensorType::new(args[0].dtype, perm.iter().map(|&p| args[0].shape[p]).collect())
+            }
+            Op::Slice { axes } => {
+                if axes.len() != args[0].rank() {
+                    return Err(self.error(format!("has {} axes, operand is {}", axes.len(), args[0])));
+                }
+                for (axis, (s, &extent)) in axes.iter().zip(&args[0].shape).enumerate() {
+                    if !s.fits(extent) {
+                        return Err(self.error(format!("axis {axis} reads outside 0..{extent}")));
+                    }
+                }
+                TensorType::new(args[0].dtype, axes.iter().map(|s| s.len).collect())
+            }
+            Op::Concat { axis } => {
+                let first = args[0];
+                if *axis >= first.rank() {
+                    return Err(self.error(format!("axis {axis} out of range for {first}")));
+                }
+                let mut shape = first.shape.clone();
+                shape[*axis] = 0;
+                let mut dtype = first.dtype;
+                for a in args {
+                    let same_rest = a.rank() == first.rank()
+                        && (0..a.rank()).all(|i| i == *axis || a.shape[i] == first.shape[i]);
+                    if !same_rest {
+                        return Err(self.error(format!("operands {first} and {a} differ off axis {axis}")));
+                    }
+                    shape[*axis] += a.shape[*axis];
+                    dtype = dtype.promote(a.dtype);
+                }
+                TensorType::new(dtype, shape)
+            }
+            Op::Reduce { op, axes } => {
+                let rank = args[0].rank();
+                if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= rank) {
+                    return Err(self.error(format!("axes [{}] must be sorted, unique and below rank {rank}", crate::ty::join(axes))));
+                }
+                if *op != ReduceOp::Sum && axes.iter().any(|&a| args[0].shape[a] == 0) {
+                    return Err(self.error("reduces an empty axis, which has no identity".to_string()));
+                }
+                let shape = (0..rank).filter(|a| !axes.contains(a)).map(|a| args[0].shape[a]).collect();
+                let dtype = match (op, args[0].dtype) {
+                    (ReduceOp::Sum, DType::Bool) => DType::I64,
+                    (_, d) => d,
+                };
+                TensorType::new(dtype, shape)
+            }
+            Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,
+        };
+        Ok(ty)
+    }
+
+    fn same_shapes(&self, args: &[&TensorType]) -> Result<(), GraphError> {
+        if args.iter().any(|a| a.shape != args[0].shape) {
+            let shapes: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            return Err(self.error(format!("operands must have equal shapes, got {}", shapes.join(" and "))));
+        }
+        Ok(())
+    }
+
+    fn error(&self, message: String) -> GraphError {
+        GraphError::Op { op: self.name(), message }
+    }
+}

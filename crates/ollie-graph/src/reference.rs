@@ -1,0 +1,155 @@
+//! The float64 reference interpreter: numpy's meaning of a graph, the verifier's oracle.
+//!
+//! Every dtype is evaluated in float64 (booleans as 0/1, integers exactly while below 2^53);
+//! casts to a float dtype do not round. Contractions run as blocked matrix products.
+
+use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
+
+use crate::graph::{Graph, GraphError};
+use crate::op::{BinaryOp, CmpOp, Op, ReduceOp, UnaryOp};
+use crate::ty::DType;
+
+/// A float64 array, row-major when it leaves the interpreter.
+pub type Tensor = ArrayD<f64>;
+
+/// Evaluates `graph` on one array per parameter, in parameter order. Shapes must match the
+/// parameters' exactly; the element types of the inputs are not checked (they are all f64 here).
+pub fn evaluate(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphError> {
+    if inputs.len() != graph.params.len() {
+        return Err(GraphError::Op {
+            op: "input",
+            message: format!("the kernel takes {} inputs, got {}", graph.params.len(), inputs.len()),
+        });
+    }
+    for (param, input) in graph.params.iter().zip(inputs) {
+        if input.shape() != param.ty.shape.as_slice() {
+            return Err(GraphError::Op {
+                op: "input",
+                message: format!("`{}` must have shape {:?}, got {:?}", param.name, param.ty.shape, input.shape()),
+            });
+        }
+    }
+    let mut remaining = graph.use_counts();
+    let mut values: Vec<Option<Tensor>> = vec![None; graph.nodes.len()];
+    for id in graph.ids() {
+        let node = graph.node(id);
+        let mut args: Vec<Tensor> = Vec::with_capacity(node.args.len());
+        for &a in &node.args {
+            remaining[a.index()] -= 1;
+            let v = if remaining[a.index()] == 0 { values[a.index()].take() } else { values[a.index()].clone() };
+            args.push(v.expect("operand evaluated before its use"));
+        }
+        let value = eval_op(&node.op, args, inputs);
+        debug_assert_eq!(value.shape(), node.ty.shape.as_slice(), "{id} = {}", node.op.name());
+        if remaining[id.index()] > 0 {
+            values[id.index()] = Some(value);
+        }
+    }
+    let mut outputs = Vec::with_capacity(graph.outputs.len());
+    for (i, &o) in graph.outputs.iter().enumerate() {
+        let later = graph.outputs[i + 1..].contains(&o);
+        let v = if later { values[o.index()].clone() } else { values[o.index()].take() };
+        outputs.push(v.expect("output evaluated").as_standard_layout().into_owned());
+    }
+    Ok(outputs)
+}
+
+fn eval_op(op: &Op, mut args: Vec<Tensor>, inputs: &[Tensor]) -> Tensor {
+    match op {
+        Op::Input { index } => inputs[*index].clone(),
+        Op::Constant { value, .. } => ndarray::arr0(*value).into_dyn(),
+        Op::Iota { shape, axis, .. } => ArrayD::from_shape_fn(IxDyn(shape), |ix| ix[*axis] as f64),
+        Op::Unary(u) => {
+            let f: fn(f64) -> f64 = match u {
+                UnaryOp::Neg => |x| -x,
+                UnaryOp::Exp => f64::exp,
+                UnaryOp::Log => f64::ln,
+                UnaryOp::Sqrt => f64::sqrt,
+                UnaryOp::Tanh => f64::tanh,
+                UnaryOp::Abs => f64::abs,
+            };
+            let mut a = args.pop().unwrap();
+            a.mapv_inplace(f);
+            a
+        }
+        Op::Binary(b) => {
+            let f: fn(f64, f64) -> f64 = match b {
+                BinaryOp::Add => |x, y| x + y,
+                BinaryOp::Sub => |x, y| x - y,
+                BinaryOp::Mul => |x, y| x * y,
+                BinaryOp::Div => |x, y| x / y,
+                BinaryOp::Pow => f64::powf,
+                BinaryOp::Max => |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) },
+                BinaryOp::Min => |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) },
+            };
+            Zip::from(&args[0]).and(&args[1]).map_collect(|&x, &y| f(x, y))
+        }
+        Op::Compare(c) => {
+            let f: fn(f64, f64) -> bool = match c {
+                CmpOp::Lt => |x, y| x < y,
+                CmpOp::Le => |x, y| x <= y,
+                CmpOp::Gt => |x, y| x > y,
+                CmpOp::Ge => |x, y| x >= y,
+                CmpOp::Eq => |x, y| x == y,
+                CmpOp::Ne => |x, y| x != y,
+            };
+            Zip::from(&args[0]).and(&args[1]).map_collect(|&x, &y| f(x, y) as u8 as f64)
+        }
+        Op::Select => Zip::from(&args[0])
+            .and(&args[1])
+            .and(&args[2])
+            .map_collect(|&c, &t, &e| if c != 0.0 { t } else { e }),
+        Op::Cast { dtype } => {
+            let mut a = args.pop().unwrap();
+            match dtype {
+                DType::Bool => a.mapv_inplace(|x| (x != 0.0) as u8 as f64),
+                DType::I64 => a.mapv_inplace(f64::trunc),
+                DType::F32 | DType::F64 => {}
+            }
+            a
+        }
+        Op::Broadcast { shape } => args[0].broadcast(IxDyn(shape)).expect("type-checked broadcast").to_owned(),
+        Op::Reshape { shape } => {
+            let a = args.pop().unwrap();
+            let a = if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned() };
+            a.into_shape_with_order(IxDyn(shape)).expect("type-checked reshape")
+        }
+        Op::Transpose { perm } => args.pop().unwrap().permuted_axes(IxDyn(perm)),
+        Op::Slice { axes } => {
+            let mut a = args.pop().unwrap();
+            a.slice_each_axis_inplace(|ax| {
+                let s = axes[ax.axis.index()];
+                if s.len == 0 {
+                    return Slice::new(0, Some(0), 1);
+                }
+                let last = s.start as isize + s.step as isize * (s.len as isize - 1);
+                if s.step > 0 {
+                    Slice::new(s.start as isize, Some(last + 1), s.step as isize)
+                } else {
+                    Slice::new(last, Some(s.start as isize + 1), s.step as isize)
+                }
+            });
+            a
+        }
+        Op::Concat { axis } => {
+            let views: Vec<_> = args.iter().map(|a| a.view()).collect();
+            ndarray::concatenate(Axis(*axis), &views).expect("type-checked concat")
+        }
+        Op::Reduce { op, axes } => {
+            let mut a = args.pop().unwrap();
+            for &axis in axes.iter().rev() {
+                a = match op {
+                    ReduceOp::Sum => a.sum_axis(Axis(axis)),
+                    ReduceOp::Max => a.fold_axis(Axis(axis), f64::NEG_INFINITY, |&m, &x| {
+                        if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }
+                    }),
+                    ReduceOp::Min => a.fold_axis(Axis(axis), f64::INFINITY, |&m, &x| {
+                        if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }
+                    }),
+                };
+            }
+            a
+        }
+        Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
+    }
+}

@@ -1,0 +1,431 @@
+//! The spec interpreter: runs a kernel's Python body abstractly, folding Python values and
+//! recording every array operation as a graph node.
+
+use std::collections::HashMap;
+
+use ollie_graph::{DType, Graph, NodeId, Op, TensorType};
+use ruff_python_ast::{self as ast, Expr, Number, Stmt};
+use ruff_text_size::{Ranged, TextRange};
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::value::Value;
+
+pub type Result<T> = std::result::Result<T, Diagnostic>;
+
+/// A value with the source span it came from.
+#[derive(Clone, Debug)]
+pub struct Arg {
+    pub value: Value,
+    pub range: TextRange,
+}
+
+/// Module-level facts the interpreter reads: the numpy alias, constants and helper functions.
+pub struct Module<'a> {
+    pub numpy: Option<String>,
+    pub constants: HashMap<String, Value>,
+    pub functions: HashMap<String, &'a ast::StmtFunctionDef>,
+}
+
+const MAX_CALL_DEPTH: usize = 32;
+
+pub struct Builder<'a> {
+    pub module: Module<'a>,
+    pub graph: Graph,
+    pub warnings: Vec<Diagnostic>,
+    depth: usize,
+}
+
+/// Local variables of one function activation.
+pub type Scope = HashMap<String, Value>;
+
+impl<'a> Builder<'a> {
+    pub fn new(module: Module<'a>, graph: Graph) -> Builder<'a> {
+        Builder { module, graph, warnings: Vec::new(), depth: 0 }
+    }
+
+    pub fn ty(&self, id: NodeId) -> &TensorType {
+        self.graph.ty(id)
+    }
+
+    /// Appends a node; a type error here means the front end let something through that it
+    /// should have diagnosed, so it is reported as an internal error at `range`.
+    pub fn push(&mut self, op: Op, args: Vec<NodeId>, range: TextRange) -> Result<NodeId> {
+        self.graph.push(op, args).map_err(|e| {
+            Diagnostic::error(Code::Internal, format!("ollie built an ill-typed graph node: {e}"))
+                .label(range, "while translating this")
+                .help("this is a bug in ollie; please report it with the spec")
+        })
+    }
+
+    /// Runs `def` with its parameters bound to `args`; returns the returned value.
+    pub fn call_function(&mut self, def: &ast::StmtFunctionDef, args: Vec<(String, Value)>, call: TextRange) -> Result<Value> {
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(Diagnostic::error(Code::UnsupportedSyntax, "recursion is not supported")
+                .label(call, format!("calls nest deeper than {MAX_CALL_DEPTH}")));
+        }
+        self.depth += 1;
+        let mut scope: Scope = args.into_iter().collect();
+        let result = self.run_body(&def.body, &mut scope);
+        self.depth -= 1;
+        match result? {
+            Some(v) => Ok(v),
+            None => Err(Diagnostic::error(Code::MissingReturn, format!("`{}` has no `return` statement", def.name.as_str()))
+                .label(def.name.range(), "this function never returns a value")
+                .help("end the kernel with `return RESULT` (or `return A, B` for several outputs)")),
+        }
+    }
+
+    /// Runs statements until a `return`; `Some(value)` if one was reached.
+    fn run_body(&mut self, body: &[Stmt], scope: &mut Scope) -> Result<Option<Value>> {
+        for (i, stmt) in body.iter().enumerate() {
+            match stmt {
+                Stmt::Expr(e) if i == 0 && matches!(*e.value, Expr::StringLiteral(_)) => {}
+                Stmt::Pass(_) => {}
+                Stmt::Return(r) => {
+                    let value = match &r.value {
+                        Some(v) => self.expr(v, scope)?,
+                        None => Value::None,
+                    };
+                    return Ok(Some(value));
+                }
+                Stmt::Assign(a) => {
+                    let value = self.expr(&a.value, scope)?;
+                    let vr = a.value.range();
+                    for target in &a.targets {
+                        self.assign(target, value.clone(), vr, scope)?;
+                    }
+                }
+                Stmt::AnnAssign(a) => {
+                    let Some(v) = &a.value else {
+                        return Err(unsupported_statement(stmt.range(), "a bare annotation"));
+                    };
+                    let value = self.expr(v, scope)?;
+                    self.assign(&a.target, value, v.range(), scope)?;
+                }
+                Stmt::AugAssign(a) => {
+                    let left = Arg { value: self.expr(&a.target, scope)?, range: a.target.range() };
+                    let right = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
+                    let value = self.binop(a.op, left, right, stmt.range())?;
+                    self.assign(&a.target, value, a.value.range(), scope)?;
+                }
+                Stmt::Assert(a) => {
+                    let test = self.expr(&a.test, scope)?;
+                    match test {
+                        Value::Bool(true) => {}
+                        Value::Bool(false) => {
+                            return Err(Diagnostic::error(Code::AssertionFailed, "assertion fails for these dimensions")
+                                .label(a.test.range(), "this is false"))
+                        }
+                        other => {
+                            return Err(Diagnostic::error(Code::UnsupportedStatement, "only assertions about shapes and constants are supported")
+                                .label(a.test.range(), format!("this is a {}, not a value known before the kernel runs", other.kind())))
+                        }
+                    }
+                }
+                Stmt::For(_) | Stmt::While(_) => {
+                    return Err(unsupported_statement(stmt.range(), "a loop")
+                        .help("express the computation with whole-array operations (broadcasting, reductions, einsum)"))
+                }
+                Stmt::If(_) => {
+                    return Err(unsupported_statement(stmt.range(), "an `if` statement")
+                        .help("select elementwise with `np.where(condition, a, b)`"))
+                }
+                Stmt::Expr(_) => {
+                    return Err(unsupported_statement(stmt.range(), "an expression whose value is discarded")
+                        .help("assign the result to a name, or remove the statement"))
+                }
+                Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                    return Err(unsupported_statement(stmt.range(), "an import inside a function")
+                        .help("put `import numpy as np` at the top of the file"))
+                }
+                Stmt::FunctionDef(_) => {
+                    return Err(unsupported_statement(stmt.range(), "a nested function")
+                        .help("define helper functions at module level"))
+                }
+                _ => return Err(unsupported_statement(stmt.range(), "this statement")),
+            }
+        }
+        Ok(None)
+    }
+
+    fn assign(&mut self, target: &Expr, value: Value, value_range: TextRange, scope: &mut Scope) -> Result<()> {
+        match target {
+            Expr::Name(n) => {
+                scope.insert(n.id.to_string(), value);
+                Ok(())
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let Value::Tuple(items) = value else {
+                    return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("cannot unpack a {}", value.kind()))
+                        .label(value_range, "only tuples unpack"));
+                };
+                if items.len() != elts.len() {
+                    return Err(Diagnostic::error(Code::BadValue, format!("cannot unpack {} values into {} names", items.len(), elts.len()))
+                        .label(target.range(), "names here")
+                        .label(value_range, "values here"));
+                }
+                for (t, v) in elts.iter().zip(items) {
+                    self.assign(t, v, value_range, scope)?;
+                }
+                Ok(())
+            }
+            Expr::Subscript(_) | Expr::Attribute(_) => Err(unsupported_statement(target.range(), "assignment into an array")
+                .help("arrays are immutable in a spec: build the result with np.where, np.concatenate or arithmetic")),
+            _ => Err(unsupported_statement(target.range(), "this assignment target")),
+        }
+    }
+
+    /// Evaluates an expression.
+    pub fn expr(&mut self, expr: &Expr, scope: &Scope) -> Result<Value> {
+        let range = expr.range();
+        match expr {
+            Expr::Name(n) => self.name(n.id.as_str(), range, scope),
+            Expr::NumberLiteral(n) => match &n.value {
+                Number::Int(i) => i.as_i64().map(Value::Int).ok_or_else(|| {
+                    Diagnostic::error(Code::BadValue, "integer literal too large").label(range, "does not fit in 64 bits")
+                }),
+                Number::Float(f) => Ok(Value::Float(*f)),
+                Number::Complex { .. } => Err(unsupported_syntax(range, "complex numbers")),
+            },
+            Expr::BooleanLiteral(b) => Ok(Value::Bool(b.value)),
+            Expr::NoneLiteral(_) => Ok(Value::None),
+            Expr::EllipsisLiteral(_) => Ok(Value::Ellipsis),
+            Expr::StringLiteral(s) => Ok(Value::Str(s.value.to_str().to_string())),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let mut items = Vec::with_capacity(elts.len());
+                for e in elts {
+                    if let Expr::Starred(_) = e {
+                        return Err(unsupported_syntax(e.range(), "starred expressions"));
+                    }
+                    items.push(self.expr(e, scope)?);
+                }
+                Ok(Value::Tuple(items))
+            }
+            Expr::UnaryOp(u) => {
+                let operand = Arg { value: self.expr(&u.operand, scope)?, range: u.operand.range() };
+                self.unaryop(u.op, operand, range)
+            }
+            Expr::BinOp(b) => {
+                let left = Arg { value: self.expr(&b.left, scope)?, range: b.left.range() };
+                let right = Arg { value: self.expr(&b.right, scope)?, range: b.right.range() };
+                self.binop(b.op, left, right, range)
+            }
+            Expr::Compare(c) => {
+                if c.ops.len() != 1 {
+                    return Err(unsupported_syntax(range, "chained comparisons")
+                        .help("compare two values at a time and combine masks with `&`"));
+                }
+                let left = Arg { value: self.expr(&c.left, scope)?, range: c.left.range() };
+                let right = Arg { value: self.expr(&c.comparators[0], scope)?, range: c.comparators[0].range() };
+                self.compare(c.ops[0], left, right, range)
+            }
+            Expr::Call(call) => self.call(call, scope),
+            Expr::Attribute(a) => {
+                let object = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
+                self.attribute(object, a.attr.as_str(), a.attr.range(), range)
+            }
+            Expr::Subscript(s) => {
+                let object = Arg { value: self.expr(&s.value, scope)?, range: s.value.range() };
+                self.subscript(object, &s.slice, range, scope)
+            }
+            Expr::Slice(_) => Err(unsupported_syntax(range, "a slice outside of `[...]`")),
+            Expr::Lambda(_) => Err(unsupported_syntax(range, "lambda expressions")),
+            Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::Generator(_) => {
+                Err(unsupported_syntax(range, "comprehensions").help("use whole-array operations instead of iterating"))
+            }
+            Expr::If(_) => Err(unsupported_syntax(range, "conditional expressions")
+                .help("select elementwise with `np.where(condition, a, b)`")),
+            Expr::BoolOp(_) => Err(unsupported_syntax(range, "`and`/`or`").help("combine boolean masks with `&` and `|`")),
+            Expr::FString(_) | Expr::TString(_) | Expr::BytesLiteral(_) => Err(unsupported_syntax(range, "this literal")),
+            _ => Err(unsupported_syntax(range, "this expression")),
+        }
+    }
+
+    fn name(&mut self, name: &str, range: TextRange, scope: &Scope) -> Result<Value> {
+        if let Some(v) = scope.get(name) {
+            return Ok(v.clone());
+        }
+        if let Some(v) = self.module.constants.get(name) {
+            return Ok(v.clone());
+        }
+        if self.module.numpy.as_deref() == Some(name) {
+            return Ok(Value::Numpy);
+        }
+        match name {
+            "float" => return Ok(Value::DType(DType::F64)),
+            "int" => return Ok(Value::DType(DType::I64)),
+            "bool" => return Ok(Value::DType(DType::Bool)),
+            _ => {}
+        }
+        if name == "np" || name == "numpy" {
+            return Err(Diagnostic::error(Code::MissingNumpyImport, format!("`{name}` is used but numpy is not imported as `{name}`"))
+                .label(range, "not defined")
+                .help(format!("add `import numpy as {name}` at the top of the file")));
+        }
+        let help = if self.module.functions.contains_key(name) {
+            format!("`{name}` is a function; call it")
+        } else {
+            "names are the kernel's parameters, earlier assignments, and module-level constants".to_string()
+        };
+        Err(Diagnostic::error(Code::UnknownName, format!("unknown name `{name}`")).label(range, "not defined here").help(help))
+    }
+
+    fn call(&mut self, call: &ast::ExprCall, scope: &Scope) -> Result<Value> {
+        let range = call.range();
+        let mut positional = Vec::new();
+        for a in call.arguments.args.iter() {
+            if let Expr::Starred(_) = a {
+                return Err(unsupported_syntax(a.range(), "`*args` in a call"));
+            }
+            positional.push(Arg { value: self.expr(a, scope)?, range: a.range() });
+        }
+        let mut keywords = Vec::new();
+        for k in call.arguments.keywords.iter() {
+            let Some(name) = &k.arg else {
+                return Err(unsupported_syntax(k.range(), "`**kwargs` in a call"));
+            };
+            keywords.push((name.as_str().to_string(), name.range(), Arg { value: self.expr(&k.value, scope)?, range: k.value.range() }));
+        }
+        let args = CallArgs { positional, keywords, range };
+        match &*call.func {
+            Expr::Attribute(a) => {
+                let receiver = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
+                let name = a.attr.as_str();
+                match receiver.value {
+                    Value::Numpy => self.numpy_call(name, a.range(), args),
+                    Value::Tensor(_) => self.method_call(receiver, name, a.attr.range(), args),
+                    _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `.{name}()` on a {}", receiver.value.kind()))
+                        .label(call.func.range(), "not supported")
+                        .help("supported calls are numpy functions (`np.exp(x)`), array methods (`x.sum(axis=-1)`) and functions defined in this file")),
+                }
+            }
+            Expr::Name(n) => {
+                let name = n.id.as_str();
+                if !scope.contains_key(name) {
+                    if let Some(def) = self.module.functions.get(name).copied() {
+                        return self.call_helper(def, args);
+                    }
+                    if let Some(v) = self.builtin_call(name, n.range(), &args)? {
+                        return Ok(v);
+                    }
+                }
+                Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{name}(...)`"))
+                    .label(n.range(), "not a numpy function, an array method or a function of this file")
+                    .help("supported builtins are `len`, `float`, `int` and `abs`; numpy functions are called as `np.NAME(...)`"))
+            }
+            other => Err(Diagnostic::error(Code::UnsupportedCall, "unsupported call").label(other.range(), "cannot call this")),
+        }
+    }
+
+    fn call_helper(&mut self, def: &'a ast::StmtFunctionDef, args: CallArgs) -> Result<Value> {
+        let params = &def.parameters;
+        if params.vararg.is_some() || params.kwarg.is_some() || !params.kwonlyargs.is_empty() {
+            return Err(Diagnostic::error(Code::UnsupportedSyntax, "helper functions take plain positional parameters")
+                .label(params.range, "`*args`, `**kwargs` and keyword-only parameters are not supported"));
+        }
+        let names: Vec<&ast::ParameterWithDefault> = params.posonlyargs.iter().chain(params.args.iter()).collect();
+        if args.positional.len() > names.len() {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{}` takes {} arguments, got {}", def.name.as_str(), names.len(), args.positional.len()))
+                .label(args.range, "too many arguments"));
+        }
+        let mut bound: Vec<Option<Value>> = vec![None; names.len()];
+        for (i, a) in args.positional.into_iter().enumerate() {
+            bound[i] = Some(a.value);
+        }
+        for (k, krange, a) in args.keywords {
+            let Some(i) = names.iter().position(|p| p.name().as_str() == k) else {
+                return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{}` has no parameter `{k}`", def.name.as_str())).label(krange, "unknown parameter"));
+            };
+            bound[i] = Some(a.value);
+        }
+        let mut values = Vec::new();
+        for (p, v) in names.iter().zip(bound) {
+            let v = match (v, p.default()) {
+                (Some(v), _) => v,
+                (None, Some(d)) => self.expr(d, &Scope::new())?,
+                (None, None) => {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("missing argument `{}` to `{}`", p.name().as_str(), def.name.as_str()))
+                        .label(args.range, "in this call"))
+                }
+            };
+            values.push((p.name().as_str().to_string(), v));
+        }
+        self.call_function(def, values, args.range)
+    }
+
+    fn builtin_call(&mut self, name: &str, range: TextRange, args: &CallArgs) -> Result<Option<Value>> {
+        let one = |args: &CallArgs| -> Result<Arg> {
+            match (args.positional.as_slice(), args.keywords.is_empty()) {
+                ([a], true) => Ok(a.clone()),
+                _ => Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{name}` takes one argument")).label(args.range, "here")),
+            }
+        };
+        let value = match name {
+            "len" => {
+                let a = one(args)?;
+                match &a.value {
+                    Value::Tuple(items) => Value::Int(items.len() as i64),
+                    Value::Tensor(id) => match self.ty(*id).shape.first() {
+                        Some(&n) => Value::Int(n as i64),
+                        None => return Err(Diagnostic::error(Code::BadValue, "len() of a 0-d array").label(a.range, "has no length")),
+                    },
+                    other => return Err(Diagnostic::error(Code::BadValue, format!("len() of a {}", other.kind())).label(a.range, "has no length")),
+                }
+            }
+            "float" | "int" => {
+                let a = one(args)?;
+                match (name, a.value.number()) {
+                    ("float", Some(x)) => Value::Float(x),
+                    ("int", Some(x)) => Value::Int(x.trunc() as i64),
+                    _ => return Err(Diagnostic::error(Code::BadValue, format!("`{name}()` needs a number known before the kernel runs"))
+                        .label(a.range, format!("this is a {}", a.value.kind()))
+                        .help("for arrays use `.astype(...)`")),
+                }
+            }
+            "abs" => {
+                let a = one(args)?;
+                return self.unary(ollie_graph::UnaryOp::Abs, a, range).map(Some);
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(value))
+    }
+
+    /// Converts a value to a tensor node; Python scalars become constants whose dtype follows
+    /// numpy's rule for a scalar meeting an array of dtype `like`.
+    pub fn tensor(&mut self, arg: &Arg, like: Option<DType>) -> Result<NodeId> {
+        let (value, dtype) = match arg.value {
+            Value::Tensor(id) => return Ok(id),
+            Value::Bool(b) => (b as u8 as f64, like.unwrap_or(DType::Bool)),
+            Value::Int(i) => (i as f64, match like {
+                Some(d) if d != DType::Bool => d,
+                _ => DType::I64,
+            }),
+            Value::Float(f) => (f, match like {
+                Some(d) if d.is_float() => d,
+                _ => DType::F64,
+            }),
+            ref other => {
+                return Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found a {}", other.kind()))
+                    .label(arg.range, "not an array"))
+            }
+        };
+        self.push(Op::Constant { value, dtype }, vec![], arg.range)
+    }
+}
+
+/// The arguments of a call, evaluated.
+pub struct CallArgs {
+    pub positional: Vec<Arg>,
+    pub keywords: Vec<(String, TextRange, Arg)>,
+    pub range: TextRange,
+}
+
+pub fn unsupported_statement(range: TextRange, what: &str) -> Diagnostic {
+    Diagnostic::error(Code::UnsupportedStatement, format!("{what} is not supported in a kernel"))
+        .label(range, "not supported")
+}
+
+pub fn unsupported_syntax(range: TextRange, what: &str) -> Diagnostic {
+    Diagnostic::error(Code::UnsupportedSyntax, format!("unsupported syntax: {what}")).label(range, "not supported in a spec")
+}

@@ -1,0 +1,295 @@
+//! The spec front end: a numpy-subset `.py` file becomes a typed [`Graph`] with static shapes,
+//! or a [`Diagnostic`] pointing at the source span that is outside the subset.
+
+mod annotation;
+mod builder;
+mod diagnostic;
+mod numpy;
+mod operators;
+mod value;
+
+use std::collections::HashMap;
+
+use ollie_graph::{DType, Graph, Op, Param, TensorType};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::{Ranged, TextRange, TextSize};
+
+use crate::annotation::DimValue;
+use crate::builder::{Builder, Module, Scope};
+pub use crate::diagnostic::{Code, Diagnostic, Label, Severity};
+use crate::value::Value;
+
+/// What to compile from a spec file.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The kernel to select (`file.py::name`); required when the file has several.
+    pub kernel: Option<String>,
+    /// Overrides of module-level constants (`--dim T=8192`).
+    pub dims: Vec<(String, i64)>,
+}
+
+/// A compiled spec: the kernel's graph and any warnings.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub graph: Graph,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Splits `file.py::name` into the path and the kernel name.
+pub fn split_selector(arg: &str) -> (&str, Option<&str>) {
+    match arg.rsplit_once("::") {
+        Some((path, name)) if !name.is_empty() => (path, Some(name)),
+        _ => (arg, None),
+    }
+}
+
+/// Compiles the kernel in `source` (the text of a `.py` spec) into a graph.
+pub fn compile(source: &str, options: &Options) -> Result<Spec, Diagnostic> {
+    let parsed = ruff_python_parser::parse_module(source).map_err(|e| {
+        Diagnostic::error(Code::SyntaxError, format!("invalid Python syntax: {}", e.error))
+            .label(e.location, "here")
+    })?;
+    let module = parsed.syntax();
+    let mut builder = Builder::new(
+        Module { numpy: None, constants: HashMap::new(), functions: HashMap::new() },
+        Graph::new("", Vec::new()),
+    );
+    let mut defs: Vec<&ast::StmtFunctionDef> = Vec::new();
+    for stmt in &module.body {
+        if let Stmt::FunctionDef(def) = stmt {
+            defs.push(def);
+            builder.module.functions.insert(def.name.to_string(), def);
+        }
+    }
+    read_module(&mut builder, &module.body, options)?;
+    let def = select_kernel(&defs, options.kernel.as_deref())?;
+    build_kernel(builder, def, source)
+}
+
+/// Reads module-level statements: the numpy import and the constants.
+fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Result<(), Diagnostic> {
+    let mut seen_dims = vec![false; options.dims.len()];
+    for (i, stmt) in body.iter().enumerate() {
+        match stmt {
+            Stmt::FunctionDef(def) => {
+                if !def.decorator_list.is_empty() {
+                    return Err(Diagnostic::error(Code::UnsupportedSyntax, "decorators are not supported")
+                        .label(def.decorator_list[0].range(), "not supported"));
+                }
+            }
+            Stmt::Import(import) => {
+                for alias in &import.names {
+                    if alias.name.as_str() == "numpy" {
+                        let name = alias.asname.as_ref().unwrap_or(&alias.name);
+                        builder.module.numpy = Some(name.to_string());
+                    } else {
+                        return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{}`", alias.name.as_str()))
+                            .label(alias.range(), "specs may only import numpy")
+                            .help("write `import numpy as np`; use numpy for all math"));
+                    }
+                }
+            }
+            Stmt::ImportFrom(from) if from.module.as_ref().is_some_and(|m| m.as_str() == "__future__") => {}
+            Stmt::ImportFrom(from) => {
+                return Err(Diagnostic::error(Code::UnsupportedImport, "`from ... import` is not supported")
+                    .label(from.range(), "not supported")
+                    .help("write `import numpy as np` and call `np.NAME(...)`"))
+            }
+            Stmt::Expr(e) if i == 0 && matches!(*e.value, Expr::StringLiteral(_)) => {}
+            Stmt::Assign(a) => {
+                let [Expr::Name(target)] = a.targets.as_slice() else {
+                    return Err(Diagnostic::error(Code::UnsupportedStatement, "module-level assignments define one constant each")
+                        .label(stmt.range(), "write `NAME = VALUE`"));
+                };
+                define_constant(builder, target, &a.value, options, &mut seen_dims)?;
+            }
+            Stmt::AnnAssign(ast::StmtAnnAssign { target, value: Some(value), .. }) => {
+                let Expr::Name(target) = &**target else {
+                    return Err(Diagnostic::error(Code::UnsupportedStatement, "module-level assignments define one constant each")
+                        .label(stmt.range(), "write `NAME = VALUE`"));
+                };
+                define_constant(builder, target, value, options, &mut seen_dims)?;
+            }
+            Stmt::If(s) if is_main_guard(&s.test) => {}
+            _ => {
+                return Err(Diagnostic::error(Code::UnsupportedStatement, "unsupported statement at module level")
+                    .label(stmt.range(), "not supported here")
+                    .help("a spec module holds `import numpy as np`, constants (`T = 4096`), kernel functions, and optionally an `if __name__ == \"__main__\":` block, which ollie ignores"))
+            }
+        }
+    }
+    if let Some(i) = seen_dims.iter().position(|s| !s) {
+        let mut names: Vec<&String> = builder.module.constants.keys().collect();
+        names.sort();
+        let names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        return Err(Diagnostic::error(Code::UnknownDimension, format!("--dim {}: the spec has no module-level constant `{}`", options.dims[i].0, options.dims[i].0))
+            .help(if names.is_empty() { "the spec defines no constants".to_string() } else { format!("constants: {}", names.join(", ")) }));
+    }
+    Ok(())
+}
+
+fn is_main_guard(test: &Expr) -> bool {
+    let Expr::Compare(c) = test else { return false };
+    let is_name = |e: &Expr| matches!(e, Expr::Name(n) if n.id.as_str() == "__name__");
+    let is_main = |e: &Expr| matches!(e, Expr::StringLiteral(s) if s.value.to_str() == "__main__");
+    c.ops.len() == 1 && c.ops[0] == ast::CmpOp::Eq && is_name(&c.left) && is_main(&c.comparators[0])
+}
+
+fn define_constant(builder: &mut Builder, target: &ast::ExprName, value: &Expr, options: &Options, seen: &mut [bool]) -> Result<(), Diagnostic> {
+    let name = target.id.as_str();
+    if let Some(i) = options.dims.iter().position(|(n, _)| n == name) {
+        seen[i] = true;
+        builder.module.constants.insert(name.to_string(), Value::Int(options.dims[i].1));
+        return Ok(());
+    }
+    let before = builder.graph.nodes.len();
+    let v = builder.expr(value, &Scope::new())?;
+    builder.graph.nodes.truncate(before);
+    match v {
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Str(_) | Value::Tuple(_) | Value::DType(_) => {
+            builder.module.constants.insert(name.to_string(), v);
+            Ok(())
+        }
+        other => Err(Diagnostic::error(Code::NotAConstant, format!("module-level `{name}` must be a constant, not a {}", other.kind()))
+            .label(value.range(), "not known before the kernel runs")
+            .help("module-level names are constants (numbers) that name dimensions or parameters of the kernel")),
+    }
+}
+
+fn select_kernel<'a>(defs: &[&'a ast::StmtFunctionDef], name: Option<&str>) -> Result<&'a ast::StmtFunctionDef, Diagnostic> {
+    let names = || defs.iter().map(|d| d.name.to_string()).collect::<Vec<_>>().join(", ");
+    if let Some(name) = name {
+        return defs.iter().copied().find(|d| d.name.as_str() == name).ok_or_else(|| {
+            Diagnostic::error(Code::UnknownKernel, format!("the spec has no function `{name}`"))
+                .help(if defs.is_empty() { "the spec defines no functions".to_string() } else { format!("functions: {}", names()) })
+        });
+    }
+    let is_kernel = |d: &ast::StmtFunctionDef| {
+        let p = &d.parameters;
+        let all = p.posonlyargs.iter().chain(p.args.iter());
+        let annotated = all.clone().all(|a| a.parameter.annotation.is_some());
+        annotated && (all.count() > 0 || d.returns.is_some())
+    };
+    let kernels: Vec<_> = defs.iter().copied().filter(|d| is_kernel(d)).collect();
+    match kernels.as_slice() {
+        [one] => Ok(one),
+        [] => Err(Diagnostic::error(Code::UnknownKernel, "the spec has no kernel")
+            .help("a kernel is a function whose parameters are annotated with their types, e.g. `def softmax(x: \"f32[B, N]\"):`")),
+        many => Err(Diagnostic::error(Code::UnknownKernel, format!("the spec has several kernels: {}", many.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")))
+            .help(format!("select one with FILE.py::NAME, e.g. `::{}`", many[0].name.as_str()))),
+    }
+}
+
+/// Parses the string annotation `expr` into a tensor type.
+fn annotation_type(builder: &Builder, expr: &Expr, source: &str) -> Result<TensorType, Diagnostic> {
+    let Expr::StringLiteral(s) = expr else {
+        return Err(Diagnostic::error(Code::BadAnnotation, "type annotations must be strings")
+            .label(expr.range(), "write the type in quotes, e.g. \"f32[B, N]\"")
+            .help("quoted annotations keep the file runnable by numpy as it is"));
+    };
+    let raw = &source[s.range()];
+    let prefix = raw.find(['"', '\'']).unwrap_or(0);
+    let quote = if raw[prefix..].starts_with("\"\"\"") || raw[prefix..].starts_with("'''") { 3 } else { 1 };
+    let base = s.range().start() + TextSize::from((prefix + quote) as u32);
+    let text = s.value.to_str();
+    let constants = &builder.module.constants;
+    let lookup = |name: &str| -> Option<DimValue> {
+        constants.get(name).map(|v| match v {
+            Value::Int(i) => DimValue::Int(*i),
+            other => DimValue::NotInt(other.kind()),
+        })
+    };
+    if s.value.is_implicit_concatenated() {
+        return Err(Diagnostic::error(Code::BadAnnotation, "annotation strings must be a single literal").label(s.range(), "here"));
+    }
+    annotation::parse(text, base, &lookup)
+}
+
+fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) -> Result<Spec, Diagnostic> {
+    let p = &def.parameters;
+    if let Some(extra) = p.vararg.as_deref().or(p.kwarg.as_deref()).or(p.kwonlyargs.first().map(|k| &k.parameter)) {
+        return Err(Diagnostic::error(Code::UnsupportedSyntax, "kernels take plain positional parameters")
+            .label(extra.range(), "not supported in a kernel"));
+    }
+    let mut params = Vec::new();
+    let mut spans = Vec::new();
+    for a in p.posonlyargs.iter().chain(p.args.iter()) {
+        let name = a.name().as_str();
+        let Some(ann) = a.parameter.annotation.as_deref() else {
+            return Err(Diagnostic::error(Code::MissingAnnotation, format!("parameter `{name}` has no type annotation"))
+                .label(a.name().range(), "annotate it, e.g. `x: \"f32[B, N]\"`"));
+        };
+        let ty = annotation_type(&builder, ann, source)?;
+        params.push(Param { name: name.to_string(), ty });
+        spans.push(a.name().range());
+    }
+    builder.graph = Graph::new(def.name.as_str(), params.clone());
+    let mut bindings = Vec::new();
+    for (i, p) in params.iter().enumerate() {
+        let id = builder.push(Op::Input { index: i }, vec![], spans[i])?;
+        bindings.push((p.name.clone(), Value::Tensor(id)));
+    }
+    let result = builder.call_function(def, bindings, def.name.range())?;
+    let values = match result {
+        Value::Tuple(items) => items,
+        other => vec![other],
+    };
+    let declared: Option<Vec<(TensorType, TextRange)>> = match def.returns.as_deref() {
+        None => None,
+        Some(Expr::Tuple(t)) => Some(t.elts.iter().map(|e| Ok((annotation_type(&builder, e, source)?, e.range()))).collect::<Result<_, Diagnostic>>()?),
+        Some(e) => Some(vec![(annotation_type(&builder, e, source)?, e.range())]),
+    };
+    if let Some(declared) = &declared {
+        if declared.len() != values.len() {
+            let range = def.returns.as_deref().map(|r| r.range()).unwrap_or(def.name.range());
+            return Err(Diagnostic::error(Code::ReturnMismatch, format!("the return annotation declares {} outputs but the kernel returns {}", declared.len(), values.len()))
+                .label(range, "declared here"));
+        }
+    }
+    let body_end = def.range();
+    let mut outputs = Vec::new();
+    for (k, v) in values.into_iter().enumerate() {
+        let arg = builder::Arg { value: v, range: body_end };
+        let id = match &arg.value {
+            Value::Tensor(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => builder.tensor(&arg, None)?,
+            other => {
+                return Err(Diagnostic::error(Code::BadValue, format!("the kernel returns a {}; it must return arrays", other.kind()))
+                    .label(def.name.range(), "in this kernel"))
+            }
+        };
+        let ty = builder.ty(id).clone();
+        let dtype = match &declared {
+            Some(d) => {
+                let (want, range) = &d[k];
+                if want.shape != ty.shape {
+                    return Err(Diagnostic::error(Code::ReturnMismatch, format!("output {k} is annotated {want} but the kernel computes {ty}"))
+                        .label(*range, format!("the kernel returns {ty}")));
+                }
+                want.dtype
+            }
+            None if ty.dtype.is_float() => ty.dtype,
+            None => DType::F32,
+        };
+        let id = if dtype == ty.dtype { id } else { builder.push(Op::Cast { dtype }, vec![id], def.name.range())? };
+        outputs.push(id);
+    }
+    builder.graph.outputs = outputs;
+    let uses = builder.graph.use_counts();
+    let mut warnings = std::mem::take(&mut builder.warnings);
+    for (i, p) in params.iter().enumerate() {
+        let input = builder.graph.ids().find(|&id| builder.graph.node(id).op == Op::Input { index: i });
+        if input.is_some_and(|id| uses[id.index()] == 0) {
+            warnings.push(
+                Diagnostic::warning(Code::UnusedParameter, format!("parameter `{}` is never used", p.name))
+                    .label(spans[i], "unused")
+                    .help("the kernel still takes it (the ABI follows the signature); remove it if it is not needed"),
+            );
+        }
+    }
+    let mut graph = builder.graph;
+    graph.prune();
+    ollie_graph::check(&graph).map_err(|e| {
+        Diagnostic::error(Code::Internal, format!("ollie built an invalid graph: {e}")).label(def.name.range(), "for this kernel")
+    })?;
+    Ok(Spec { graph, warnings })
+}

@@ -1,0 +1,861 @@
+//! numpy's functions and array methods, each translated into graph nodes with numpy's rules for
+//! axes, keepdims, broadcasting, matmul and einsum.
+
+use ollie_graph::{broadcast_shapes, BinaryOp, CmpOp, DType, EinsumSpec, NodeId, Op, ReduceOp, UnaryOp};
+use ruff_text_size::TextRange;
+
+use crate::builder::{Arg, Builder, CallArgs, Result};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::value::Value;
+
+/// The numpy functions a spec may call, as `np.NAME(...)`.
+pub const FUNCTIONS: &[&str] = &[
+    "abs", "absolute", "add", "amax", "amin", "arange", "concatenate", "divide", "einsum", "exp",
+    "expand_dims", "float32", "float64", "full", "full_like", "log", "matmul", "max", "maximum",
+    "mean", "min", "minimum", "multiply", "negative", "ones", "ones_like", "power", "reshape",
+    "sqrt", "square", "squeeze", "stack", "subtract", "sum", "swapaxes", "tanh", "transpose",
+    "tril", "triu", "where", "zeros", "zeros_like",
+];
+
+/// The array methods and attributes a spec may use.
+pub const METHODS: &[&str] =
+    &["astype", "max", "mean", "min", "reshape", "squeeze", "sum", "swapaxes", "transpose"];
+
+pub fn supported_functions_help() -> String {
+    format!("supported numpy functions: {}", FUNCTIONS.join(", "))
+}
+
+pub fn supported_methods_help() -> String {
+    format!("supported array methods: {}; attributes: .T .shape .ndim .size .dtype", METHODS.iter().map(|m| format!(".{m}()")).collect::<Vec<_>>().join(" "))
+}
+
+/// Reduction kinds as numpy spells them (`mean` is a sum and a division).
+#[derive(Clone, Copy, PartialEq)]
+enum Reduction {
+    Sum,
+    Max,
+    Min,
+    Mean,
+}
+
+impl CallArgs {
+    /// Binds the arguments to `params` (positional order, then by keyword). `receiver` fills the
+    /// first parameter for a method call.
+    fn bind(self, name: &str, receiver: Option<Arg>, params: &[&str]) -> Result<Vec<Option<Arg>>> {
+        let mut bound: Vec<Option<Arg>> = vec![None; params.len()];
+        let offset = receiver.is_some() as usize;
+        if let Some(r) = receiver {
+            bound[0] = Some(r);
+        }
+        if self.positional.len() + offset > params.len() {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{name}` takes at most {} positional arguments here, got {}", params.len() - offset, self.positional.len()))
+                .label(self.range, "too many arguments")
+                .help(format!("parameters: {}", params[offset..].join(", "))));
+        }
+        for (i, a) in self.positional.into_iter().enumerate() {
+            bound[i + offset] = Some(a);
+        }
+        for (k, krange, a) in self.keywords {
+            match params.iter().position(|p| *p == k) {
+                Some(i) if i >= offset && bound[i].is_none() => bound[i] = Some(a),
+                Some(_) => {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{name}` got `{k}` twice")).label(krange, "already given"))
+                }
+                None => {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{name}` does not take `{k}` in a spec"))
+                        .label(krange, "unsupported keyword")
+                        .help(format!("supported parameters: {}", params[offset..].join(", "))))
+                }
+            }
+        }
+        Ok(bound)
+    }
+}
+
+fn required(arg: Option<Arg>, name: &str, param: &str, range: TextRange) -> Result<Arg> {
+    arg.ok_or_else(|| Diagnostic::error(Code::UnsupportedArgument, format!("`{name}` needs `{param}`")).label(range, "missing argument"))
+}
+
+impl Builder<'_> {
+    pub fn numpy_call(&mut self, name: &str, range: TextRange, args: CallArgs) -> Result<Value> {
+        let call = args.range;
+        let fname = format!("np.{name}");
+        macro_rules! bind {
+            ($($p:literal),*) => {{
+                let b = args.bind(&fname, None, &[$($p),*])?;
+                let mut it = b.into_iter();
+                ($( { let _ = $p; it.next().unwrap() } ),*)
+            }};
+        }
+        let unary = |op| Some(op);
+        let unary_op = match name {
+            "exp" => unary(UnaryOp::Exp),
+            "log" => unary(UnaryOp::Log),
+            "sqrt" => unary(UnaryOp::Sqrt),
+            "tanh" => unary(UnaryOp::Tanh),
+            "abs" | "absolute" => unary(UnaryOp::Abs),
+            "negative" => unary(UnaryOp::Neg),
+            _ => None,
+        };
+        if let Some(op) = unary_op {
+            let x = bind!("x");
+            return self.unary(op, required(x, &fname, "x", call)?, call);
+        }
+        let binary_op = match name {
+            "add" => Some(BinaryOp::Add),
+            "subtract" => Some(BinaryOp::Sub),
+            "multiply" => Some(BinaryOp::Mul),
+            "divide" => Some(BinaryOp::Div),
+            "power" => Some(BinaryOp::Pow),
+            "maximum" => Some(BinaryOp::Max),
+            "minimum" => Some(BinaryOp::Min),
+            _ => None,
+        };
+        if let Some(op) = binary_op {
+            let (a, b) = bind!("x1", "x2");
+            let (a, b) = (required(a, &fname, "x1", call)?, required(b, &fname, "x2", call)?);
+            if let (Some(x), Some(y)) = (a.value.number(), b.value.number()) {
+                let v = match op {
+                    BinaryOp::Add => x + y,
+                    BinaryOp::Sub => x - y,
+                    BinaryOp::Mul => x * y,
+                    BinaryOp::Div => x / y,
+                    BinaryOp::Pow => x.powf(y),
+                    BinaryOp::Max => if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) },
+                    BinaryOp::Min => if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) },
+                };
+                return Ok(Value::Float(v));
+            }
+            return self.elementwise(op, a, b, call);
+        }
+        match name {
+            "square" => {
+                let x = required(bind!("x"), &fname, "x", call)?;
+                self.elementwise(BinaryOp::Mul, x.clone(), x, call)
+            }
+            "sum" | "max" | "amax" | "min" | "amin" | "mean" => {
+                let (a, axis, keepdims) = bind!("a", "axis", "keepdims");
+                let kind = reduction(name);
+                self.reduce(kind, required(a, &fname, "a", call)?, axis, keepdims, call)
+            }
+            "where" => {
+                let (c, x, y) = bind!("condition", "x", "y");
+                let (c, x, y) = (required(c, &fname, "condition", call)?, required(x, &fname, "x", call)?, required(y, &fname, "y", call)?);
+                let ids = self.broadcast_all(&[c, x, y], call)?;
+                Ok(Value::Tensor(self.push(Op::Select, ids, call)?))
+            }
+            "matmul" => {
+                let (a, b) = bind!("x1", "x2");
+                self.matmul(required(a, &fname, "x1", call)?, required(b, &fname, "x2", call)?, call)
+            }
+            "einsum" => {
+                let Some(first) = args.positional.first().cloned() else {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, "`np.einsum` needs a subscripts string").label(call, "here"));
+                };
+                if let Some((k, kr, _)) = args.keywords.first() {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`np.einsum` does not take `{k}` in a spec")).label(*kr, "unsupported keyword"));
+                }
+                self.einsum(first, args.positional[1..].to_vec(), call)
+            }
+            "transpose" => {
+                let (a, axes) = bind!("a", "axes");
+                self.transpose(required(a, &fname, "a", call)?, axes, call)
+            }
+            "swapaxes" => {
+                let (a, a1, a2) = bind!("a", "axis1", "axis2");
+                self.swapaxes(required(a, &fname, "a", call)?, required(a1, &fname, "axis1", call)?, required(a2, &fname, "axis2", call)?, call)
+            }
+            "reshape" => {
+                let (a, shape) = bind!("a", "newshape");
+                self.reshape(required(a, &fname, "a", call)?, required(shape, &fname, "newshape", call)?, call)
+            }
+            "expand_dims" => {
+                let (a, axis) = bind!("a", "axis");
+                self.expand_dims(required(a, &fname, "a", call)?, required(axis, &fname, "axis", call)?, call)
+            }
+            "squeeze" => {
+                let (a, axis) = bind!("a", "axis");
+                self.squeeze(required(a, &fname, "a", call)?, axis, call)
+            }
+            "concatenate" | "stack" => {
+                let (arrays, axis) = bind!("arrays", "axis");
+                self.concatenate(name == "stack", required(arrays, &fname, "arrays", call)?, axis, call)
+            }
+            "ones" | "zeros" | "full" => {
+                let (shape, fill, dtype) = if name == "full" {
+                    let (s, f, d) = bind!("shape", "fill_value", "dtype");
+                    (s, Some(required(f, &fname, "fill_value", call)?), d)
+                } else {
+                    let (s, d) = bind!("shape", "dtype");
+                    (s, None, d)
+                };
+                let shape_arg = required(shape, &fname, "shape", call)?;
+                let shape = self.shape_value(&shape_arg)?;
+                let value = match (name, fill) {
+                    ("ones", _) => Value::Float(1.0),
+                    ("zeros", _) => Value::Float(0.0),
+                    (_, Some(f)) => f.value.clone(),
+                    _ => unreachable!(),
+                };
+                self.filled(shape, value, dtype, call)
+            }
+            "ones_like" | "zeros_like" | "full_like" => {
+                let (a, fill, dtype) = if name == "full_like" {
+                    let (a, f, d) = bind!("a", "fill_value", "dtype");
+                    (a, Some(required(f, &fname, "fill_value", call)?), d)
+                } else {
+                    let (a, d) = bind!("a", "dtype");
+                    (a, None, d)
+                };
+                let a = required(a, &fname, "a", call)?;
+                let id = self.tensor(&a, None)?;
+                let ty = self.ty(id).clone();
+                let value = match (name, fill) {
+                    ("ones_like", _) => Value::Float(1.0),
+                    ("zeros_like", _) => Value::Float(0.0),
+                    (_, Some(f)) => f.value.clone(),
+                    _ => unreachable!(),
+                };
+                let dtype = match dtype {
+                    Some(d) => Some(d),
+                    None => Some(Arg { value: Value::DType(ty.dtype), range: a.range }),
+                };
+                self.filled(ty.shape, value, dtype, call)
+            }
+            "arange" => {
+                let (start, stop, step, dtype) = bind!("start", "stop", "step", "dtype");
+                self.arange(required(start, &fname, "start", call)?, stop, step, dtype, call)
+            }
+            "tril" | "triu" => {
+                let (m, k) = bind!("m", "k");
+                self.tri(name == "tril", required(m, &fname, "m", call)?, k, call)
+            }
+            "float32" | "float64" => {
+                let x = required(bind!("x"), &fname, "x", call)?;
+                let dtype = if name == "float32" { DType::F32 } else { DType::F64 };
+                match x.value {
+                    Value::Tensor(id) => Ok(Value::Tensor(self.cast(id, dtype, call)?)),
+                    ref v => v.number().map(Value::Float).ok_or_else(|| {
+                        Diagnostic::error(Code::BadValue, format!("`{fname}` of a {}", v.kind())).label(x.range, "expected a number or an array")
+                    }),
+                }
+            }
+            _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{fname}`"))
+                .label(range, "not in ollie's numpy subset")
+                .help(supported_functions_help())),
+        }
+    }
+
+    pub fn method_call(&mut self, receiver: Arg, name: &str, name_range: TextRange, args: CallArgs) -> Result<Value> {
+        let call = args.range;
+        let mname = format!(".{name}()");
+        match name {
+            "sum" | "max" | "min" | "mean" => {
+                let b = args.bind(&mname, Some(receiver), &["self", "axis", "keepdims"])?;
+                let mut it = b.into_iter();
+                let a = it.next().unwrap().unwrap();
+                self.reduce(reduction(name), a, it.next().unwrap(), it.next().unwrap(), call)
+            }
+            "reshape" | "transpose" => {
+                // Both take either one tuple or the items as separate arguments.
+                if let Some((k, kr, _)) = args.keywords.first() {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{mname}` does not take `{k}` in a spec")).label(*kr, "unsupported keyword"));
+                }
+                let value = match args.positional.as_slice() {
+                    [] => None,
+                    [one] => Some(one.clone()),
+                    many => Some(Arg {
+                        value: Value::Tuple(many.iter().map(|a| a.value.clone()).collect()),
+                        range: many[0].range.cover(many[many.len() - 1].range),
+                    }),
+                };
+                if name == "reshape" {
+                    let shape = required(value, &mname, "shape", call)?;
+                    self.reshape(receiver, shape, call)
+                } else {
+                    self.transpose(receiver, value, call)
+                }
+            }
+            "swapaxes" => {
+                let b = args.bind(&mname, Some(receiver), &["self", "axis1", "axis2"])?;
+                let mut it = b.into_iter();
+                let a = it.next().unwrap().unwrap();
+                let (a1, a2) = (it.next().unwrap(), it.next().unwrap());
+                self.swapaxes(a, required(a1, &mname, "axis1", call)?, required(a2, &mname, "axis2", call)?, call)
+            }
+            "squeeze" => {
+                let b = args.bind(&mname, Some(receiver), &["self", "axis"])?;
+                let mut it = b.into_iter();
+                let a = it.next().unwrap().unwrap();
+                self.squeeze(a, it.next().unwrap(), call)
+            }
+            "astype" => {
+                let b = args.bind(&mname, Some(receiver), &["self", "dtype"])?;
+                let mut it = b.into_iter();
+                let a = it.next().unwrap().unwrap();
+                let d = required(it.next().unwrap(), &mname, "dtype", call)?;
+                let dtype = self.dtype_value(&d)?;
+                let Value::Tensor(id) = a.value else { unreachable!("methods are called on arrays") };
+                Ok(Value::Tensor(self.cast(id, dtype, call)?))
+            }
+            _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported array method `.{name}()`"))
+                .label(name_range, "not in ollie's numpy subset")
+                .help(supported_methods_help())),
+        }
+    }
+
+    fn cast(&mut self, id: NodeId, dtype: DType, range: TextRange) -> Result<NodeId> {
+        if self.ty(id).dtype == dtype {
+            return Ok(id);
+        }
+        self.push(Op::Cast { dtype }, vec![id], range)
+    }
+
+    /// A dtype argument: `np.float32`, `float`, `"float32"`, ...
+    pub fn dtype_value(&self, arg: &Arg) -> Result<DType> {
+        match &arg.value {
+            Value::DType(d) => Ok(*d),
+            Value::Str(s) => match s.as_str() {
+                "float32" | "f4" => Ok(DType::F32),
+                "float64" | "f8" | "float" => Ok(DType::F64),
+                "int64" | "int32" | "int" => Ok(DType::I64),
+                "bool" => Ok(DType::Bool),
+                _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype \"{s}\"")).label(arg.range, "not supported")
+                    .help("use np.float32, np.float64, np.int64 or bool")),
+            },
+            other => Err(Diagnostic::error(Code::UnsupportedDtype, format!("expected a dtype, found a {}", other.kind())).label(arg.range, "not a dtype")
+                .help("use np.float32, np.float64, np.int64 or bool")),
+        }
+    }
+
+    /// A shape argument: an int or a tuple of ints, each zero or more.
+    fn shape_value(&self, arg: &Arg) -> Result<Vec<usize>> {
+        let items = match &arg.value {
+            Value::Tuple(items) => items.clone(),
+            v @ Value::Int(_) => vec![v.clone()],
+            other => {
+                return Err(Diagnostic::error(Code::BadValue, format!("expected a shape, found a {}", self.describe(other)))
+                    .label(arg.range, "a shape is an int or a tuple of ints"))
+            }
+        };
+        items
+            .iter()
+            .map(|v| match v {
+                Value::Int(n) if *n >= 0 => Ok(*n as usize),
+                other => Err(Diagnostic::error(Code::BadValue, format!("invalid dimension in shape: {}", match other {
+                    Value::Int(n) => n.to_string(),
+                    o => o.kind().to_string(),
+                }))
+                .label(arg.range, "dimensions are integers, zero or more")),
+            })
+            .collect()
+    }
+
+    fn int_value(&self, arg: &Arg, what: &str) -> Result<i64> {
+        arg.value.int().filter(|_| !matches!(arg.value, Value::Bool(_))).ok_or_else(|| {
+            Diagnostic::error(Code::BadValue, format!("{what} must be an integer known before the kernel runs"))
+                .label(arg.range, format!("this is a {}", self.describe(&arg.value)))
+        })
+    }
+
+    /// Normalizes a possibly negative axis against `rank`.
+    fn axis(&self, arg: &Arg, rank: usize) -> Result<usize> {
+        let a = self.int_value(arg, "an axis")?;
+        normalize_axis(a, rank).ok_or_else(|| {
+            Diagnostic::error(Code::AxisOutOfRange, format!("axis {a} is out of bounds for an array of rank {rank}"))
+                .label(arg.range, format!("valid axes are {} to {}", -(rank as i64), rank as i64 - 1))
+        })
+    }
+
+    /// An `axis=` argument that may be an int or a tuple of ints; sorted, duplicates rejected.
+    fn axes(&self, arg: &Arg, rank: usize) -> Result<Vec<usize>> {
+        let items: Vec<Arg> = match &arg.value {
+            Value::Tuple(items) => items.iter().map(|v| Arg { value: v.clone(), range: arg.range }).collect(),
+            _ => vec![arg.clone()],
+        };
+        let mut axes = items.iter().map(|a| self.axis(a, rank)).collect::<Result<Vec<_>>>()?;
+        axes.sort_unstable();
+        if axes.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Diagnostic::error(Code::BadValue, "repeated axis").label(arg.range, "an axis appears twice"));
+        }
+        Ok(axes)
+    }
+
+    fn flag(&self, arg: Option<Arg>, what: &str) -> Result<bool> {
+        match arg {
+            None => Ok(false),
+            Some(Arg { value: Value::Bool(b), .. }) => Ok(b),
+            Some(a) => Err(Diagnostic::error(Code::BadValue, format!("`{what}` must be True or False")).label(a.range, "here")),
+        }
+    }
+
+    fn reduce(&mut self, kind: Reduction, a: Arg, axis: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let ty = self.ty(id).clone();
+        let axes = match &axis {
+            None | Some(Arg { value: Value::None, .. }) => (0..ty.rank()).collect(),
+            Some(arg) => self.axes(arg, ty.rank())?,
+        };
+        let keepdims = self.flag(keepdims, "keepdims")?;
+        if kind != Reduction::Sum && kind != Reduction::Mean {
+            if let Some(&ax) = axes.iter().find(|&&ax| ty.shape[ax] == 0) {
+                return Err(Diagnostic::error(Code::BadValue, format!("zero-size axis {ax} has no maximum or minimum"))
+                    .label(a.range, ty.to_string()));
+            }
+        }
+        let op = match kind {
+            Reduction::Sum | Reduction::Mean => ReduceOp::Sum,
+            Reduction::Max => ReduceOp::Max,
+            Reduction::Min => ReduceOp::Min,
+        };
+        let mut out = id;
+        if !axes.is_empty() {
+            out = self.push(Op::Reduce { op, axes: axes.clone() }, vec![id], range)?;
+        }
+        if kind == Reduction::Mean {
+            let count: usize = axes.iter().map(|&ax| ty.shape[ax]).product();
+            let dtype = self.ty(out).dtype.to_float();
+            let n = self.push(Op::Constant { value: count as f64, dtype }, vec![], range)?;
+            let shape = self.ty(out).shape.clone();
+            let n = self.broadcast_to(n, &shape, range)?;
+            out = self.push(Op::Binary(BinaryOp::Div), vec![out, n], range)?;
+        }
+        if keepdims {
+            let shape: Vec<usize> = (0..ty.rank()).map(|ax| if axes.contains(&ax) { 1 } else { ty.shape[ax] }).collect();
+            out = self.reshape_to(out, &shape, range)?;
+        }
+        Ok(Value::Tensor(out))
+    }
+
+    /// A row-major reshape (no node when the shape is unchanged).
+    pub fn reshape_to(&mut self, id: NodeId, shape: &[usize], range: TextRange) -> Result<NodeId> {
+        if self.ty(id).shape == shape {
+            return Ok(id);
+        }
+        self.push(Op::Reshape { shape: shape.to_vec() }, vec![id], range)
+    }
+
+    pub fn transpose_perm(&mut self, id: NodeId, perm: Vec<usize>, range: TextRange) -> Result<NodeId> {
+        if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            return Ok(id);
+        }
+        self.push(Op::Transpose { perm }, vec![id], range)
+    }
+
+    fn reshape(&mut self, a: Arg, shape: Arg, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let ty = self.ty(id).clone();
+        let items: Vec<i64> = match &shape.value {
+            Value::Tuple(items) => items.iter().map(|v| self.int_value(&Arg { value: v.clone(), range: shape.range }, "a dimension")).collect::<Result<_>>()?,
+            _ => vec![self.int_value(&shape, "a dimension")?],
+        };
+        let unknown: Vec<usize> = items.iter().enumerate().filter(|(_, &d)| d == -1).map(|(i, _)| i).collect();
+        if unknown.len() > 1 {
+            return Err(Diagnostic::error(Code::BadReshape, "can only specify one unknown dimension (-1)").label(shape.range, "here"));
+        }
+        if let Some(d) = items.iter().find(|&&d| d < -1) {
+            return Err(Diagnostic::error(Code::BadReshape, format!("negative dimension {d} in reshape")).label(shape.range, "here"));
+        }
+        let known: usize = items.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+        let total = ty.num_elements();
+        let bad = || {
+            Diagnostic::error(Code::BadReshape, format!("cannot reshape {ty} ({total} elements) into shape ({})", items.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")))
+                .label(a.range, ty.to_string())
+                .label(shape.range, "new shape")
+        };
+        let mut dims: Vec<usize> = items.iter().map(|&d| d.max(0) as usize).collect();
+        if let Some(&u) = unknown.first() {
+            if known == 0 || total % known != 0 {
+                return Err(bad());
+            }
+            dims[u] = total / known;
+        } else if known != total {
+            return Err(bad());
+        }
+        Ok(Value::Tensor(self.reshape_to(id, &dims, range)?))
+    }
+
+    fn transpose(&mut self, a: Arg, axes: Option<Arg>, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let rank = self.ty(id).rank();
+        let perm: Vec<usize> = match axes {
+            None | Some(Arg { value: Value::None, .. }) => (0..rank).rev().collect(),
+            Some(arg) => {
+                let items: Vec<Arg> = match &arg.value {
+                    Value::Tuple(items) => items.iter().map(|v| Arg { value: v.clone(), range: arg.range }).collect(),
+                    _ => vec![arg.clone()],
+                };
+                let perm = items.iter().map(|x| self.axis(x, rank)).collect::<Result<Vec<_>>>()?;
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if sorted != (0..rank).collect::<Vec<_>>() {
+                    return Err(Diagnostic::error(Code::BadValue, format!("axes don't match array: expected a permutation of 0..{rank}"))
+                        .label(arg.range, "not a permutation of the axes"));
+                }
+                perm
+            }
+        };
+        Ok(Value::Tensor(self.transpose_perm(id, perm, range)?))
+    }
+
+    fn swapaxes(&mut self, a: Arg, a1: Arg, a2: Arg, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let rank = self.ty(id).rank();
+        let (i, j) = (self.axis(&a1, rank)?, self.axis(&a2, rank)?);
+        let mut perm: Vec<usize> = (0..rank).collect();
+        perm.swap(i, j);
+        Ok(Value::Tensor(self.transpose_perm(id, perm, range)?))
+    }
+
+    fn expand_dims(&mut self, a: Arg, axis: Arg, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let shape = self.ty(id).shape.clone();
+        let n_new = match &axis.value {
+            Value::Tuple(items) => items.len(),
+            _ => 1,
+        };
+        let out_rank = shape.len() + n_new;
+        let axes = self.axes(&axis, out_rank)?;
+        let mut rest = shape.iter();
+        let out: Vec<usize> = (0..out_rank).map(|i| if axes.contains(&i) { 1 } else { *rest.next().unwrap() }).collect();
+        Ok(Value::Tensor(self.reshape_to(id, &out, range)?))
+    }
+
+    fn squeeze(&mut self, a: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let ty = self.ty(id).clone();
+        let axes: Vec<usize> = match &axis {
+            None | Some(Arg { value: Value::None, .. }) => (0..ty.rank()).filter(|&i| ty.shape[i] == 1).collect(),
+            Some(arg) => {
+                let axes = self.axes(arg, ty.rank())?;
+                if let Some(&ax) = axes.iter().find(|&&ax| ty.shape[ax] != 1) {
+                    return Err(Diagnostic::error(Code::BadValue, format!("cannot squeeze axis {ax} of size {}", ty.shape[ax]))
+                        .label(arg.range, "only axes of size 1 can be squeezed")
+                        .label(a.range, ty.to_string()));
+                }
+                axes
+            }
+        };
+        let out: Vec<usize> = (0..ty.rank()).filter(|i| !axes.contains(i)).map(|i| ty.shape[i]).collect();
+        Ok(Value::Tensor(self.reshape_to(id, &out, range)?))
+    }
+
+    fn concatenate(&mut self, stack: bool, arrays: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
+        let Value::Tuple(items) = &arrays.value else {
+            return Err(Diagnostic::error(Code::BadValue, "expected a tuple or list of arrays").label(arrays.range, format!("this is a {}", self.describe(&arrays.value))));
+        };
+        if items.is_empty() {
+            return Err(Diagnostic::error(Code::BadValue, "need at least one array to concatenate").label(arrays.range, "empty"));
+        }
+        let mut ids = Vec::new();
+        for v in items {
+            ids.push(self.tensor(&Arg { value: v.clone(), range: arrays.range }, None)?);
+        }
+        let rank = self.ty(ids[0]).rank();
+        if let Some(&other) = ids.iter().find(|&&i| self.ty(i).rank() != rank) {
+            return Err(Diagnostic::error(Code::ShapeMismatch, format!("all arrays must have the same rank: {} and {}", self.ty(ids[0]), self.ty(other))).label(arrays.range, "here"));
+        }
+        let out_rank = rank + stack as usize;
+        let axis = match axis {
+            None => 0,
+            Some(Arg { value: Value::None, range: r }) => {
+                return Err(Diagnostic::error(Code::UnsupportedArgument, "`axis=None` is not supported").label(r, "flatten first with `.reshape(-1)`"))
+            }
+            Some(a) => self.axis(&a, out_rank)?,
+        };
+        if stack {
+            let shape = self.ty(ids[0]).shape.clone();
+            if let Some(&other) = ids.iter().find(|&&i| self.ty(i).shape != shape) {
+                return Err(Diagnostic::error(Code::ShapeMismatch, format!("all arrays must have the same shape to stack: {} and {}", self.ty(ids[0]), self.ty(other))).label(arrays.range, "here"));
+            }
+            let mut out = shape.clone();
+            out.insert(axis, 1);
+            ids = ids.into_iter().map(|i| self.reshape_to(i, &out, range)).collect::<Result<_>>()?;
+        } else {
+            let first = self.ty(ids[0]).clone();
+            for &i in &ids {
+                let t = self.ty(i);
+                if (0..rank).any(|d| d != axis && t.shape[d] != first.shape[d]) {
+                    return Err(Diagnostic::error(Code::ShapeMismatch, format!("cannot concatenate {first} and {t} along axis {axis}: other axes differ")).label(arrays.range, "here"));
+                }
+            }
+        }
+        if ids.len() == 1 {
+            return Ok(Value::Tensor(ids[0]));
+        }
+        Ok(Value::Tensor(self.push(Op::Concat { axis }, ids, range)?))
+    }
+
+    fn filled(&mut self, shape: Vec<usize>, value: Value, dtype: Option<Arg>, range: TextRange) -> Result<Value> {
+        let Some(v) = value.number() else {
+            return Err(Diagnostic::error(Code::BadValue, format!("fill value must be a number known before the kernel runs, found a {}", value.kind())).label(range, "here"));
+        };
+        let dtype = match &dtype {
+            Some(d) => self.dtype_value(d)?,
+            None => match value {
+                Value::Int(_) => DType::I64,
+                Value::Bool(_) => DType::Bool,
+                _ => DType::F64,
+            },
+        };
+        let c = self.push(Op::Constant { value: v, dtype }, vec![], range)?;
+        Ok(Value::Tensor(self.broadcast_to(c, &shape, range)?))
+    }
+
+    fn arange(&mut self, start: Arg, stop: Option<Arg>, step: Option<Arg>, dtype: Option<Arg>, range: TextRange) -> Result<Value> {
+        let (start, stop) = match stop {
+            Some(stop) => (start, stop),
+            None => (Arg { value: Value::Int(0), range: start.range }, start),
+        };
+        let step = step.unwrap_or(Arg { value: Value::Int(1), range });
+        let num = |a: &Arg| {
+            a.value.number().ok_or_else(|| {
+                Diagnostic::error(Code::BadValue, "np.arange bounds must be numbers known before the kernel runs").label(a.range, format!("this is a {}", self.describe(&a.value)))
+            })
+        };
+        let (s, e, d) = (num(&start)?, num(&stop)?, num(&step)?);
+        if d == 0.0 {
+            return Err(Diagnostic::error(Code::BadValue, "np.arange step cannot be zero").label(step.range, "here"));
+        }
+        let n = ((e - s) / d).ceil().max(0.0) as usize;
+        let all_int = [&start, &stop, &step].iter().all(|a| matches!(a.value, Value::Int(_)));
+        let dtype = match &dtype {
+            Some(a) => self.dtype_value(a)?,
+            None if all_int => DType::I64,
+            None => DType::F64,
+        };
+        let mut id = self.push(Op::Iota { shape: vec![n], axis: 0, dtype }, vec![], range)?;
+        if d != 1.0 {
+            let c = self.push(Op::Constant { value: d, dtype }, vec![], range)?;
+            let c = self.broadcast_to(c, &[n], range)?;
+            id = self.push(Op::Binary(BinaryOp::Mul), vec![id, c], range)?;
+        }
+        if s != 0.0 {
+            let c = self.push(Op::Constant { value: s, dtype }, vec![], range)?;
+            let c = self.broadcast_to(c, &[n], range)?;
+            id = self.push(Op::Binary(BinaryOp::Add), vec![id, c], range)?;
+        }
+        Ok(Value::Tensor(id))
+    }
+
+    /// `np.tril(m, k)` / `np.triu(m, k)` on the last two axes, as a select on an index mask.
+    fn tri(&mut self, lower: bool, m: Arg, k: Option<Arg>, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&m, None)?;
+        let ty = self.ty(id).clone();
+        if ty.rank() < 2 {
+            return Err(Diagnostic::error(Code::BadValue, format!("np.{} needs an array of rank 2 or more, got {ty}", if lower { "tril" } else { "triu" }))
+                .label(m.range, ty.to_string()));
+        }
+        let k = match &k {
+            Some(a) => self.int_value(a, "`k`")?,
+            None => 0,
+        };
+        let (rows, cols) = (ty.shape[ty.rank() - 2], ty.shape[ty.rank() - 1]);
+        let i = self.push(Op::Iota { shape: vec![rows, cols], axis: 0, dtype: DType::I64 }, vec![], range)?;
+        let j = self.push(Op::Iota { shape: vec![rows, cols], axis: 1, dtype: DType::I64 }, vec![], range)?;
+        let kc = self.push(Op::Constant { value: k as f64, dtype: DType::I64 }, vec![], range)?;
+        let kc = self.broadcast_to(kc, &[rows, cols], range)?;
+        let ik = self.push(Op::Binary(BinaryOp::Add), vec![i, kc], range)?;
+        // tril keeps j <= i + k; triu keeps j >= i + k.
+        let cmp = if lower { CmpOp::Le } else { CmpOp::Ge };
+        let mask = self.push(Op::Compare(cmp), vec![j, ik], range)?;
+        let mask = self.broadcast_to(mask, &ty.shape, range)?;
+        let zero = self.push(Op::Constant { value: 0.0, dtype: ty.dtype }, vec![], range)?;
+        let zero = self.broadcast_to(zero, &ty.shape, range)?;
+        Ok(Value::Tensor(self.push(Op::Select, vec![mask, id, zero], range)?))
+    }
+
+    /// `a @ b` with numpy's rules: 1-D operands gain and lose an axis, batch axes broadcast.
+    pub fn matmul(&mut self, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        let (ia, ib) = (self.tensor(&a, None)?, self.tensor(&b, None)?);
+        let (ta, tb) = (self.ty(ia).clone(), self.ty(ib).clone());
+        if ta.rank() == 0 || tb.rank() == 0 {
+            let which = if ta.rank() == 0 { &a } else { &b };
+            return Err(Diagnostic::error(Code::ShapeMismatch, "matmul does not take 0-d operands").label(which.range, "a scalar").help("use `*` to scale"));
+        }
+        let k_a = ta.shape[ta.rank() - 1];
+        let k_b = if tb.rank() == 1 { tb.shape[0] } else { tb.shape[tb.rank() - 2] };
+        if k_a != k_b {
+            return Err(Diagnostic::error(Code::ShapeMismatch, format!("matmul: the contracted dimensions differ ({k_a} vs {k_b}) in {ta} @ {tb}"))
+                .label(a.range, ta.to_string())
+                .label(b.range, tb.to_string()));
+        }
+        let batch_a = &ta.shape[..ta.rank().saturating_sub(2)];
+        let batch_b = &tb.shape[..tb.rank().saturating_sub(2)];
+        let Some(batch) = broadcast_shapes(batch_a, batch_b) else {
+            return Err(Diagnostic::error(Code::ShapeMismatch, format!("matmul: batch dimensions do not broadcast in {ta} @ {tb}"))
+                .label(a.range, ta.to_string())
+                .label(b.range, tb.to_string()));
+        };
+        let letters: Vec<u8> = (b'A'..=b'Z').take(batch.len()).collect();
+        let (mut la, mut lb) = (Vec::new(), Vec::new());
+        let mut ia = ia;
+        let mut ib = ib;
+        if ta.rank() >= 2 {
+            let mut full = batch.clone();
+            full.extend_from_slice(&ta.shape[ta.rank() - 2..]);
+            ia = self.broadcast_to(ia, &full, range)?;
+            la.extend_from_slice(&letters);
+            la.push(b'i');
+        }
+        la.push(b'j');
+        if tb.rank() >= 2 {
+            let mut full = batch.clone();
+            full.extend_from_slice(&tb.shape[tb.rank() - 2..]);
+            ib = self.broadcast_to(ib, &full, range)?;
+            lb.extend_from_slice(&letters);
+        }
+        lb.push(b'j');
+        if tb.rank() >= 2 {
+            lb.push(b'k');
+        }
+        let mut out = if ta.rank() >= 2 || tb.rank() >= 2 { letters.clone() } else { Vec::new() };
+        if ta.rank() >= 2 {
+            out.push(b'i');
+        }
+        if tb.rank() >= 2 {
+            out.push(b'k');
+        }
+        let spec = EinsumSpec { inputs: vec![la, lb], output: out };
+        Ok(Value::Tensor(self.push(Op::Einsum(spec), vec![ia, ib], range)?))
+    }
+
+    /// `np.einsum`: implicit output, `...` broadcasting; repeated labels within one operand
+    /// (diagonals, traces) are rejected.
+    fn einsum(&mut self, subscripts: Arg, operands: Vec<Arg>, range: TextRange) -> Result<Value> {
+        let Value::Str(text) = &subscripts.value else {
+            return Err(Diagnostic::error(Code::UnsupportedEinsum, "np.einsum's first argument must be a subscripts string").label(subscripts.range, "here"));
+        };
+        let bad = |msg: String| Diagnostic::error(Code::UnsupportedEinsum, msg).label(subscripts.range, "subscripts");
+        let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let (lhs, rhs) = match text.split_once("->") {
+            Some((l, r)) => (l.to_string(), Some(r.to_string())),
+            None => (text.clone(), None),
+        };
+        let terms: Vec<&str> = lhs.split(',').collect();
+        if terms.len() != operands.len() {
+            return Err(bad(format!("`{text}` names {} operands, but {} were given", terms.len(), operands.len())));
+        }
+        let ids = operands.iter().map(|o| self.tensor(o, None)).collect::<Result<Vec<_>>>()?;
+        let check_term = |t: &str| -> Result<()> {
+            let rest = t.replacen("...", "", 1);
+            if let Some(c) = rest.chars().find(|c| !c.is_ascii_alphabetic()) {
+                return Err(bad(format!("invalid character `{c}` in einsum subscripts")));
+            }
+            Ok(())
+        };
+        let used: Vec<u8> = text.bytes().filter(|b| b.is_ascii_alphabetic()).collect();
+        let mut free = (b'A'..=b'Z').chain(b'a'..=b'z').filter(|c| !used.contains(c));
+        // Labels for the broadcast (`...`) axes, right-aligned across operands.
+        let mut ell_rank = 0;
+        for (t, &id) in terms.iter().zip(&ids) {
+            check_term(t)?;
+            let explicit = t.replacen("...", "", 1).len();
+            let rank = self.ty(id).rank();
+            if t.contains("...") {
+                if explicit > rank {
+                    return Err(bad(format!("operand `{t}` has more labels than its rank {rank}")));
+                }
+                ell_rank = ell_rank.max(rank - explicit);
+            } else if explicit != rank {
+                return Err(Diagnostic::error(Code::ShapeMismatch, format!("einsum operand `{t}` has {explicit} labels but the array has rank {rank} ({})", self.ty(id)))
+                    .label(subscripts.range, "subscripts")
+                    .label(operands[terms.iter().position(|x| x == t).unwrap()].range, self.ty(id).to_string()));
+            }
+        }
+        let ell: Vec<u8> = (0..ell_rank).map(|_| free.next().expect("fewer than 52 labels")).collect();
+        let mut inputs = Vec::new();
+        let mut ids2 = Vec::new();
+        let mut ell_shape = vec![1usize; ell_rank];
+        for (t, &id) in terms.iter().zip(&ids) {
+            let ty = self.ty(id).clone();
+            let (before, after) = t.split_once("...").unwrap_or((t, ""));
+            let n = ty.rank() - before.len() - after.len();
+            let dims = &ty.shape[before.len()..before.len() + n];
+            match broadcast_shapes(&ell_shape, dims) {
+                Some(s) => ell_shape = s,
+                None => return Err(bad(format!("the `...` axes of the operands do not broadcast ({ty})"))),
+            }
+            if t.contains("...") && n < ell_rank {
+                // Pad the operand's `...` part on the left with size-1 axes.
+                let mut shape = ty.shape[..before.len()].to_vec();
+                shape.extend(std::iter::repeat_n(1, ell_rank - n));
+                shape.extend_from_slice(&ty.shape[before.len()..]);
+                ids2.push(self.reshape_to(id, &shape, range)?);
+            } else {
+                ids2.push(id);
+            }
+            let mut labels = before.as_bytes().to_vec();
+            if t.contains("...") {
+                labels.extend_from_slice(&ell);
+            }
+            labels.extend_from_slice(after.as_bytes());
+            if let Some(&l) = labels.iter().find(|&&l| labels.iter().filter(|&&m| m == l).count() > 1) {
+                return Err(bad(format!("repeated label `{}` in operand `{t}` (diagonals and traces are not supported)", l as char))
+                    .help("take diagonals with explicit indexing before the einsum, or write the contraction with distinct labels"));
+            }
+            inputs.push(labels);
+        }
+        // Expand the size-1 `...` axes to the broadcast shape.
+        for (k, labels) in inputs.iter().enumerate() {
+            if let Some(p) = labels.iter().position(|l| ell.first() == Some(l)) {
+                let mut shape = self.ty(ids2[k]).shape.clone();
+                shape[p..p + ell_rank].copy_from_slice(&ell_shape);
+                ids2[k] = self.broadcast_to(ids2[k], &shape, range)?;
+            }
+        }
+        let output: Vec<u8> = match &rhs {
+            Some(r) => {
+                check_term(r)?;
+                let (before, after) = r.split_once("...").unwrap_or((r, ""));
+                let mut o = before.as_bytes().to_vec();
+                if r.contains("...") {
+                    o.extend_from_slice(&ell);
+                } else if ell_rank > 0 && !ell_shape.iter().all(|&d| d == 1) {
+                    return Err(bad("output subscripts must include `...` when the operands use it".into()));
+                }
+                o.extend_from_slice(after.as_bytes());
+                if let Some(&l) = o.iter().find(|&&l| o.iter().filter(|&&m| m == l).count() > 1) {
+                    return Err(bad(format!("output label `{}` appears more than once", l as char)));
+                }
+                if let Some(&l) = o.iter().find(|l| !inputs.iter().any(|i| i.contains(l))) {
+                    return Err(bad(format!("output label `{}` does not appear in any operand", l as char)));
+                }
+                o
+            }
+            None => {
+                let mut once: Vec<u8> = used.iter().copied().filter(|l| used.iter().filter(|&m| m == l).count() == 1).collect();
+                once.sort_unstable();
+                let mut o = ell.clone();
+                o.extend(once);
+                o
+            }
+        };
+        // Labels summed away when the output drops `...`: keep them in the spec (they are summed).
+        let spec = EinsumSpec { inputs, output };
+        let tys: Vec<_> = ids2.iter().map(|&i| self.ty(i).clone()).collect();
+        if let Err(m) = spec.infer(&tys.iter().collect::<Vec<_>>()) {
+            let mut d = Diagnostic::error(Code::ShapeMismatch, format!("einsum `{text}`: {m}")).label(subscripts.range, "subscripts");
+            for (o, t) in operands.iter().zip(&tys) {
+                d = d.label(o.range, t.to_string());
+            }
+            return Err(d);
+        }
+        Ok(Value::Tensor(self.push(Op::Einsum(spec), ids2, range)?))
+    }
+}
+
+fn reduction(name: &str) -> Reduction {
+    match name {
+        "sum" => Reduction::Sum,
+        "max" | "amax" => Reduction::Max,
+        "min" | "amin" => Reduction::Min,
+        _ => Reduction::Mean,
+    }
+}
+
+pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    (0..r).contains(&a).then_some(a as usize)
+}

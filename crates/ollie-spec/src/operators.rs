@@ -1,0 +1,445 @@
+//! Python operators, attributes and subscripts, with numpy's meaning on arrays and Python's on
+//! the values known before the kernel runs.
+
+use ollie_graph::{broadcast_shapes, BinaryOp, CmpOp, DType, NodeId, Op, SliceAxis, UnaryOp};
+use ruff_python_ast::{self as ast, Expr, Operator};
+use ruff_text_size::{Ranged, TextRange};
+
+use crate::builder::{unsupported_syntax, Arg, Builder, Result, Scope};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::value::Value;
+
+impl Builder<'_> {
+    pub fn unaryop(&mut self, op: ast::UnaryOp, operand: Arg, range: TextRange) -> Result<Value> {
+        match (op, &operand.value) {
+            (ast::UnaryOp::UAdd, Value::Tensor(_) | Value::Int(_) | Value::Float(_)) => Ok(operand.value),
+            (ast::UnaryOp::USub, _) => self.unary(UnaryOp::Neg, operand, range),
+            (ast::UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+            (ast::UnaryOp::Invert, Value::Int(i)) => Ok(Value::Int(!i)),
+            (ast::UnaryOp::Invert, Value::Bool(b)) => Ok(Value::Bool(!b)),
+            (ast::UnaryOp::Invert, Value::Tensor(id)) if self.ty(*id).dtype == DType::Bool => {
+                let id = *id;
+                let f = self.push(Op::Constant { value: 0.0, dtype: DType::Bool }, vec![], range)?;
+                let f = self.broadcast_to(f, &self.ty(id).shape.clone(), range)?;
+                Ok(Value::Tensor(self.push(Op::Compare(CmpOp::Eq), vec![id, f], range)?))
+            }
+            (ast::UnaryOp::Invert, Value::Tensor(_)) => Err(Diagnostic::error(Code::BadValue, "`~` needs a boolean array")
+                .label(operand.range, "this array is not boolean")),
+            (ast::UnaryOp::Not, Value::Tensor(_)) => Err(unsupported_syntax(range, "`not` on an array").help("use `~mask` on a boolean array")),
+            _ => Err(Diagnostic::error(Code::BadValue, format!("bad operand for a unary operator: {}", operand.value.kind()))
+                .label(operand.range, "here")),
+        }
+    }
+
+    /// An elementwise unary function; Python numbers fold.
+    pub fn unary(&mut self, op: UnaryOp, x: Arg, range: TextRange) -> Result<Value> {
+        match x.value {
+            Value::Tensor(id) => {
+                if op == UnaryOp::Neg && self.ty(id).dtype == DType::Bool {
+                    return Err(Diagnostic::error(Code::BadValue, "numpy does not negate boolean arrays")
+                        .label(x.range, "a boolean array")
+                        .help("use `~mask` for logical not"));
+                }
+                Ok(Value::Tensor(self.push(Op::Unary(op), vec![id], range)?))
+            }
+            Value::Int(_) | Value::Bool(_) if matches!(op, UnaryOp::Neg | UnaryOp::Abs) => {
+                let i = x.value.int().expect("an int or a bool");
+                Ok(Value::Int(if op == UnaryOp::Neg { -i } else { i.abs() }))
+            }
+            ref v => match v.number() {
+                Some(f) => Ok(Value::Float(match op {
+                    UnaryOp::Neg => -f,
+                    UnaryOp::Exp => f.exp(),
+                    UnaryOp::Log => f.ln(),
+                    UnaryOp::Sqrt => f.sqrt(),
+                    UnaryOp::Tanh => f.tanh(),
+                    UnaryOp::Abs => f.abs(),
+                })),
+                None => Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found a {}", v.kind()))
+                    .label(x.range, "here")),
+            },
+        }
+    }
+
+    pub fn binop(&mut self, op: Operator, left: Arg, right: Arg, range: TextRange) -> Result<Value> {
+        if let (Value::Tuple(a), Value::Tuple(b), Operator::Add) = (&left.value, &right.value, op) {
+            return Ok(Value::Tuple(a.iter().chain(b).cloned().collect()));
+        }
+        let both_scalars = left.value.number().is_some() && right.value.number().is_some();
+        if both_scalars {
+            return fold_binop(op, &left.value, &right.value, range);
+        }
+        let bin = match op {
+            Operator::Add => BinaryOp::Add,
+            Operator::Sub => BinaryOp::Sub,
+            Operator::Mult => BinaryOp::Mul,
+            Operator::Div => BinaryOp::Div,
+            Operator::Pow => BinaryOp::Pow,
+            Operator::MatMult => return self.matmul(left, right, range),
+            Operator::BitAnd | Operator::BitOr => {
+                for a in [&left, &right] {
+                    if !self.is_bool(&a.value) {
+                        return Err(Diagnostic::error(Code::BadValue, "`&` and `|` combine boolean masks")
+                            .label(a.range, format!("this is not boolean ({})", self.describe(&a.value))));
+                    }
+                }
+                let bin = if op == Operator::BitAnd { BinaryOp::Min } else { BinaryOp::Max };
+                return self.elementwise(bin, left, right, range);
+            }
+            _ => {
+                return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("the operator `{}` is not supported on arrays", op.as_str()))
+                    .label(range, "not supported")
+                    .help("arrays support + - * / ** @ and comparisons; & | ~ on boolean masks"))
+            }
+        };
+        if matches!(bin, BinaryOp::Add | BinaryOp::Sub) && self.is_bool(&left.value) && self.is_bool(&right.value) {
+            return Err(Diagnostic::error(Code::BadValue, format!("`{}` of two boolean arrays is not arithmetic in numpy", op.as_str()))
+                .label(range, "both operands are boolean")
+                .help("use `|` for logical or, or convert first with `.astype(np.float32)`"));
+        }
+        self.elementwise(bin, left, right, range)
+    }
+
+    fn is_bool(&self, v: &Value) -> bool {
+        match v {
+            Value::Tensor(id) => self.ty(*id).dtype == DType::Bool,
+            Value::Bool(_) => true,
+            _ => false,
+        }
+    }
+
+    /// A human description of a value: `f32[4,128]` for arrays.
+    pub fn describe(&self, v: &Value) -> String {
+        match v {
+            Value::Tensor(id) => self.ty(*id).to_string(),
+            other => other.kind().to_string(),
+        }
+    }
+
+    /// Broadcasts the operands together (numpy's rules) and applies `op` elementwise.
+    pub fn elementwise(&mut self, op: BinaryOp, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        let ids = self.broadcast_all(&[a, b], range)?;
+        Ok(Value::Tensor(self.push(Op::Binary(op), ids, range)?))
+    }
+
+    /// Converts the arguments to tensors and broadcasts them to their common shape.
+    pub fn broadcast_all(&mut self, args: &[Arg], range: TextRange) -> Result<Vec<NodeId>> {
+        let like = args.iter().find_map(|a| match a.value {
+            Value::Tensor(id) => Some(self.ty(id).dtype),
+            _ => None,
+        });
+        let ids = args.iter().map(|a| self.tensor(a, like)).collect::<Result<Vec<_>>>()?;
+        let mut shape: Vec<usize> = Vec::new();
+        for (i, &id) in ids.iter().enumerate() {
+            match broadcast_shapes(&shape, &self.ty(id).shape) {
+                Some(s) => shape = s,
+                None => {
+                    let mut d = Diagnostic::error(
+                        Code::ShapeMismatch,
+                        format!("operands could not be broadcast together: {}", ids.iter().map(|&id| self.ty(id).to_string()).collect::<Vec<_>>().join(" and ")),
+                    );
+                    for (a, &id) in args.iter().zip(&ids).take(i + 1) {
+                        d = d.label(a.range, self.ty(id).to_string());
+                    }
+                    return Err(d.help("numpy broadcasting aligns shapes from the right; each pair of sizes must be equal or one of them 1"));
+                }
+            }
+        }
+        ids.into_iter().map(|id| self.broadcast_to(id, &shape, range)).collect()
+    }
+
+    /// `id` broadcast to `shape` (no node when it already has that shape).
+    pub fn broadcast_to(&mut self, id: NodeId, shape: &[usize], range: TextRange) -> Result<NodeId> {
+        if self.ty(id).shape == shape {
+            return Ok(id);
+        }
+        self.push(Op::Broadcast { shape: shape.to_vec() }, vec![id], range)
+    }
+
+    pub fn compare(&mut self, op: ast::CmpOp, left: Arg, right: Arg, range: TextRange) -> Result<Value> {
+        let cmp = match op {
+            ast::CmpOp::Lt => CmpOp::Lt,
+            ast::CmpOp::LtE => CmpOp::Le,
+            ast::CmpOp::Gt => CmpOp::Gt,
+            ast::CmpOp::GtE => CmpOp::Ge,
+            ast::CmpOp::Eq => CmpOp::Eq,
+            ast::CmpOp::NotEq => CmpOp::Ne,
+            _ => return Err(unsupported_syntax(range, "`is` and `in` comparisons")),
+        };
+        if let (Some(a), Some(b)) = (left.value.number(), right.value.number()) {
+            return Ok(Value::Bool(fold_compare(cmp, a, b)));
+        }
+        if let (Value::Tuple(_), Value::Tuple(_)) = (&left.value, &right.value) {
+            return match cmp {
+                CmpOp::Eq => Ok(Value::Bool(left.value == right.value)),
+                CmpOp::Ne => Ok(Value::Bool(left.value != right.value)),
+                _ => Err(unsupported_syntax(range, "ordering comparisons of tuples")),
+            };
+        }
+        let ids = self.broadcast_all(&[left, right], range)?;
+        Ok(Value::Tensor(self.push(Op::Compare(cmp), ids, range)?))
+    }
+
+    pub fn attribute(&mut self, object: Arg, name: &str, name_range: TextRange, range: TextRange) -> Result<Value> {
+        match object.value {
+            Value::Numpy => Ok(match name {
+                "inf" => Value::Float(f64::INFINITY),
+                "nan" => Value::Float(f64::NAN),
+                "pi" => Value::Float(std::f64::consts::PI),
+                "e" => Value::Float(std::f64::consts::E),
+                "newaxis" => Value::None,
+                "float32" => Value::DType(DType::F32),
+                "float64" | "double" => Value::DType(DType::F64),
+                "int64" | "int32" => Value::DType(DType::I64),
+                "bool_" => Value::DType(DType::Bool),
+                _ if crate::numpy::FUNCTIONS.contains(&name) => {
+                    return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`np.{name}` is used as a value"))
+                        .label(range, "call it instead: functions are not values in a spec"))
+                }
+                _ => {
+                    return Err(Diagnostic::error(Code::UnsupportedCall, format!("`np.{name}` is not supported"))
+                        .label(name_range, "not in ollie's numpy subset")
+                        .help(crate::numpy::supported_functions_help()))
+                }
+            }),
+            Value::Tensor(id) => {
+                let ty = self.ty(id).clone();
+                Ok(match name {
+                    "T" => {
+                        let perm: Vec<usize> = (0..ty.rank()).rev().collect();
+                        Value::Tensor(self.transpose_perm(id, perm, range)?)
+                    }
+                    "shape" => Value::Tuple(ty.shape.iter().map(|&n| Value::Int(n as i64)).collect()),
+                    "ndim" => Value::Int(ty.rank() as i64),
+                    "size" => Value::Int(ty.num_elements() as i64),
+                    "dtype" => Value::DType(ty.dtype),
+                    _ => {
+                        return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("array attribute `.{name}` is not supported"))
+                            .label(name_range, "not supported")
+                            .help(crate::numpy::supported_methods_help()))
+                    }
+                })
+            }
+            ref other => Err(Diagnostic::error(Code::UnsupportedSyntax, format!("attribute `.{name}` of a {}", other.kind()))
+                .label(range, "not supported")),
+        }
+    }
+
+    pub fn subscript(&mut self, object: Arg, index: &Expr, range: TextRange, scope: &Scope) -> Result<Value> {
+        let items: Vec<&Expr> = match index {
+            Expr::Tuple(t) => t.elts.iter().collect(),
+            other => vec![other],
+        };
+        match object.value {
+            Value::Tuple(values) => {
+                let [item] = items.as_slice() else {
+                    return Err(Diagnostic::error(Code::UnsupportedIndex, "a tuple takes one index").label(index.range(), "here"));
+                };
+                match self.index_item(item, scope)? {
+                    IndexItem::Int(i, r) => {
+                        let n = values.len() as i64;
+                        let j = if i < 0 { i + n } else { i };
+                        if j < 0 || j >= n {
+                            return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for a tuple of length {n}")).label(r, "here"));
+                        }
+                        Ok(values[j as usize].clone())
+                    }
+                    IndexItem::Slice(s, r) => {
+                        let axis = s.resolve(values.len(), r)?;
+                        Ok(Value::Tuple((0..axis.len).map(|i| values[(axis.start as i64 + i as i64 * axis.step) as usize].clone()).collect()))
+                    }
+                    _ => Err(Diagnostic::error(Code::UnsupportedIndex, "tuples take an integer or a slice").label(index.range(), "here")),
+                }
+            }
+            Value::Tensor(id) => {
+                let items = items.iter().map(|e| self.index_item(e, scope)).collect::<Result<Vec<_>>>()?;
+                self.index_tensor(id, items, object.range, range)
+            }
+            ref other => Err(Diagnostic::error(Code::UnsupportedIndex, format!("cannot index a {}", other.kind())).label(object.range, "not an array")),
+        }
+    }
+
+    fn index_item(&mut self, e: &Expr, scope: &Scope) -> Result<IndexItem> {
+        if let Expr::Slice(s) = e {
+            let mut bound = |b: &Option<Box<Expr>>| -> Result<Option<i64>> {
+                let Some(b) = b else { return Ok(None) };
+                match self.expr(b, scope)? {
+                    Value::None => Ok(None),
+                    v => v.int().map(Some).ok_or_else(|| {
+                        Diagnostic::error(Code::UnsupportedIndex, "slice bounds must be integers known before the kernel runs")
+                            .label(b.range(), format!("this is a {}", self.describe(&v)))
+                    }),
+                }
+            };
+            let slice = PySlice { start: bound(&s.lower)?, stop: bound(&s.upper)?, step: bound(&s.step)? };
+            return Ok(IndexItem::Slice(slice, e.range()));
+        }
+        Ok(match self.expr(e, scope)? {
+            Value::None => IndexItem::NewAxis,
+            Value::Ellipsis => IndexItem::Ellipsis(e.range()),
+            Value::Int(i) => IndexItem::Int(i, e.range()),
+            v => {
+                return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with a {} is not supported", self.describe(&v)))
+                    .label(e.range(), "not a constant integer, slice, None or ...")
+                    .help("index with constant integers and slices (`x[:, 1:5:2]`), `None` and `...`; for masks use `np.where`"))
+            }
+        })
+    }
+
+    /// numpy basic indexing: one strided slice over all axes, then one reshape that drops the
+    /// integer-indexed axes and inserts the new ones.
+    fn index_tensor(&mut self, id: NodeId, items: Vec<IndexItem>, object_range: TextRange, range: TextRange) -> Result<Value> {
+        let ty = self.ty(id).clone();
+        let consumes = items.iter().filter(|i| matches!(i, IndexItem::Int(..) | IndexItem::Slice(..))).count();
+        let ellipses: Vec<TextRange> = items.iter().filter_map(|i| if let IndexItem::Ellipsis(r) = i { Some(*r) } else { None }).collect();
+        if ellipses.len() > 1 {
+            return Err(Diagnostic::error(Code::UnsupportedIndex, "an index can only have a single ellipsis").label(ellipses[1], "second `...`"));
+        }
+        if consumes > ty.rank() {
+            return Err(Diagnostic::error(Code::IndexOutOfRange, format!("too many indices: {consumes} for an array of rank {} ({ty})", ty.rank()))
+                .label(range, "here")
+                .label(object_range, ty.to_string()));
+        }
+        let mut axes = Vec::with_capacity(ty.rank());
+        let mut out_shape = Vec::new();
+        let mut axis = 0;
+        for item in &items {
+            match item {
+                IndexItem::NewAxis => out_shape.push(1),
+                IndexItem::Ellipsis(_) => {
+                    for _ in 0..ty.rank() - consumes {
+                        axes.push(SliceAxis::full(ty.shape[axis]));
+                        out_shape.push(ty.shape[axis]);
+                        axis += 1;
+                    }
+                }
+                IndexItem::Int(i, r) => {
+                    let n = ty.shape[axis] as i64;
+                    let j = if *i < 0 { i + n } else { *i };
+                    if j < 0 || j >= n {
+                        return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for axis {axis} of size {n}"))
+                            .label(*r, "out of range")
+                            .label(object_range, ty.to_string()));
+                    }
+                    axes.push(SliceAxis { start: j as usize, step: 1, len: 1 });
+                    axis += 1;
+                }
+                IndexItem::Slice(s, r) => {
+                    let a = s.resolve(ty.shape[axis], *r)?;
+                    out_shape.push(a.len);
+                    axes.push(a);
+                    axis += 1;
+                }
+            }
+        }
+        while axis < ty.rank() {
+            axes.push(SliceAxis::full(ty.shape[axis]));
+            out_shape.push(ty.shape[axis]);
+            axis += 1;
+        }
+        let mut node = id;
+        if axes.iter().zip(&ty.shape).any(|(a, &n)| *a != SliceAxis::full(n)) {
+            node = self.push(Op::Slice { axes }, vec![node], range)?;
+        }
+        Ok(Value::Tensor(self.reshape_to(node, &out_shape, range)?))
+    }
+}
+
+enum IndexItem {
+    Int(i64, TextRange),
+    Slice(PySlice, TextRange),
+    NewAxis,
+    Ellipsis(TextRange),
+}
+
+/// A Python slice `start:stop:step` before it meets an axis length.
+struct PySlice {
+    start: Option<i64>,
+    stop: Option<i64>,
+    step: Option<i64>,
+}
+
+impl PySlice {
+    /// Python's `slice.indices`: clamps the bounds to an axis of length `n`.
+    fn resolve(&self, n: usize, range: TextRange) -> Result<SliceAxis> {
+        let n = n as i64;
+        let step = self.step.unwrap_or(1);
+        if step == 0 {
+            return Err(Diagnostic::error(Code::BadValue, "slice step cannot be zero").label(range, "here"));
+        }
+        let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
+        let (start, stop) = if step > 0 {
+            let s = self.start.map_or(0, |s| clamp(if s < 0 { s + n } else { s }, 0, n));
+            let e = self.stop.map_or(n, |e| clamp(if e < 0 { e + n } else { e }, 0, n));
+            (s, e)
+        } else {
+            let s = self.start.map_or(n - 1, |s| clamp(if s < 0 { s + n } else { s }, -1, n - 1));
+            let e = self.stop.map_or(-1, |e| clamp(if e < 0 { e + n } else { e }, -1, n - 1));
+            (s, e)
+        };
+        let len = if step > 0 {
+            if stop > start { (stop - start + step - 1) / step } else { 0 }
+        } else if start > stop {
+            (start - stop + (-step) - 1) / (-step)
+        } else {
+            0
+        };
+        Ok(if len == 0 { SliceAxis { start: 0, step: 1, len: 0 } } else { SliceAxis { start: start as usize, step, len: len as usize } })
+    }
+}
+
+fn fold_compare(op: CmpOp, a: f64, b: f64) -> bool {
+    match op {
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+    }
+}
+
+/// Python arithmetic on two numbers (ints stay ints where Python keeps them).
+fn fold_binop(op: Operator, a: &Value, b: &Value, range: TextRange) -> Result<Value> {
+    let overflow = || Diagnostic::error(Code::BadValue, "integer overflow").label(range, "does not fit in 64 bits");
+    if let (Some(x), Some(y)) = (a.int(), b.int()) {
+        let v = match op {
+            Operator::Add => x.checked_add(y).ok_or_else(overflow)?,
+            Operator::Sub => x.checked_sub(y).ok_or_else(overflow)?,
+            Operator::Mult => x.checked_mul(y).ok_or_else(overflow)?,
+            Operator::Pow if y >= 0 => x.checked_pow(y.try_into().map_err(|_| overflow())?).ok_or_else(overflow)?,
+            Operator::FloorDiv | Operator::Mod if y == 0 => {
+                return Err(Diagnostic::error(Code::BadValue, "integer division by zero").label(range, "here"))
+            }
+            Operator::FloorDiv => x.div_euclid(y) - if (x.rem_euclid(y) != 0) && y < 0 { 1 } else { 0 },
+            Operator::Mod => x - y * (x.div_euclid(y) - if (x.rem_euclid(y) != 0) && y < 0 { 1 } else { 0 }),
+            Operator::BitAnd => x & y,
+            Operator::BitOr => x | y,
+            Operator::BitXor => x ^ y,
+            Operator::LShift | Operator::RShift | Operator::MatMult => {
+                return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`{}` on numbers is not supported", op.as_str())).label(range, "here"))
+            }
+            Operator::Div | Operator::Pow => return fold_float(op, x as f64, y as f64, range),
+        };
+        return Ok(Value::Int(v));
+    }
+    fold_float(op, a.number().unwrap(), b.number().unwrap(), range)
+}
+
+fn fold_float(op: Operator, x: f64, y: f64, range: TextRange) -> Result<Value> {
+    Ok(Value::Float(match op {
+        Operator::Add => x + y,
+        Operator::Sub => x - y,
+        Operator::Mult => x * y,
+        Operator::Div if y == 0.0 => {
+            return Err(Diagnostic::error(Code::BadValue, "division by zero").label(range, "Python raises ZeroDivisionError here"))
+        }
+        Operator::Div => x / y,
+        Operator::Pow => x.powf(y),
+        Operator::FloorDiv if y != 0.0 => (x / y).floor(),
+        Operator::Mod if y != 0.0 => x - y * (x / y).floor(),
+        _ => {
+            return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`{}` on these numbers is not supported", op.as_str())).label(range, "here"))
+        }
+    }))
+}

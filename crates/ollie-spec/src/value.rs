@@ -1,0 +1,58 @@
+//! Values the spec interpreter computes with: graph tensors and the Python values around them.
+
+use ollie_graph::{DType, NodeId};
+
+/// A Python value during interpretation. Tensors are graph nodes; everything else is known
+/// statically and folded (shapes, axes, constants, dtypes).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Tensor(NodeId),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// A tuple or list.
+    Tuple(Vec<Value>),
+    Str(String),
+    None,
+    Ellipsis,
+    DType(DType),
+    /// The numpy module (`np`).
+    Numpy,
+}
+
+impl Value {
+    /// What the value is, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Tensor(_) => "array",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Bool(_) => "bool",
+            Value::Tuple(_) => "tuple",
+            Value::Str(_) => "string",
+            Value::None => "None",
+            Value::Ellipsis => "Ellipsis",
+            Value::DType(_) => "dtype",
+            Value::Numpy => "module",
+        }
+    }
+
+    /// The value of a Python number, if this is one.
+    pub fn number(&self) -> Option<f64> {
+        match *self {
+            Value::Int(i) => Some(i as f64),
+            Value::Float(f) => Some(f),
+            Value::Bool(b) => Some(b as u8 as f64),
+            _ => None,
+        }
+    }
+
+    /// The integer, if this is an int or bool.
+    pub fn int(&self) -> Option<i64> {
+        match *self {
+            Value::Int(i) => Some(i),
+            Value::Bool(b) => Some(b as i64),
+            _ => None,
+        }
+    }
+}

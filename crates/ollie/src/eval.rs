@@ -1,0 +1,48 @@
+//! `ollie eval`: the float64 reference on given or random inputs, outputs as .npy and checksums.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ndarray_npy::WriteNpyExt;
+use ollie_graph::{DType, Tensor};
+
+use crate::{inputs, load, user_error, Failure, SpecArgs};
+
+pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out: Option<&Path>) -> Result<(), Failure> {
+    let spec = load::load(args)?;
+    let graph = &spec.graph;
+    let inputs = match seed {
+        Some(seed) => inputs::random(&graph.params, seed),
+        None => inputs::from_files(&graph.params, files)?,
+    };
+    let start = std::time::Instant::now();
+    let outputs = ollie_graph::evaluate(graph, &inputs).context("evaluating the reference")?;
+    tracing::info!(elapsed = ?start.elapsed(), "reference evaluated");
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| user_error(format!("error: cannot create {}: {e}", dir.display())))?;
+    }
+    for (k, value) in outputs.iter().enumerate() {
+        let name = output_name(k, outputs.len());
+        let ty = graph.ty(graph.outputs[k]);
+        if let Some(dir) = out {
+            let path = dir.join(format!("{name}.npy"));
+            write(&path, value, ty.dtype).with_context(|| format!("writing {}", path.display()))?;
+        }
+        println!("{name}: {ty} sum={:.12e} abs_sum={:.12e}", value.sum(), value.mapv(f64::abs).sum());
+    }
+    Ok(())
+}
+
+/// The ABI's name for output `k` of `n`: `out`, or `out0`, `out1`, ...
+pub fn output_name(k: usize, n: usize) -> String {
+    if n == 1 { "out".to_string() } else { format!("out{k}") }
+}
+
+fn write(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    match dtype {
+        DType::F32 => value.mapv(|x| x as f32).write_npy(file)?,
+        _ => value.write_npy(file)?,
+    }
+    Ok(())
+}

@@ -1,0 +1,21 @@
+//! Loading a spec from the command line: reads the file, compiles it, renders diagnostics.
+
+use ollie_spec::{split_selector, Options, Spec};
+
+use crate::{user_error, Failure, SpecArgs};
+
+/// Reads and compiles the spec; warnings go to stderr, an error becomes a rendered `Failure`.
+pub fn load(args: &SpecArgs) -> Result<Spec, Failure> {
+    let (path, kernel) = split_selector(&args.spec);
+    let source = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read spec `{path}`: {e}")))?;
+    let options = Options { kernel: kernel.map(str::to_string), dims: args.dims.clone() };
+    match ollie_spec::compile(&source, &options) {
+        Ok(spec) => {
+            for w in &spec.warnings {
+                eprint!("{}", w.render(path, &source));
+            }
+            Ok(spec)
+        }
+        Err(d) => Err(user_error(d.render(path, &source))),
+    }
+}

@@ -1,0 +1,104 @@
+//! The `ollie` command line: parses arguments, runs one command, renders errors.
+
+mod eval;
+mod inputs;
+mod load;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A stochastic superoptimizer for tensor kernels written as numpy.
+#[derive(Parser)]
+#[command(name = "ollie", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct SpecArgs {
+    /// The spec: FILE.py, or FILE.py::KERNEL when the file has several kernels.
+    pub spec: String,
+    /// Override a module-level constant, e.g. `--dim T=8192` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim)]
+    pub dims: Vec<(String, i64)>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the kernel's tensor graph.
+    Graph {
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Run the float64 reference on inputs from .npy files or on seeded random inputs.
+    Eval {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// An input as NAME=FILE.npy (f32 or f64, the parameter's exact shape); repeatable.
+        #[arg(long = "input", value_name = "NAME=FILE.npy", value_parser = parse_input)]
+        inputs: Vec<(String, PathBuf)>,
+        /// Use seeded random inputs (standard normal) instead of files.
+        #[arg(long, value_name = "SEED", conflicts_with = "inputs")]
+        random: Option<u64>,
+        /// Write each output to DIR/out.npy (DIR/out0.npy, out1.npy, ... for several).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+fn parse_dim(s: &str) -> Result<(String, i64), String> {
+    let (name, value) = s.split_once('=').ok_or("expected NAME=VALUE, e.g. T=8192")?;
+    let value = value.trim().parse::<i64>().map_err(|_| format!("`{value}` is not an integer"))?;
+    Ok((name.trim().to_string(), value))
+}
+
+fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
+    let (name, path) = s.split_once('=').ok_or("expected NAME=FILE.npy, e.g. x=x.npy")?;
+    Ok((name.trim().to_string(), PathBuf::from(path)))
+}
+
+/// How a command failed: a user's mistake (exit 2) or ollie's own failure (exit 1).
+pub enum Failure {
+    /// Already rendered for the user.
+    User(String),
+    Internal(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Failure {
+        Failure::Internal(e)
+    }
+}
+
+pub fn user_error(message: impl Into<String>) -> Failure {
+    Failure::User(message.into())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Graph { spec } => load::load(&spec).map(|s| print!("{}", s.graph)),
+        Command::Eval { spec, inputs, random, out } => eval::run(&spec, &inputs, random, out.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::User(message)) => {
+            eprint!("{message}");
+            if !message.ends_with('\n') {
+                eprintln!();
+            }
+            ExitCode::from(2)
+        }
+        Err(Failure::Internal(e)) => {
+            eprintln!("ollie: internal error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
