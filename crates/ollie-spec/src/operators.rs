@@ -124,10 +124,12 @@ impl Builder<'_> {
 
     /// Converts the arguments to tensors and broadcasts them to their common shape.
     pub fn broadcast_all(&mut self, args: &[Arg], range: TextRange) -> Result<Vec<NodeId>> {
-        let like = args.iter().find_map(|a| match a.value {
-            Value::Tensor(id) => Some(self.ty(id).dtype),
-            _ => None,
-        });
+        // numpy: a Python scalar takes the dtype of the arrays it meets (booleans count last).
+        let dtypes: Vec<DType> = args
+            .iter()
+            .filter_map(|a| if let Value::Tensor(id) = a.value { Some(self.ty(id).dtype) } else { None })
+            .collect();
+        let like = dtypes.iter().copied().find(|&d| d != DType::Bool).or(dtypes.first().copied());
         let ids = args.iter().map(|a| self.tensor(a, like)).collect::<Result<Vec<_>>>()?;
         let mut shape: Vec<usize> = Vec::new();
         for (i, &id) in ids.iter().enumerate() {

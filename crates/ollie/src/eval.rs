@@ -8,7 +8,7 @@ use ollie_graph::{DType, Tensor};
 
 use crate::{inputs, load, user_error, Failure, SpecArgs};
 
-pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out: Option<&Path>) -> Result<(), Failure> {
+pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out: Option<&Path>, keep_f64: bool) -> Result<(), Failure> {
     let spec = load::load(args)?;
     let graph = &spec.graph;
     let inputs = match seed {
@@ -26,9 +26,9 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
         let ty = graph.ty(graph.outputs[k]);
         if let Some(dir) = out {
             let path = dir.join(format!("{name}.npy"));
-            write(&path, value, ty.dtype).with_context(|| format!("writing {}", path.display()))?;
+            write(&path, value, if keep_f64 { DType::F64 } else { ty.dtype }).with_context(|| format!("writing {}", path.display()))?;
         }
-        println!("{name}: {ty} sum={:.12e} abs_sum={:.12e}", value.sum(), value.mapv(f64::abs).sum());
+        crate::stdout(&format!("{name}: {ty} sum={:.12e} abs_sum={:.12e}\n", value.sum(), value.mapv(f64::abs).sum()))?;
     }
     Ok(())
 }

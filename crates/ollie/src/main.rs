@@ -46,6 +46,10 @@ enum Command {
         /// Write each output to DIR/out.npy (DIR/out0.npy, out1.npy, ... for several).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Write outputs in float64, the reference's own precision, instead of rounding them to
+        /// their annotated dtype.
+        #[arg(long)]
+        f64: bool,
     },
 }
 
@@ -77,6 +81,15 @@ pub fn user_error(message: impl Into<String>) -> Failure {
     Failure::User(message.into())
 }
 
+/// Writes to stdout; a closed pipe (`ollie graph ... | head`) is not an error.
+pub fn stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Internal(e.into())),
+        _ => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"))
@@ -84,8 +97,10 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Graph { spec } => load::load(&spec).map(|s| print!("{}", s.graph)),
-        Command::Eval { spec, inputs, random, out } => eval::run(&spec, &inputs, random, out.as_deref()),
+        Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
+        Command::Eval { spec, inputs, random, out, f64 } => {
+            eval::run(&spec, &inputs, random, out.as_deref(), f64)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,130 @@
+//! Differential test: ollie's float64 reference against real numpy running the very same `.py`
+//! file, on the same random inputs, for every spec in `test_data/corpus/` and `examples/`.
+//!
+//! Needs `python3` with numpy; when either is missing the test fails (it never skips).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ndarray::{ArrayD, IxDyn};
+use ndarray_npy::{ReadNpyExt, WriteNpyExt};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+/// Examples whose full size would make numpy's (BLAS-less) einsum slow; shrunk for the test.
+const OVERRIDES: &[(&str, &[(&str, i64)])] = &[
+    ("mla_decode.py", &[("T", 256), ("H", 16)]),
+    ("attention_decode.py", &[("T", 256)]),
+];
+
+/// Agreement required between ollie and numpy: max |diff| / max |ref|.
+const TOLERANCE: f64 = 1e-12;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn specs() -> Vec<PathBuf> {
+    let mut specs = Vec::new();
+    for dir in ["test_data/corpus", "examples"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "py") {
+                specs.push(path);
+            }
+        }
+    }
+    specs.sort();
+    specs
+}
+
+#[test]
+fn reference_agrees_with_numpy_on_the_corpus() {
+    let specs = specs();
+    assert!(specs.len() >= 30, "the corpus must hold at least 30 specs, found {}", specs.len());
+    let mut failures = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if let Err(e) = check_spec(spec, i as u64) {
+            failures.push(format!("{}: {e}", spec.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} specs disagree with numpy:\n{}", failures.len(), specs.len(), failures.join("\n"));
+}
+
+fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
+    let file = spec.file_name().unwrap().to_str().unwrap();
+    let dims: Vec<(String, i64)> = OVERRIDES
+        .iter()
+        .filter(|(f, _)| *f == file)
+        .flat_map(|(_, d)| d.iter().map(|(n, v)| (n.to_string(), *v)))
+        .collect();
+    let source = std::fs::read_to_string(spec).unwrap();
+    let compiled = ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims: dims.clone() })
+        .map_err(|d| d.render(file, &source))?;
+    let graph = compiled.graph;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inputs, ours, theirs) = (tmp.path().join("in"), tmp.path().join("ollie"), tmp.path().join("numpy"));
+    std::fs::create_dir_all(&inputs).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut eval = Command::new(env!("CARGO_BIN_EXE_ollie"));
+    eval.arg("eval").arg(spec).arg("--f64").arg("--out").arg(&ours);
+    for param in &graph.params {
+        let array = ArrayD::from_shape_simple_fn(IxDyn(&param.ty.shape), || -> f64 { StandardNormal.sample(&mut rng) });
+        let path = inputs.join(format!("{}.npy", param.name));
+        array.write_npy(std::fs::File::create(&path).unwrap()).unwrap();
+        eval.arg("--input").arg(format!("{}={}", param.name, path.display()));
+    }
+    let mut oracle = Command::new("python3");
+    oracle.arg(root().join("crates/ollie/tests/numpy_oracle.py")).arg(spec).arg(&graph.name).arg(&inputs).arg(&theirs);
+    for (name, value) in &dims {
+        eval.arg("--dim").arg(format!("{name}={value}"));
+        oracle.arg(format!("{name}={value}"));
+    }
+    run(&mut eval)?;
+    run(&mut oracle)?;
+    for k in 0..graph.outputs.len() {
+        let name = if graph.outputs.len() == 1 { "out".to_string() } else { format!("out{k}") };
+        let read = |dir: &Path| {
+            let path = dir.join(format!("{name}.npy"));
+            let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            ArrayD::<f64>::read_npy(file).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let (actual, expected) = (read(&ours)?, read(&theirs)?);
+        compare(&name, &actual, &expected)?;
+    }
+    Ok(())
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let out = command.output().map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{command:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
+
+fn compare(name: &str, actual: &ArrayD<f64>, expected: &ArrayD<f64>) -> Result<(), String> {
+    if actual.shape() != expected.shape() {
+        return Err(format!("{name}: shape {:?}, numpy {:?}", actual.shape(), expected.shape()));
+    }
+    let scale = expected.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
+    let mut worst = 0.0f64;
+    for (i, (&a, &e)) in actual.iter().zip(expected.iter()).enumerate() {
+        if e.is_nan() || a.is_nan() || e.is_infinite() || a.is_infinite() {
+            let same = (e.is_nan() && a.is_nan()) || a == e;
+            if !same {
+                return Err(format!("{name}: element {i} is {a}, numpy has {e}"));
+            }
+            continue;
+        }
+        worst = worst.max((a - e).abs());
+    }
+    if worst > TOLERANCE * scale.max(f64::MIN_POSITIVE) {
+        return Err(format!("{name}: max |diff| {worst:e} exceeds {TOLERANCE:e} x max |ref| {scale:e}"));
+    }
+    if scale == 0.0 && worst > 0.0 {
+        return Err(format!("{name}: numpy is all zero, ollie differs by {worst:e}"));
+    }
+    Ok(())
+}

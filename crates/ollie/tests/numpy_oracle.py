@@ -1,0 +1,59 @@
+"""Runs a spec's kernel under real numpy: the oracle of ollie's differential tests.
+
+usage: numpy_oracle.py SPEC.py KERNEL INPUT_DIR OUT_DIR [NAME=VALUE ...]
+
+Reads INPUT_DIR/<param>.npy for each parameter, calls the kernel exactly as the file defines it,
+and writes OUT_DIR/out.npy (or out0.npy, out1.npy, ... for a tuple) in float64. NAME=VALUE
+overrides a module-level constant, as `ollie --dim` does.
+
+ollie's reference evaluates every float in float64 (DESIGN.md, "The spec"), so numpy runs the
+spec with `np.float32` aliased to `np.float64`; everything else is numpy itself.
+"""
+
+import importlib.util
+import inspect
+import os
+import sys
+import types
+
+import numpy
+
+
+def float64_numpy():
+    proxy = types.ModuleType("numpy")
+    proxy.__dict__.update(numpy.__dict__)
+    proxy.float32 = numpy.float64
+    return proxy
+
+
+def main():
+    spec_path, kernel, input_dir, out_dir, *dims = sys.argv[1:]
+    proxy = float64_numpy()
+    real_import = __builtins__.__import__ if hasattr(__builtins__, "__import__") else __import__
+
+    def spec_import(name, *args, **kwargs):
+        if name == "numpy":
+            return proxy
+        return real_import(name, *args, **kwargs)
+
+    loader_spec = importlib.util.spec_from_file_location("spec_under_test", spec_path)
+    module = importlib.util.module_from_spec(loader_spec)
+    module.__builtins__ = dict(vars(__import__("builtins")), __import__=spec_import)
+    loader_spec.loader.exec_module(module)
+    for item in dims:
+        name, value = item.split("=", 1)
+        setattr(module, name, int(value))
+    fn = getattr(module, kernel)
+    params = list(inspect.signature(fn).parameters)
+    args = [numpy.load(os.path.join(input_dir, p + ".npy")) for p in params]
+    with numpy.errstate(all="ignore"):
+        result = fn(*args)
+    results = list(result) if isinstance(result, tuple) else [result]
+    os.makedirs(out_dir, exist_ok=True)
+    for k, r in enumerate(results):
+        name = "out" if len(results) == 1 else f"out{k}"
+        numpy.save(os.path.join(out_dir, name + ".npy"), numpy.asarray(r, dtype=numpy.float64))
+
+
+if __name__ == "__main__":
+    main()
