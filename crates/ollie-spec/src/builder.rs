@@ -118,7 +118,7 @@ impl<'a> Builder<'a> {
                         }
                         other => {
                             return Err(Diagnostic::error(Code::UnsupportedStatement, "only assertions about shapes and constants are supported")
-                                .label(a.test.range(), format!("this is a {}, not a value known before the kernel runs", other.kind())))
+                                .label(a.test.range(), format!("this is {}, not a value known before the kernel runs", other.a_kind())))
                         }
                     }
                 }
@@ -156,7 +156,7 @@ impl<'a> Builder<'a> {
             }
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
                 let Value::Tuple(items) = value else {
-                    return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("cannot unpack a {}", value.kind()))
+                    return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("cannot unpack {}", value.a_kind()))
                         .label(value_range, "only tuples unpack"));
                 };
                 if items.len() != elts.len() {
@@ -287,6 +287,11 @@ impl<'a> Builder<'a> {
             keywords.push((name.as_str().to_string(), name.range(), Arg { value: self.expr(&k.value, scope)?, range: k.value.range() }));
         }
         let args = CallArgs { positional, keywords, range };
+        if let Some(path) = self.numpy_submodule_path(&call.func) {
+            return Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{path}`"))
+                .label(call.func.range(), "not in ollie's numpy subset")
+                .help(crate::numpy::supported_functions_help()));
+        }
         match &*call.func {
             Expr::Attribute(a) => {
                 let receiver = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
@@ -294,7 +299,7 @@ impl<'a> Builder<'a> {
                 match receiver.value {
                     Value::Numpy => self.numpy_call(name, a.range(), args),
                     Value::Tensor(_) => self.method_call(receiver, name, a.attr.range(), args),
-                    _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `.{name}()` on a {}", receiver.value.kind()))
+                    _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `.{name}()` on {}", receiver.value.a_kind()))
                         .label(call.func.range(), "not supported")
                         .help("supported calls are numpy functions (`np.exp(x)`), array methods (`x.sum(axis=-1)`) and functions defined in this file")),
                 }
@@ -315,6 +320,24 @@ impl<'a> Builder<'a> {
             }
             other => Err(Diagnostic::error(Code::UnsupportedCall, "unsupported call").label(other.range(), "cannot call this")),
         }
+    }
+
+    /// `np.linalg.norm` and the like: a call into a numpy submodule, which the subset lacks.
+    fn numpy_submodule_path(&self, func: &Expr) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut e = func;
+        while let Expr::Attribute(a) = e {
+            parts.push(a.attr.as_str());
+            e = &a.value;
+        }
+        let Expr::Name(root) = e else { return None };
+        let numpy = self.module.numpy.as_deref()?;
+        if root.id.as_str() != numpy || parts.len() < 2 {
+            return None;
+        }
+        parts.push(numpy);
+        parts.reverse();
+        Some(parts.join("."))
     }
 
     fn call_helper(&mut self, def: &'a ast::StmtFunctionDef, args: CallArgs) -> Result<Value> {
@@ -369,7 +392,7 @@ impl<'a> Builder<'a> {
                         Some(&n) => Value::Int(n as i64),
                         None => return Err(Diagnostic::error(Code::BadValue, "len() of a 0-d array").label(a.range, "has no length")),
                     },
-                    other => return Err(Diagnostic::error(Code::BadValue, format!("len() of a {}", other.kind())).label(a.range, "has no length")),
+                    other => return Err(Diagnostic::error(Code::BadValue, format!("len() of {}", other.a_kind())).label(a.range, "has no length")),
                 }
             }
             "float" | "int" => {
@@ -378,7 +401,7 @@ impl<'a> Builder<'a> {
                     ("float", Some(x)) => Value::Float(x),
                     ("int", Some(x)) => Value::Int(x.trunc() as i64),
                     _ => return Err(Diagnostic::error(Code::BadValue, format!("`{name}()` needs a number known before the kernel runs"))
-                        .label(a.range, format!("this is a {}", a.value.kind()))
+                        .label(a.range, format!("this is {}", a.value.a_kind()))
                         .help("for arrays use `.astype(...)`")),
                 }
             }
@@ -406,7 +429,7 @@ impl<'a> Builder<'a> {
                 _ => DType::F64,
             }),
             ref other => {
-                return Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found a {}", other.kind()))
+                return Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found {}", other.a_kind()))
                     .label(arg.range, "not an array"))
             }
         };

@@ -150,7 +150,7 @@ fn define_constant(builder: &mut Builder, target: &ast::ExprName, value: &Expr, 
             builder.module.constants.insert(name.to_string(), v);
             Ok(())
         }
-        other => Err(Diagnostic::error(Code::NotAConstant, format!("module-level `{name}` must be a constant, not a {}", other.kind()))
+        other => Err(Diagnostic::error(Code::NotAConstant, format!("module-level `{name}` must be a constant, not {}", other.a_kind()))
             .label(value.range(), "not known before the kernel runs")
             .help("module-level names are constants (numbers) that name dimensions or parameters of the kernel")),
     }
@@ -167,8 +167,8 @@ fn select_kernel<'a>(defs: &[&'a ast::StmtFunctionDef], name: Option<&str>) -> R
     let is_kernel = |d: &ast::StmtFunctionDef| {
         let p = &d.parameters;
         let all = p.posonlyargs.iter().chain(p.args.iter());
-        let annotated = all.clone().all(|a| a.parameter.annotation.is_some());
-        annotated && (all.count() > 0 || d.returns.is_some())
+        // Any annotation marks a kernel (a missing one is then diagnosed); helpers have none.
+        all.clone().any(|a| a.parameter.annotation.is_some()) || d.returns.is_some()
     };
     let kernels: Vec<_> = defs.iter().copied().filter(|d| is_kernel(d)).collect();
     match kernels.as_slice() {
@@ -253,7 +253,7 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
         let id = match &arg.value {
             Value::Tensor(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => builder.tensor(&arg, None)?,
             other => {
-                return Err(Diagnostic::error(Code::BadValue, format!("the kernel returns a {}; it must return arrays", other.kind()))
+                return Err(Diagnostic::error(Code::BadValue, format!("the kernel returns {}; it must return arrays", other.a_kind()))
                     .label(def.name.range(), "in this kernel"))
             }
         };

@@ -26,7 +26,7 @@ pub fn supported_functions_help() -> String {
 }
 
 pub fn supported_methods_help() -> String {
-    format!("supported array methods: {}; attributes: .T .shape .ndim .size .dtype", METHODS.iter().map(|m| format!(".{m}()")).collect::<Vec<_>>().join(" "))
+    format!("supported array methods: {}; attributes: T, shape, ndim, size, dtype", METHODS.join(", "))
 }
 
 /// Reduction kinds as numpy spells them (`mean` is a sum and a division).
@@ -236,7 +236,7 @@ impl Builder<'_> {
                 match x.value {
                     Value::Tensor(id) => Ok(Value::Tensor(self.cast(id, dtype, call)?)),
                     ref v => v.number().map(Value::Float).ok_or_else(|| {
-                        Diagnostic::error(Code::BadValue, format!("`{fname}` of a {}", v.kind())).label(x.range, "expected a number or an array")
+                        Diagnostic::error(Code::BadValue, format!("`{fname}` of {}", v.a_kind())).label(x.range, "expected a number or an array")
                     }),
                 }
             }
@@ -323,7 +323,7 @@ impl Builder<'_> {
                 _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype \"{s}\"")).label(arg.range, "not supported")
                     .help("use np.float32, np.float64, np.int64 or bool")),
             },
-            other => Err(Diagnostic::error(Code::UnsupportedDtype, format!("expected a dtype, found a {}", other.kind())).label(arg.range, "not a dtype")
+            other => Err(Diagnostic::error(Code::UnsupportedDtype, format!("expected a dtype, found {}", other.a_kind())).label(arg.range, "not a dtype")
                 .help("use np.float32, np.float64, np.int64 or bool")),
         }
     }
@@ -334,7 +334,7 @@ impl Builder<'_> {
             Value::Tuple(items) => items.clone(),
             v @ Value::Int(_) => vec![v.clone()],
             other => {
-                return Err(Diagnostic::error(Code::BadValue, format!("expected a shape, found a {}", self.describe(other)))
+                return Err(Diagnostic::error(Code::BadValue, format!("expected a shape, found {}", self.describe(other)))
                     .label(arg.range, "a shape is an int or a tuple of ints"))
             }
         };
@@ -354,7 +354,7 @@ impl Builder<'_> {
     fn int_value(&self, arg: &Arg, what: &str) -> Result<i64> {
         arg.value.int().filter(|_| !matches!(arg.value, Value::Bool(_))).ok_or_else(|| {
             Diagnostic::error(Code::BadValue, format!("{what} must be an integer known before the kernel runs"))
-                .label(arg.range, format!("this is a {}", self.describe(&arg.value)))
+                .label(arg.range, format!("this is {}", self.describe(&arg.value)))
         })
     }
 
@@ -542,7 +542,7 @@ impl Builder<'_> {
 
     fn concatenate(&mut self, stack: bool, arrays: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
         let Value::Tuple(items) = &arrays.value else {
-            return Err(Diagnostic::error(Code::BadValue, "expected a tuple or list of arrays").label(arrays.range, format!("this is a {}", self.describe(&arrays.value))));
+            return Err(Diagnostic::error(Code::BadValue, "expected a tuple or list of arrays").label(arrays.range, format!("this is {}", self.describe(&arrays.value))));
         };
         if items.is_empty() {
             return Err(Diagnostic::error(Code::BadValue, "need at least one array to concatenate").label(arrays.range, "empty"));
@@ -588,7 +588,7 @@ impl Builder<'_> {
 
     fn filled(&mut self, shape: Vec<usize>, value: Value, dtype: Option<Arg>, range: TextRange) -> Result<Value> {
         let Some(v) = value.number() else {
-            return Err(Diagnostic::error(Code::BadValue, format!("fill value must be a number known before the kernel runs, found a {}", value.kind())).label(range, "here"));
+            return Err(Diagnostic::error(Code::BadValue, format!("fill value must be a number known before the kernel runs, found {}", value.a_kind())).label(range, "here"));
         };
         let dtype = match &dtype {
             Some(d) => self.dtype_value(d)?,
@@ -610,7 +610,7 @@ impl Builder<'_> {
         let step = step.unwrap_or(Arg { value: Value::Int(1), range });
         let num = |a: &Arg| {
             a.value.number().ok_or_else(|| {
-                Diagnostic::error(Code::BadValue, "np.arange bounds must be numbers known before the kernel runs").label(a.range, format!("this is a {}", self.describe(&a.value)))
+                Diagnostic::error(Code::BadValue, "np.arange bounds must be numbers known before the kernel runs").label(a.range, format!("this is {}", self.describe(&a.value)))
             })
         };
         let (s, e, d) = (num(&start)?, num(&stop)?, num(&step)?);

@@ -55,7 +55,7 @@ impl Builder<'_> {
                     UnaryOp::Tanh => f.tanh(),
                     UnaryOp::Abs => f.abs(),
                 })),
-                None => Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found a {}", v.kind()))
+                None => Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found {}", v.a_kind()))
                     .label(x.range, "here")),
             },
         }
@@ -108,11 +108,11 @@ impl Builder<'_> {
         }
     }
 
-    /// A human description of a value: `f32[4,128]` for arrays.
+    /// A description of a value for messages: "an array f32[4,128]", "a float".
     pub fn describe(&self, v: &Value) -> String {
         match v {
-            Value::Tensor(id) => self.ty(*id).to_string(),
-            other => other.kind().to_string(),
+            Value::Tensor(id) => format!("an array {}", self.ty(*id)),
+            other => other.a_kind(),
         }
     }
 
@@ -222,7 +222,7 @@ impl Builder<'_> {
                     }
                 })
             }
-            ref other => Err(Diagnostic::error(Code::UnsupportedSyntax, format!("attribute `.{name}` of a {}", other.kind()))
+            ref other => Err(Diagnostic::error(Code::UnsupportedSyntax, format!("attribute `.{name}` of {}", other.a_kind()))
                 .label(range, "not supported")),
         }
     }
@@ -257,7 +257,7 @@ impl Builder<'_> {
                 let items = items.iter().map(|e| self.index_item(e, scope)).collect::<Result<Vec<_>>>()?;
                 self.index_tensor(id, items, object.range, range)
             }
-            ref other => Err(Diagnostic::error(Code::UnsupportedIndex, format!("cannot index a {}", other.kind())).label(object.range, "not an array")),
+            ref other => Err(Diagnostic::error(Code::UnsupportedIndex, format!("cannot index {}", other.a_kind())).label(object.range, "not an array")),
         }
     }
 
@@ -269,7 +269,7 @@ impl Builder<'_> {
                     Value::None => Ok(None),
                     v => v.int().map(Some).ok_or_else(|| {
                         Diagnostic::error(Code::UnsupportedIndex, "slice bounds must be integers known before the kernel runs")
-                            .label(b.range(), format!("this is a {}", self.describe(&v)))
+                            .label(b.range(), format!("this is {}", self.describe(&v)))
                     }),
                 }
             };
@@ -281,7 +281,7 @@ impl Builder<'_> {
             Value::Ellipsis => IndexItem::Ellipsis(e.range()),
             Value::Int(i) => IndexItem::Int(i, e.range()),
             v => {
-                return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with a {} is not supported", self.describe(&v)))
+                return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with {} is not supported", self.describe(&v)))
                     .label(e.range(), "not a constant integer, slice, None or ...")
                     .help("index with constant integers and slices (`x[:, 1:5:2]`), `None` and `...`; for masks use `np.where`"))
             }
@@ -299,8 +299,7 @@ impl Builder<'_> {
         }
         if consumes > ty.rank() {
             return Err(Diagnostic::error(Code::IndexOutOfRange, format!("too many indices: {consumes} for an array of rank {} ({ty})", ty.rank()))
-                .label(range, "here")
-                .label(object_range, ty.to_string()));
+                .label(range, format!("{consumes} indices into {ty}")));
         }
         let mut axes = Vec::with_capacity(ty.rank());
         let mut out_shape = Vec::new();

@@ -37,6 +37,13 @@ impl Value {
         }
     }
 
+    /// The kind with its article, for messages: "an array", "a float".
+    pub fn a_kind(&self) -> String {
+        let kind = self.kind();
+        let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+        format!("{article} {kind}")
+    }
+
     /// The value of a Python number, if this is one.
     pub fn number(&self) -> Option<f64> {
         match *self {

@@ -1,0 +1,5 @@
+from numpy import exp
+
+
+def f(x: "f32[4]"):
+    return exp(x)

@@ -1,0 +1,2 @@
+def f(x: "f32[4]"):
+    return np.exp(x)

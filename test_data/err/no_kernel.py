@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def helper(x):
+    return x + 1

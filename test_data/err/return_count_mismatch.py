@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def f(x: "f32[4, 6]") -> "f32[4, 6]":
+    return x, x

@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def f(x: "f32[4, 6]"):
+    return x[0, 1, 2]

@@ -1,0 +1,8 @@
+# check: dim=Q=3
+import numpy as np
+
+B = 4
+
+
+def f(x: "f32[B]"):
+    return x

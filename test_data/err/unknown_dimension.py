@@ -1,0 +1,7 @@
+import numpy as np
+
+B = 4
+
+
+def f(x: "f32[B, Q]"):
+    return x * 2

@@ -1,0 +1,10 @@
+# check: kernel=thrid
+import numpy as np
+
+
+def first(x: "f32[4]"):
+    return x + 1
+
+
+def second(x: "f32[4]"):
+    return x - 1

@@ -1,0 +1,6 @@
+import math
+import numpy as np
+
+
+def f(x: "f32[4]"):
+    return x * math.pi
