@@ -1,0 +1,151 @@
+//! The command line as a user meets it: exit codes, `ollie eval` on .npy files, and the
+//! messages for wrong inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ndarray::{ArrayD, IxDyn};
+use ndarray_npy::{ReadNpyExt, WriteNpyExt};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn ollie(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ollie")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn save<T: ndarray_npy::WritableElement>(path: &Path, shape: &[usize], f: impl Fn(usize) -> T) {
+    let n: usize = shape.iter().product();
+    let a = ArrayD::from_shape_vec(IxDyn(shape), (0..n).map(f).collect()).unwrap();
+    a.write_npy(std::fs::File::create(path).unwrap()).unwrap();
+}
+
+#[test]
+fn every_error_spec_exits_2_with_its_code_and_warnings_exit_0() {
+    let dir = root().join("test_data/err");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        n += 1;
+        let source = std::fs::read_to_string(&path).unwrap();
+        let mut args = vec!["graph".to_string()];
+        let mut spec = path.display().to_string();
+        for word in source.lines().filter_map(|l| l.strip_prefix("# check:")).flat_map(|l| l.split_whitespace()) {
+            if let Some(k) = word.strip_prefix("kernel=") {
+                spec = format!("{spec}::{k}");
+            } else if let Some(d) = word.strip_prefix("dim=") {
+                args.push(format!("--dim={d}"));
+            }
+        }
+        args.push(spec);
+        let out = ollie(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let expected = std::fs::read_to_string(path.with_extension("txt")).unwrap();
+        let code = expected.lines().next().unwrap();
+        assert!(stderr(&out).contains(code), "{}: stderr lacks `{code}`:\n{}", path.display(), stderr(&out));
+        let warning_only = expected.contains('⚠');
+        let want = if warning_only { 0 } else { 2 };
+        assert_eq!(out.status.code(), Some(want), "{}: {}", path.display(), stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", path.display());
+    }
+    assert!(n >= 30);
+}
+
+#[test]
+fn eval_reads_f32_and_f64_inputs_and_writes_numpy_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (x, g, b) = (tmp.path().join("x.npy"), tmp.path().join("g.npy"), tmp.path().join("b.npy"));
+    save(&x, &[256, 1024], |i| ((i % 97) as f32 - 48.0) / 7.0);
+    save(&g, &[1024], |i| 1.0 + (i % 5) as f64);
+    save(&b, &[1024], |_| 0.5f32);
+    let out_dir = tmp.path().join("out");
+    let out = ollie(&[
+        "eval", "examples/layernorm.py",
+        "--input", &format!("x={}", x.display()),
+        "--input", &format!("gamma={}", g.display()),
+        "--input", &format!("beta={}", b.display()),
+        "--out", out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("out: f32[256,1024] sum="));
+    let y = ArrayD::<f32>::read_npy(std::fs::File::open(out_dir.join("out.npy")).unwrap()).unwrap();
+    assert_eq!(y.shape(), &[256, 1024]);
+    // Each row of x repeats with period 97, so it is normalized to mean 0: check one element by hand.
+    let row: Vec<f64> = (0..1024).map(|i| (((i % 97) as f32 - 48.0) / 7.0) as f64).collect();
+    let mu = row.iter().sum::<f64>() / 1024.0;
+    let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f64>() / 1024.0;
+    let want = (row[3] - mu) / (var + 1e-5).sqrt() * 4.0 + 0.5;
+    assert!((y[[0, 3]] as f64 - want).abs() < 1e-5, "{} vs {want}", y[[0, 3]]);
+}
+
+#[test]
+fn eval_tuple_outputs_are_out0_out1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ollie(&["eval", "test_data/corpus/batchnorm_stats.py", "--random", "3", "--out", tmp.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in ["out0.npy", "out1.npy", "out2.npy"] {
+        assert!(tmp.path().join(name).exists(), "{name} missing");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    assert!(stdout.lines().nth(1).unwrap().starts_with("out1: f32[8] sum="));
+}
+
+#[test]
+fn eval_random_is_deterministic_per_seed() {
+    let a = ollie(&["eval", "examples/softmax.py", "--random", "5"]);
+    let b = ollie(&["eval", "examples/softmax.py", "--random", "5"]);
+    let c = ollie(&["eval", "examples/silu_mul.py", "--random", "5", "--dim", "T=4"]);
+    let d = ollie(&["eval", "examples/silu_mul.py", "--random", "6", "--dim", "T=4"]);
+    assert!(a.status.success() && c.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    assert_ne!(c.stdout, d.stdout);
+    assert!(String::from_utf8_lossy(&c.stdout).starts_with("out: f32[4,4096]"));
+}
+
+#[test]
+fn eval_names_wrong_shape_dtype_and_missing_inputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wrong_shape = tmp.path().join("ws.npy");
+    save(&wrong_shape, &[64, 100], |_| 0f32);
+    let ints = tmp.path().join("ints.npy");
+    save(&ints, &[64, 4096], |i| i as i64);
+    let cases: &[(&[&str], &str)] = &[
+        (&["--input", &format!("x={}", wrong_shape.display())], "expected shape [64, 4096] (f32[64,4096]), got shape [64, 100] (float32)"),
+        (&["--input", &format!("x={}", ints.display())], "dtype int64 is not supported; expected float32 or float64 with shape [64, 4096]"),
+        (&[], "missing input `x` (f32[64,4096]): pass --input x=FILE.npy"),
+        (&["--input", &format!("y={}", ints.display())], "the kernel has no parameter `y` (parameters: x)"),
+        (&["--input", "x=/nonexistent.npy"], "cannot open"),
+    ];
+    for (extra, message) in cases {
+        let mut args = vec!["eval", "examples/softmax.py"];
+        args.extend_from_slice(extra);
+        let out = ollie(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [&["eval", "examples/softmax.py", "--dim", "T"][..], &["frobnicate"], &["graph", "missing.py"], &["graph", "examples/softmax.py::nope"]] {
+        let out = ollie(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn graph_prints_the_selected_kernel() {
+    let out = ollie(&["graph", "test_data/err/several_kernels.py::second"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("kernel second(x: f32[4]) {"), "{text}");
+    assert!(ollie_graph::parse(&text).is_ok());
+}
