@@ -10,16 +10,16 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "concatenate", "divide", "einsum", "exp",
+    "abs", "absolute", "add", "amax", "amin", "arange", "clip", "concatenate", "divide", "einsum", "exp",
     "expand_dims", "float32", "float64", "full", "full_like", "log", "matmul", "max", "maximum",
     "mean", "min", "minimum", "multiply", "negative", "ones", "ones_like", "power", "reshape",
-    "sqrt", "square", "squeeze", "stack", "subtract", "sum", "swapaxes", "tanh", "transpose",
-    "tril", "triu", "where", "zeros", "zeros_like",
+    "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "tanh",
+    "transpose", "tril", "triu", "var", "where", "zeros", "zeros_like",
 ];
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] =
-    &["astype", "max", "mean", "min", "reshape", "squeeze", "sum", "swapaxes", "transpose"];
+    &["astype", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
 
 pub fn supported_functions_help() -> String {
     format!("supported numpy functions: {}", FUNCTIONS.join(", "))
@@ -138,6 +138,16 @@ impl Builder<'_> {
                 let kind = reduction(name);
                 self.reduce(kind, required(a, &fname, "a", call)?, axis, keepdims, call)
             }
+            "var" | "std" => {
+                let (a, axis, ddof, keepdims) = bind!("a", "axis", "ddof", "keepdims");
+                self.variance(name == "std", required(a, &fname, "a", call)?, axis, ddof, keepdims, call)
+            }
+            "clip" => {
+                let (a, lo, hi) = bind!("a", "a_min", "a_max");
+                let (a, lo, hi) = (required(a, &fname, "a", call)?, required(lo, &fname, "a_min", call)?, required(hi, &fname, "a_max", call)?);
+                let low = self.elementwise(BinaryOp::Max, a, lo, call)?;
+                self.elementwise(BinaryOp::Min, Arg { value: low, range: call }, hi, call)
+            }
             "where" => {
                 let (c, x, y) = bind!("condition", "x", "y");
                 let (c, x, y) = (required(c, &fname, "condition", call)?, required(x, &fname, "x", call)?, required(y, &fname, "y", call)?);
@@ -255,6 +265,13 @@ impl Builder<'_> {
                 let mut it = b.into_iter();
                 let a = it.next().unwrap().unwrap();
                 self.reduce(reduction(name), a, it.next().unwrap(), it.next().unwrap(), call)
+            }
+            "var" | "std" => {
+                let b = args.bind(&mname, Some(receiver), &["self", "axis", "ddof", "keepdims"])?;
+                let mut it = b.into_iter();
+                let a = it.next().unwrap().unwrap();
+                let (axis, ddof, keepdims) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+                self.variance(name == "std", a, axis, ddof, keepdims, call)
             }
             "reshape" | "transpose" => {
                 // Both take either one tuple or the items as separate arguments.
@@ -427,6 +444,32 @@ impl Builder<'_> {
         Ok(Value::Tensor(out))
     }
 
+    /// numpy's `var`/`std`: the mean of squared deviations from the mean, over `n - ddof`.
+    fn variance(&mut self, std: bool, a: Arg, axis: Option<Arg>, ddof: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let ty = self.ty(id).clone();
+        let axes = match &axis {
+            None | Some(Arg { value: Value::None, .. }) => (0..ty.rank()).collect(),
+            Some(arg) => self.axes(arg, ty.rank())?,
+        };
+        let ddof = match &ddof {
+            Some(d) => self.int_value(d, "`ddof`")?,
+            None => 0,
+        };
+        let count = axes.iter().map(|&ax| ty.shape[ax]).product::<usize>() as i64 - ddof;
+        let x = Arg { value: Value::Tensor(id), range: a.range };
+        let keep = Some(Arg { value: Value::Bool(true), range });
+        let mean = self.reduce(Reduction::Mean, x.clone(), axis.clone(), keep, range)?;
+        let dev = self.elementwise(BinaryOp::Sub, x, Arg { value: mean, range }, range)?;
+        let sq = self.elementwise(BinaryOp::Mul, Arg { value: dev.clone(), range }, Arg { value: dev, range }, range)?;
+        let sum = self.reduce(Reduction::Sum, Arg { value: sq, range }, axis, keepdims, range)?;
+        let var = self.elementwise(BinaryOp::Div, Arg { value: sum, range }, Arg { value: Value::Float(count as f64), range }, range)?;
+        if std {
+            return self.unary(UnaryOp::Sqrt, Arg { value: var, range }, range);
+        }
+        Ok(var)
+    }
+
     /// A row-major reshape (no node when the shape is unchanged).
     pub fn reshape_to(&mut self, id: NodeId, shape: &[usize], range: TextRange) -> Result<NodeId> {
         if self.ty(id).shape == shape {
@@ -456,7 +499,7 @@ impl Builder<'_> {
         if let Some(d) = items.iter().find(|&&d| d < -1) {
             return Err(Diagnostic::error(Code::BadReshape, format!("negative dimension {d} in reshape")).label(shape.range, "here"));
         }
-        let known: usize = items.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+        let known: usize = items.iter().filter(|&&d| d >= 0).try_fold(1usize, |acc, &d| acc.checked_mul(d as usize)).unwrap_or(usize::MAX);
         let total = ty.num_elements();
         let bad = || {
             Diagnostic::error(Code::BadReshape, format!("cannot reshape {ty} ({total} elements) into shape ({})", items.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")))
@@ -617,7 +660,11 @@ impl Builder<'_> {
         if d == 0.0 {
             return Err(Diagnostic::error(Code::BadValue, "np.arange step cannot be zero").label(step.range, "here"));
         }
-        let n = ((e - s) / d).ceil().max(0.0) as usize;
+        let n = ((e - s) / d).ceil().max(0.0);
+        if !n.is_finite() || n > 1e12 {
+            return Err(Diagnostic::error(Code::BadValue, format!("np.arange({s}, {e}, {d}) has no finite length")).label(range, "here"));
+        }
+        let n = n as usize;
         let all_int = [&start, &stop, &step].iter().all(|a| matches!(a.value, Value::Int(_)));
         let dtype = match &dtype {
             Some(a) => self.dtype_value(a)?,
@@ -856,6 +903,6 @@ fn reduction(name: &str) -> Reduction {
 
 pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
+    let a = if axis < 0 { axis.saturating_add(r) } else { axis };
     (0..r).contains(&a).then_some(a as usize)
 }

@@ -240,7 +240,7 @@ impl Builder<'_> {
                 match self.index_item(item, scope)? {
                     IndexItem::Int(i, r) => {
                         let n = values.len() as i64;
-                        let j = if i < 0 { i + n } else { i };
+                        let j = if i < 0 { i.saturating_add(n) } else { i };
                         if j < 0 || j >= n {
                             return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for a tuple of length {n}")).label(r, "here"));
                         }
@@ -316,7 +316,7 @@ impl Builder<'_> {
                 }
                 IndexItem::Int(i, r) => {
                     let n = ty.shape[axis] as i64;
-                    let j = if *i < 0 { i + n } else { *i };
+                    let j = if *i < 0 { i.saturating_add(n) } else { *i };
                     if j < 0 || j >= n {
                         return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for axis {axis} of size {n}"))
                             .label(*r, "out of range")
@@ -370,12 +370,12 @@ impl PySlice {
         }
         let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
         let (start, stop) = if step > 0 {
-            let s = self.start.map_or(0, |s| clamp(if s < 0 { s + n } else { s }, 0, n));
-            let e = self.stop.map_or(n, |e| clamp(if e < 0 { e + n } else { e }, 0, n));
+            let s = self.start.map_or(0, |s| clamp(if s < 0 { s.saturating_add(n) } else { s }, 0, n));
+            let e = self.stop.map_or(n, |e| clamp(if e < 0 { e.saturating_add(n) } else { e }, 0, n));
             (s, e)
         } else {
-            let s = self.start.map_or(n - 1, |s| clamp(if s < 0 { s + n } else { s }, -1, n - 1));
-            let e = self.stop.map_or(-1, |e| clamp(if e < 0 { e + n } else { e }, -1, n - 1));
+            let s = self.start.map_or(n - 1, |s| clamp(if s < 0 { s.saturating_add(n) } else { s }, -1, n - 1));
+            let e = self.stop.map_or(-1, |e| clamp(if e < 0 { e.saturating_add(n) } else { e }, -1, n - 1));
             (s, e)
         };
         let len = if step > 0 {
@@ -412,8 +412,10 @@ fn fold_binop(op: Operator, a: &Value, b: &Value, range: TextRange) -> Result<Va
             Operator::FloorDiv | Operator::Mod if y == 0 => {
                 return Err(Diagnostic::error(Code::BadValue, "integer division by zero").label(range, "here"))
             }
-            Operator::FloorDiv => x.div_euclid(y) - if (x.rem_euclid(y) != 0) && y < 0 { 1 } else { 0 },
-            Operator::Mod => x - y * (x.div_euclid(y) - if (x.rem_euclid(y) != 0) && y < 0 { 1 } else { 0 }),
+            Operator::FloorDiv | Operator::Mod => {
+                let q = x.checked_div_euclid(y).ok_or_else(overflow)? - if x.rem_euclid(y) != 0 && y < 0 { 1 } else { 0 };
+                if op == Operator::FloorDiv { q } else { x - y * q }
+            }
             Operator::BitAnd => x & y,
             Operator::BitOr => x | y,
             Operator::BitXor => x ^ y,

@@ -7,7 +7,8 @@ and writes OUT_DIR/out.npy (or out0.npy, out1.npy, ... for a tuple) in float64. 
 overrides a module-level constant, as `ollie --dim` does.
 
 ollie's reference evaluates every float in float64 (DESIGN.md, "The spec"), so numpy runs the
-spec with `np.float32` aliased to `np.float64`; everything else is numpy itself.
+spec with float32 aliased to float64 (`np.float32`, and `dtype=`/`astype` spelled any way);
+everything else is numpy itself.
 """
 
 import importlib.util
@@ -19,10 +20,37 @@ import types
 import numpy
 
 
+def as_float64(dtype):
+    """float32 in any spelling (np.float32, "float32", "f4") becomes float64."""
+    try:
+        return numpy.float64 if numpy.dtype(dtype) == numpy.float32 else dtype
+    except TypeError:
+        return dtype
+
+
+class Float64Array(numpy.ndarray):
+    """An ndarray whose `astype` treats float32 as float64; ufunc results stay of this class."""
+
+    def astype(self, dtype, *args, **kwargs):
+        return super().astype(as_float64(dtype), *args, **kwargs)
+
+
 def float64_numpy():
     proxy = types.ModuleType("numpy")
     proxy.__dict__.update(numpy.__dict__)
     proxy.float32 = numpy.float64
+
+    def wrap(fn):
+        def wrapped(*args, **kwargs):
+            if "dtype" in kwargs:
+                kwargs["dtype"] = as_float64(kwargs["dtype"])
+            result = fn(*args, **kwargs)
+            return result.view(Float64Array) if isinstance(result, numpy.ndarray) else result
+
+        return wrapped
+
+    for name in ["ones", "zeros", "full", "ones_like", "zeros_like", "full_like", "arange", "asarray", "array"]:
+        setattr(proxy, name, wrap(getattr(numpy, name)))
     return proxy
 
 
@@ -45,7 +73,7 @@ def main():
         setattr(module, name, int(value))
     fn = getattr(module, kernel)
     params = list(inspect.signature(fn).parameters)
-    args = [numpy.load(os.path.join(input_dir, p + ".npy")) for p in params]
+    args = [numpy.load(os.path.join(input_dir, p + ".npy")).view(Float64Array) for p in params]
     with numpy.errstate(all="ignore"):
         result = fn(*args)
     results = list(result) if isinstance(result, tuple) else [result]
