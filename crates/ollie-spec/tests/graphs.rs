@@ -50,3 +50,21 @@ fn selector_splits_file_and_kernel() {
     assert_eq!(ollie_spec::split_selector("dir/k.py::softmax"), ("dir/k.py", Some("softmax")));
     assert_eq!(ollie_spec::split_selector("k.py"), ("k.py", None));
 }
+
+#[test]
+fn the_corpus_exercises_every_graph_op() {
+    use ollie_graph::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+    let mut wanted: Vec<&str> = vec!["input", "const", "iota", "select", "cast", "broadcast", "reshape", "transpose", "slice", "concat", "einsum"];
+    wanted.extend(UnaryOp::ALL.iter().map(|o| o.name()));
+    wanted.extend(BinaryOp::ALL.iter().map(|o| o.name()));
+    wanted.extend(CmpOp::ALL.iter().map(|o| o.name()));
+    wanted.extend(ReduceOp::ALL.iter().map(|o| o.name()));
+    let mut seen = std::collections::HashSet::new();
+    for path in specs() {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let spec = compile(&source, &Options::default()).unwrap();
+        seen.extend(spec.graph.nodes.iter().map(|n| n.op.name()));
+    }
+    let missing: Vec<&&str> = wanted.iter().filter(|w| !seen.contains(*w)).collect();
+    assert!(missing.is_empty(), "no corpus spec uses {missing:?}");
+}
