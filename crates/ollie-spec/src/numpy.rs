@@ -81,7 +81,7 @@ impl Builder<'_> {
         let call = args.range;
         let fname = format!("np.{name}");
         macro_rules! bind {
-            ($($p:literal),*) => {{
+            ($($p:expr),*) => {{
                 let b = args.bind(&fname, None, &[$($p),*])?;
                 let mut it = b.into_iter();
                 ($( { let _ = $p; it.next().unwrap() } ),*)
@@ -191,46 +191,31 @@ impl Builder<'_> {
                 let (arrays, axis) = bind!("arrays", "axis");
                 self.concatenate(name == "stack", required(arrays, &fname, "arrays", call)?, axis, call)
             }
-            "ones" | "zeros" | "full" => {
-                let (shape, fill, dtype) = if name == "full" {
-                    let (s, f, d) = bind!("shape", "fill_value", "dtype");
+            "ones" | "zeros" | "full" | "ones_like" | "zeros_like" | "full_like" => {
+                let like = name.ends_with("_like");
+                let first = if like { "a" } else { "shape" };
+                let (first_arg, fill, dtype) = if name.starts_with("full") {
+                    let (s, f, d) = bind!(first, "fill_value", "dtype");
                     (s, Some(required(f, &fname, "fill_value", call)?), d)
                 } else {
-                    let (s, d) = bind!("shape", "dtype");
+                    let (s, d) = bind!(first, "dtype");
                     (s, None, d)
                 };
-                let shape_arg = required(shape, &fname, "shape", call)?;
-                let shape = self.shape_value(&shape_arg)?;
-                let value = match (name, fill) {
-                    ("ones", _) => Value::Float(1.0),
-                    ("zeros", _) => Value::Float(0.0),
-                    (_, Some(f)) => f.value.clone(),
-                    _ => unreachable!(),
+                let first_arg = required(first_arg, &fname, first, call)?;
+                let value = match fill {
+                    Some(f) => f.value,
+                    None => Value::Float(if name.starts_with("ones") { 1.0 } else { 0.0 }),
                 };
-                self.filled(shape, value, dtype, call)
-            }
-            "ones_like" | "zeros_like" | "full_like" => {
-                let (a, fill, dtype) = if name == "full_like" {
-                    let (a, f, d) = bind!("a", "fill_value", "dtype");
-                    (a, Some(required(f, &fname, "fill_value", call)?), d)
+                if like {
+                    // `*_like` takes the shape and, unless given, the dtype of its argument.
+                    let id = self.tensor(&first_arg, None)?;
+                    let ty = self.ty(id).clone();
+                    let dtype = dtype.or(Some(Arg { value: Value::DType(ty.dtype), range: first_arg.range }));
+                    self.filled(ty.shape, value, dtype, call)
                 } else {
-                    let (a, d) = bind!("a", "dtype");
-                    (a, None, d)
-                };
-                let a = required(a, &fname, "a", call)?;
-                let id = self.tensor(&a, None)?;
-                let ty = self.ty(id).clone();
-                let value = match (name, fill) {
-                    ("ones_like", _) => Value::Float(1.0),
-                    ("zeros_like", _) => Value::Float(0.0),
-                    (_, Some(f)) => f.value.clone(),
-                    _ => unreachable!(),
-                };
-                let dtype = match dtype {
-                    Some(d) => Some(d),
-                    None => Some(Arg { value: Value::DType(ty.dtype), range: a.range }),
-                };
-                self.filled(ty.shape, value, dtype, call)
+                    let shape = self.shape_value(&first_arg)?;
+                    self.filled(shape, value, dtype, call)
+                }
             }
             "arange" => {
                 let (start, stop, step, dtype) = bind!("start", "stop", "step", "dtype");
