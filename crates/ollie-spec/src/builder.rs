@@ -397,7 +397,16 @@ impl<'a> Builder<'a> {
             }
             "float" | "int" => {
                 let a = one(args)?;
-                match (name, a.value.number()) {
+                let parsed = match &a.value {
+                    Value::Str(s) => match s.trim().to_ascii_lowercase().as_str() {
+                        "inf" | "+inf" | "infinity" => Some(f64::INFINITY),
+                        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+                        "nan" => Some(f64::NAN),
+                        other => other.parse::<f64>().ok(),
+                    },
+                    v => v.number(),
+                };
+                match (name, parsed) {
                     ("float", Some(x)) => Value::Float(x),
                     ("int", Some(x)) => Value::Int(x.trunc() as i64),
                     _ => return Err(Diagnostic::error(Code::BadValue, format!("`{name}()` needs a number known before the kernel runs"))
