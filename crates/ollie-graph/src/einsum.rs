@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use ndarray::{linalg::general_mat_mul, ArrayD, Axis, CowArray, Ix3, IxDyn};
+use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
+use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, Ix3, IxDyn};
 
 use crate::ty::{DType, TensorType};
 
@@ -88,7 +89,7 @@ impl fmt::Display for EinsumSpec {
 }
 
 /// Evaluates the einsum on float64 operands whose shapes satisfy [`EinsumSpec::infer`].
-pub(crate) fn evaluate(spec: &EinsumSpec, operands: Vec<ArrayD<f64>>) -> ArrayD<f64> {
+pub(crate) fn evaluate(spec: &EinsumSpec, operands: Vec<CowArray<'_, f64, IxDyn>>) -> ArrayD<f64> {
     let n = operands.len();
     // needed[k]: labels still wanted after operands 0..k have been folded in.
     let needed = |k: usize| -> Vec<u8> {
@@ -114,10 +115,10 @@ pub(crate) fn evaluate(spec: &EinsumSpec, operands: Vec<ArrayD<f64>>) -> ArrayD<
 }
 
 /// Sums `array` over every label not in `keep`.
-fn sum_out(mut array: ArrayD<f64>, mut labels: Vec<u8>, keep: &[u8]) -> (ArrayD<f64>, Vec<u8>) {
+fn sum_out<'a>(mut array: CowArray<'a, f64, IxDyn>, mut labels: Vec<u8>, keep: &[u8]) -> (CowArray<'a, f64, IxDyn>, Vec<u8>) {
     for axis in (0..labels.len()).rev() {
         if !keep.contains(&labels[axis]) {
-            array = array.sum_axis(Axis(axis));
+            array = CowArray::from(array.sum_axis(Axis(axis)));
             labels.remove(axis);
         }
     }
@@ -126,7 +127,7 @@ fn sum_out(mut array: ArrayD<f64>, mut labels: Vec<u8>, keep: &[u8]) -> (ArrayD<
 
 /// Contracts two operands over their shared labels that are not in `keep`; the result's labels
 /// are the shared kept ones (batch), then `a`'s own, then `b`'s own.
-fn contract(a: ArrayD<f64>, al: &[u8], b: ArrayD<f64>, bl: &[u8], keep: &[u8]) -> (ArrayD<f64>, Vec<u8>) {
+fn contract<'a>(a: CowArray<'_, f64, IxDyn>, al: &[u8], b: CowArray<'_, f64, IxDyn>, bl: &[u8], keep: &[u8]) -> (CowArray<'a, f64, IxDyn>, Vec<u8>) {
     let batch: Vec<u8> = al.iter().copied().filter(|l| bl.contains(l) && keep.contains(l)).collect();
     let sum: Vec<u8> = al.iter().copied().filter(|l| bl.contains(l) && !keep.contains(l)).collect();
     let free_a: Vec<u8> = al.iter().copied().filter(|l| !bl.contains(l)).collect();
@@ -139,14 +140,22 @@ fn contract(a: ArrayD<f64>, al: &[u8], b: ArrayD<f64>, bl: &[u8], keep: &[u8]) -
     }
     let size = |labels: &[u8]| -> usize { labels.iter().map(|l| label_size[*l as usize]).product() };
     let (nb, m, k, n) = (size(&batch), size(&free_a), size(&sum), size(&free_b));
-    let a3 = arrange(&a, al, [&batch, &free_a, &sum], [nb, m, k]);
-    let b3 = arrange(&b, bl, [&batch, &sum, &free_b], [nb, k, n]);
+    let a3 = arrange(a.view(), al, [&batch, &free_a, &sum], [nb, m, k]);
+    let b3 = arrange(b.view(), bl, [&batch, &sum, &free_b], [nb, k, n]);
     let mut c = ndarray::Array3::<f64>::zeros((nb, m, n));
     if k == 1 {
         c.assign(&(&a3 * &b3));
     } else {
         for i in 0..nb {
-            general_mat_mul(1.0, &a3.index_axis(Axis(0), i), &b3.index_axis(Axis(0), i), 0.0, &mut c.index_axis_mut(Axis(0), i));
+            let (a, b, mut c) = (a3.index_axis(Axis(0), i), b3.index_axis(Axis(0), i), c.index_axis_mut(Axis(0), i));
+            // Matrix-vector products stream the matrix once instead of packing it for GEMM.
+            if m == 1 {
+                general_mat_vec_mul(1.0, &b.t(), &a.row(0), 0.0, &mut c.row_mut(0));
+            } else if n == 1 {
+                general_mat_vec_mul(1.0, &a, &b.column(0), 0.0, &mut c.column_mut(0));
+            } else {
+                general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+            }
         }
     }
     let mut labels = batch.clone();
@@ -154,18 +163,18 @@ fn contract(a: ArrayD<f64>, al: &[u8], b: ArrayD<f64>, bl: &[u8], keep: &[u8]) -
     labels.extend_from_slice(&free_b);
     let shape: Vec<usize> = labels.iter().map(|l| label_size[*l as usize]).collect();
     let c = c.into_shape_with_order(shape).expect("sizes multiply out");
-    (c, labels)
+    (CowArray::from(c), labels)
 }
 
 /// Permutes `array` so its axes follow the concatenated label `groups`, then views it as three
 /// axes (one per group) of the given sizes; copies only when the strides cannot express that.
-fn arrange<'a>(array: &'a ArrayD<f64>, labels: &[u8], groups: [&[u8]; 3], dims: [usize; 3]) -> CowArray<'a, f64, Ix3> {
+fn arrange<'a>(array: ArrayViewD<'a, f64>, labels: &[u8], groups: [&[u8]; 3], dims: [usize; 3]) -> CowArray<'a, f64, Ix3> {
     let perm: Vec<usize> = groups
         .iter()
         .flat_map(|g| g.iter())
         .map(|l| labels.iter().position(|m| m == l).unwrap())
         .collect();
-    let permuted = array.view().permuted_axes(IxDyn(&perm));
+    let permuted = array.permuted_axes(IxDyn(&perm));
     let mut merged = permuted.clone();
     let mut kept = Vec::new();
     let mut start = 0;

@@ -3,7 +3,7 @@
 //! Every dtype is evaluated in float64 (booleans as 0/1, integers exactly while below 2^53);
 //! casts to a float dtype do not round. Contractions run as blocked matrix products.
 
-use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
+use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice, Zip};
 
 use crate::graph::{Graph, GraphError};
 use crate::op::{BinaryOp, CmpOp, Op, ReduceOp, UnaryOp};
@@ -11,6 +11,9 @@ use crate::ty::DType;
 
 /// A float64 array, row-major when it leaves the interpreter.
 pub type Tensor = ArrayD<f64>;
+
+/// A value inside the interpreter: inputs are borrowed, never copied just to be read.
+type Value<'a> = CowArray<'a, f64, IxDyn>;
 
 /// Evaluates `graph` on one array per parameter, in parameter order. Shapes must match the
 /// parameters' exactly; the element types of the inputs are not checked (they are all f64 here).
@@ -30,10 +33,10 @@ pub fn evaluate(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphEr
         }
     }
     let mut remaining = graph.use_counts();
-    let mut values: Vec<Option<Tensor>> = vec![None; graph.nodes.len()];
+    let mut values: Vec<Option<Value>> = vec![None; graph.nodes.len()];
     for id in graph.ids() {
         let node = graph.node(id);
-        let mut args: Vec<Tensor> = Vec::with_capacity(node.args.len());
+        let mut args: Vec<Value> = Vec::with_capacity(node.args.len());
         for &a in &node.args {
             remaining[a.index()] -= 1;
             let v = if remaining[a.index()] == 0 { values[a.index()].take() } else { values[a.index()].clone() };
@@ -54,9 +57,37 @@ pub fn evaluate(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphEr
     Ok(outputs)
 }
 
-fn eval_op(op: &Op, mut args: Vec<Tensor>, inputs: &[Tensor]) -> Tensor {
-    match op {
-        Op::Input { index } => inputs[*index].clone(),
+/// `f` applied elementwise, in place when the value is not borrowed.
+fn map(a: Value, f: impl Fn(f64) -> f64) -> Tensor {
+    if a.is_view() {
+        a.mapv(f)
+    } else {
+        let mut a = a.into_owned();
+        a.mapv_inplace(f);
+        a
+    }
+}
+
+fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor]) -> Value<'a> {
+    let owned = match op {
+        Op::Input { index } => return CowArray::from(inputs[*index].view()),
+        Op::Transpose { perm } => return args.pop().unwrap().permuted_axes(IxDyn(perm)),
+        Op::Slice { axes } => {
+            let mut a = args.pop().unwrap();
+            a.slice_each_axis_inplace(|ax| {
+                let s = axes[ax.axis.index()];
+                if s.len == 0 {
+                    return Slice::new(0, Some(0), 1);
+                }
+                let last = s.start as isize + s.step as isize * (s.len as isize - 1);
+                if s.step > 0 {
+                    Slice::new(s.start as isize, Some(last + 1), s.step as isize)
+                } else {
+                    Slice::new(last, Some(s.start as isize + 1), s.step as isize)
+                }
+            });
+            return a;
+        }
         Op::Constant { value, .. } => ndarray::arr0(*value).into_dyn(),
         Op::Iota { shape, axis, .. } => ArrayD::from_shape_fn(IxDyn(shape), |ix| ix[*axis] as f64),
         Op::Unary(u) => {
@@ -68,9 +99,7 @@ fn eval_op(op: &Op, mut args: Vec<Tensor>, inputs: &[Tensor]) -> Tensor {
                 UnaryOp::Tanh => f64::tanh,
                 UnaryOp::Abs => f64::abs,
             };
-            let mut a = args.pop().unwrap();
-            a.mapv_inplace(f);
-            a
+            map(args.pop().unwrap(), f)
         }
         Op::Binary(b) => {
             let f: fn(f64, f64) -> f64 = match b {
@@ -99,57 +128,41 @@ fn eval_op(op: &Op, mut args: Vec<Tensor>, inputs: &[Tensor]) -> Tensor {
             .and(&args[1])
             .and(&args[2])
             .map_collect(|&c, &t, &e| if c != 0.0 { t } else { e }),
-        Op::Cast { dtype } => {
-            let mut a = args.pop().unwrap();
-            match dtype {
-                DType::Bool => a.mapv_inplace(|x| (x != 0.0) as u8 as f64),
-                DType::I64 => a.mapv_inplace(f64::trunc),
-                DType::F32 | DType::F64 => {}
-            }
-            a
-        }
+        Op::Cast { dtype } => match dtype {
+            DType::Bool => map(args.pop().unwrap(), |x| (x != 0.0) as u8 as f64),
+            DType::I64 => map(args.pop().unwrap(), f64::trunc),
+            DType::F32 | DType::F64 => return args.pop().unwrap(),
+        },
         Op::Broadcast { shape } => args[0].broadcast(IxDyn(shape)).expect("type-checked broadcast").to_owned(),
         Op::Reshape { shape } => {
             let a = args.pop().unwrap();
-            let a = if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned() };
-            a.into_shape_with_order(IxDyn(shape)).expect("type-checked reshape")
-        }
-        Op::Transpose { perm } => args.pop().unwrap().permuted_axes(IxDyn(perm)),
-        Op::Slice { axes } => {
-            let mut a = args.pop().unwrap();
-            a.slice_each_axis_inplace(|ax| {
-                let s = axes[ax.axis.index()];
-                if s.len == 0 {
-                    return Slice::new(0, Some(0), 1);
-                }
-                let last = s.start as isize + s.step as isize * (s.len as isize - 1);
-                if s.step > 0 {
-                    Slice::new(s.start as isize, Some(last + 1), s.step as isize)
-                } else {
-                    Slice::new(last, Some(s.start as isize + 1), s.step as isize)
-                }
-            });
-            a
+            if a.is_standard_layout() {
+                return a.into_shape_with_order(IxDyn(shape)).expect("type-checked reshape");
+            }
+            a.as_standard_layout().into_owned().into_shape_with_order(IxDyn(shape)).expect("type-checked reshape")
         }
         Op::Concat { axis } => {
             let views: Vec<_> = args.iter().map(|a| a.view()).collect();
             ndarray::concatenate(Axis(*axis), &views).expect("type-checked concat")
         }
         Op::Reduce { op, axes } => {
-            let mut a = args.pop().unwrap();
+            let a = args.pop().unwrap();
+            let mut out: Option<Tensor> = None;
             for &axis in axes.iter().rev() {
-                a = match op {
-                    ReduceOp::Sum => a.sum_axis(Axis(axis)),
-                    ReduceOp::Max => a.fold_axis(Axis(axis), f64::NEG_INFINITY, |&m, &x| {
-                        if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }
-                    }),
-                    ReduceOp::Min => a.fold_axis(Axis(axis), f64::INFINITY, |&m, &x| {
-                        if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }
-                    }),
-                };
+                let from = out.as_ref().map_or(a.view(), |o| o.view());
+                out = Some(reduce_axis(from, *op, Axis(axis)));
             }
-            a
+            out.unwrap_or_else(|| a.into_owned())
         }
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
+    };
+    CowArray::from(owned)
+}
+
+fn reduce_axis(a: ArrayViewD<f64>, op: ReduceOp, axis: Axis) -> Tensor {
+    match op {
+        ReduceOp::Sum => a.sum_axis(axis),
+        ReduceOp::Max => a.fold_axis(axis, f64::NEG_INFINITY, |&m, &x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }),
+        ReduceOp::Min => a.fold_axis(axis, f64::INFINITY, |&m, &x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }),
     }
 }
