@@ -316,7 +316,7 @@ impl<'a> Builder<'a> {
                 }
                 Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{name}(...)`"))
                     .label(n.range(), "not a numpy function, an array method or a function of this file")
-                    .help("supported builtins are `len`, `float`, `int` and `abs`; numpy functions are called as `np.NAME(...)`"))
+                    .help("supported builtins are `len`, `float`, `int`, `abs`, `min` and `max`; numpy functions are called as `np.NAME(...)`"))
             }
             other => Err(Diagnostic::error(Code::UnsupportedCall, "unsupported call").label(other.range(), "cannot call this")),
         }
@@ -417,6 +417,22 @@ impl<'a> Builder<'a> {
             "abs" => {
                 let a = one(args)?;
                 return self.unary(ollie_graph::UnaryOp::Abs, a, range).map(Some);
+            }
+            "min" | "max" => {
+                let numbers: Option<Vec<&Value>> =
+                    args.positional.iter().map(|a| a.value.number().map(|_| &a.value)).collect();
+                match numbers {
+                    Some(values) if values.len() >= 2 && args.keywords.is_empty() => {
+                        let pick = |a: &&Value, b: &&Value| a.number().unwrap().total_cmp(&b.number().unwrap());
+                        let v = if name == "min" { values.into_iter().min_by(pick) } else { values.into_iter().max_by(pick) };
+                        v.unwrap().clone()
+                    }
+                    _ => {
+                        return Err(Diagnostic::error(Code::UnsupportedCall, format!("`{name}()` takes numbers known before the kernel runs"))
+                            .label(args.range, "here")
+                            .help(format!("for arrays use `np.{name}imum(a, b)` elementwise or `x.{name}(axis=...)` to reduce")))
+                    }
+                }
             }
             _ => return Ok(None),
         };

@@ -213,11 +213,23 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
     }
     let mut params = Vec::new();
     let mut spans = Vec::new();
+    let mut constants = Vec::new();
     for a in p.posonlyargs.iter().chain(p.args.iter()) {
         let name = a.name().as_str();
         let Some(ann) = a.parameter.annotation.as_deref() else {
+            // An unannotated parameter with a default (`eps=1e-5`) is a constant of the kernel.
+            if let Some(default) = a.default() {
+                let value = builder.expr(default, &Scope::new())?;
+                if value.number().is_none() {
+                    return Err(Diagnostic::error(Code::NotAConstant, format!("the default of `{name}` must be a number"))
+                        .label(default.range(), format!("this is {}", value.a_kind())));
+                }
+                constants.push((name.to_string(), value));
+                continue;
+            }
             return Err(Diagnostic::error(Code::MissingAnnotation, format!("parameter `{name}` has no type annotation"))
-                .label(a.name().range(), "annotate it, e.g. `x: \"f32[B, N]\"`"));
+                .label(a.name().range(), "annotate it, e.g. `x: \"f32[B, N]\"`")
+                .help("kernel inputs are annotated arrays; a parameter with a default (`eps=1e-5`) is a constant"));
         };
         let ty = annotation_type(&builder, ann, source)?;
         params.push(Param { name: name.to_string(), ty });
@@ -229,6 +241,7 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
         let id = builder.push(Op::Input { index: i }, vec![], spans[i])?;
         bindings.push((p.name.clone(), Value::Tensor(id)));
     }
+    bindings.extend(constants);
     let result = builder.call_function(def, bindings, def.name.range())?;
     let values = match result {
         Value::Tuple(items) => items,

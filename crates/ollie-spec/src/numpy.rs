@@ -162,8 +162,11 @@ impl Builder<'_> {
                 let Some(first) = args.positional.first().cloned() else {
                     return Err(Diagnostic::error(Code::UnsupportedArgument, "`np.einsum` needs a subscripts string").label(call, "here"));
                 };
-                if let Some((k, kr, _)) = args.keywords.first() {
-                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`np.einsum` does not take `{k}` in a spec")).label(*kr, "unsupported keyword"));
+                // `optimize=` only chooses numpy's contraction order; it does not change the result.
+                if let Some((k, kr, _)) = args.keywords.iter().find(|(k, _, _)| k != "optimize") {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`np.einsum` does not take `{k}` in a spec"))
+                        .label(*kr, "unsupported keyword")
+                        .help("np.einsum takes the subscripts, the operands and optionally `optimize=`"));
                 }
                 self.einsum(first, args.positional[1..].to_vec(), call)
             }

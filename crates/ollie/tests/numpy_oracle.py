@@ -72,7 +72,12 @@ def main():
         name, value = item.split("=", 1)
         setattr(module, name, int(value))
     fn = getattr(module, kernel)
-    params = list(inspect.signature(fn).parameters)
+    # Parameters with defaults and no annotation are constants of the kernel, not inputs.
+    params = [
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.annotation is not inspect.Parameter.empty or p.default is inspect.Parameter.empty
+    ]
     args = [numpy.load(os.path.join(input_dir, p + ".npy")).view(Float64Array) for p in params]
     with numpy.errstate(all="ignore"):
         result = fn(*args)
