@@ -1,6 +1,6 @@
 //! Stage tests: every spec in `test_data/corpus/` and `examples/` is compiled and its graph text
-//! compared with `NAME.graph` beside it (`UPDATE_EXPECT=1` rewrites them); the text must read
-//! back into the same graph.
+//! compared with `NAME.graph` (beside a corpus spec, under `test_data/examples/` for an example;
+//! `UPDATE_EXPECT=1` rewrites them); the text must read back into the same graph.
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +26,13 @@ fn corpus_graphs_match_their_text_and_read_back() {
         let name = path.file_name().unwrap().to_str().unwrap();
         let spec = compile(&source, &Options::default()).unwrap_or_else(|d| panic!("{}", d.render(name, &source)));
         let text = spec.graph.to_string();
-        let expected = path.with_file_name(format!("{}.graph", path.file_stem().unwrap().to_str().unwrap()));
+        // Corpus expectations sit beside their specs; the examples' live under test_data/examples.
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        let expected = if path.parent().unwrap().ends_with("examples") {
+            path.parent().unwrap().join("../test_data/examples").join(format!("{stem}.graph"))
+        } else {
+            path.with_file_name(format!("{stem}.graph"))
+        };
         expect_file![expected].assert_eq(&text);
         let reread = ollie_graph::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(reread, spec.graph, "{name}: the graph text does not read back to the same graph");
