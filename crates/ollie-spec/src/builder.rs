@@ -86,6 +86,14 @@ impl<'a> Builder<'a> {
                         Some(v) => self.expr(v, scope)?,
                         None => Value::None,
                     };
+                    if let Some(next) = body.get(i + 1) {
+                        let last = body.last().expect("not empty");
+                        self.warnings.push(
+                            Diagnostic::warning(Code::UnreachableCode, "code after `return` never runs")
+                                .label(next.range().cover(last.range()), "ignored")
+                                .help("remove it, or move the `return` to the end"),
+                        );
+                    }
                     return Ok(Some(value));
                 }
                 Stmt::Assign(a) => {

@@ -33,6 +33,7 @@ pub enum Code {
     ReturnMismatch,
     AssertionFailed,
     UnusedParameter,
+    UnreachableCode,
     Internal,
 }
 
@@ -64,6 +65,7 @@ impl Code {
             Code::ReturnMismatch => "return-mismatch",
             Code::AssertionFailed => "assertion-failed",
             Code::UnusedParameter => "unused-parameter",
+            Code::UnreachableCode => "unreachable-code",
             Code::Internal => "internal",
         }
     }
