@@ -10,5 +10,5 @@ def reductions_axes(x: "f32[A, B, C]"):
     m = np.max(x, axis=(0, -1), keepdims=True)
     n = np.min(x, axis=(2, 0))
     mu = x.mean(axis=(-2, -1), keepdims=True)
-    total = np.sum(x) + x.max() - x.min() + np.mean(x)
+    total = np.sum(x, None, np.float64) + x.max() - x.min(None, None, False) + np.mean(x, dtype=np.float32)
     return s, m, n, mu, total

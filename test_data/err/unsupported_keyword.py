@@ -2,4 +2,4 @@ import numpy as np
 
 
 def f(x: "f32[4, 6]"):
-    return np.sum(x, axis=-1, dtype=np.float64)
+    return np.sum(x, axis=-1, where=x > 0)

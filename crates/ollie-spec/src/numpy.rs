@@ -133,14 +133,9 @@ impl Builder<'_> {
                 let x = required(bind!("x"), &fname, "x", call)?;
                 self.elementwise(BinaryOp::Mul, x.clone(), x, call)
             }
-            "sum" | "max" | "amax" | "min" | "amin" | "mean" => {
-                let (a, axis, keepdims) = bind!("a", "axis", "keepdims");
-                let kind = reduction(name);
-                self.reduce(kind, required(a, &fname, "a", call)?, axis, keepdims, call)
-            }
-            "var" | "std" => {
-                let (a, axis, ddof, keepdims) = bind!("a", "axis", "ddof", "keepdims");
-                self.variance(name == "std", required(a, &fname, "a", call)?, axis, ddof, keepdims, call)
+            "sum" | "max" | "amax" | "min" | "amin" | "mean" | "var" | "std" => {
+                let bound = args.bind(&fname, None, &reduction_params(name, "a"))?;
+                self.reduction_call(name, &fname, bound, call)
             }
             "clip" => {
                 let (a, lo, hi) = bind!("a", "a_min", "a_max");
@@ -179,8 +174,13 @@ impl Builder<'_> {
                 self.swapaxes(required(a, &fname, "a", call)?, required(a1, &fname, "axis1", call)?, required(a2, &fname, "axis2", call)?, call)
             }
             "reshape" => {
-                let (a, shape) = bind!("a", "newshape");
-                self.reshape(required(a, &fname, "a", call)?, required(shape, &fname, "newshape", call)?, call)
+                // numpy 2 calls the shape `shape`; `newshape` is its older keyword.
+                let (a, shape, order, newshape) = bind!("a", "shape", "order", "newshape");
+                if let Some(o) = order.filter(|o| o.value != Value::Str("C".into())) {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, "only row-major (`order=\"C\"`) reshapes are supported")
+                        .label(o.range, "not supported"));
+                }
+                self.reshape(required(a, &fname, "a", call)?, required(shape.or(newshape), &fname, "shape", call)?, call)
             }
             "expand_dims" => {
                 let (a, axis) = bind!("a", "axis");
@@ -248,18 +248,9 @@ impl Builder<'_> {
         let call = args.range;
         let mname = format!(".{name}()");
         match name {
-            "sum" | "max" | "min" | "mean" => {
-                let b = args.bind(&mname, Some(receiver), &["self", "axis", "keepdims"])?;
-                let mut it = b.into_iter();
-                let a = it.next().unwrap().unwrap();
-                self.reduce(reduction(name), a, it.next().unwrap(), it.next().unwrap(), call)
-            }
-            "var" | "std" => {
-                let b = args.bind(&mname, Some(receiver), &["self", "axis", "ddof", "keepdims"])?;
-                let mut it = b.into_iter();
-                let a = it.next().unwrap().unwrap();
-                let (axis, ddof, keepdims) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
-                self.variance(name == "std", a, axis, ddof, keepdims, call)
+            "sum" | "max" | "min" | "mean" | "var" | "std" => {
+                let bound = args.bind(&mname, Some(receiver), &reduction_params(name, "self"))?;
+                self.reduction_call(name, &mname, bound, call)
             }
             "reshape" | "transpose" => {
                 // Both take either one tuple or the items as separate arguments.
@@ -430,6 +421,29 @@ impl Builder<'_> {
             out = self.reshape_to(out, &shape, range)?;
         }
         Ok(Value::Tensor(out))
+    }
+
+    /// A reduction call bound by [`reduction_params`]: `dtype=` may name a float dtype (the
+    /// reference computes in float64 regardless); `out=` is not supported.
+    fn reduction_call(&mut self, name: &str, fname: &str, bound: Vec<Option<Arg>>, call: TextRange) -> Result<Value> {
+        let params = reduction_params(name, "a");
+        let get = |p: &str| params.iter().position(|q| *q == p).and_then(|i| bound[i].clone());
+        let a = required(get("a"), fname, "a", call)?;
+        if let Some(out) = get("out").filter(|o| o.value != Value::None) {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` does not take `out` in a spec"))
+                .label(out.range, "arrays are immutable in a spec; use the returned value"));
+        }
+        if let Some(d) = get("dtype").filter(|d| d.value != Value::None) {
+            if !self.dtype_value(&d)?.is_float() {
+                return Err(Diagnostic::error(Code::UnsupportedDtype, format!("`{fname}` with an integer or boolean dtype is not supported"))
+                    .label(d.range, "use a float dtype or leave it out"));
+            }
+        }
+        let (axis, keepdims) = (get("axis"), get("keepdims"));
+        match name {
+            "var" | "std" => self.variance(name == "std", a, axis, get("ddof"), keepdims, call),
+            _ => self.reduce(reduction(name), a, axis, keepdims, call),
+        }
     }
 
     /// numpy's `var`/`std`: the mean of squared deviations from the mean, over `n - ddof`.
@@ -878,6 +892,16 @@ impl Builder<'_> {
         }
         Ok(Value::Tensor(self.push(Op::Einsum(spec), ids2, range)?))
     }
+}
+
+/// numpy's signature of a reduction, positional order included, after the array `first`.
+fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
+    let rest: &[&str] = match name {
+        "sum" | "mean" => &["axis", "dtype", "out", "keepdims"],
+        "var" | "std" => &["axis", "dtype", "out", "ddof", "keepdims"],
+        _ => &["axis", "out", "keepdims"],
+    };
+    std::iter::once(first).chain(rest.iter().copied()).collect()
 }
 
 fn reduction(name: &str) -> Reduction {
