@@ -880,7 +880,23 @@ impl Builder<'_> {
                 o
             }
         };
-        // Labels summed away when the output drops `...`: keep them in the spec (they are summed).
+        // numpy broadcasts a label's size-1 axes against the label's size in other operands.
+        let mut label_size = [1usize; 128];
+        for (labels, &id) in inputs.iter().zip(&ids2) {
+            for (&l, &n) in labels.iter().zip(&self.ty(id).shape) {
+                if n != 1 {
+                    label_size[l as usize] = n;
+                }
+            }
+        }
+        for (labels, id) in inputs.iter().zip(ids2.iter_mut()) {
+            let shape: Vec<usize> = labels
+                .iter()
+                .zip(&self.ty(*id).shape)
+                .map(|(&l, &n)| if n == 1 { label_size[l as usize] } else { n })
+                .collect();
+            *id = self.broadcast_to(*id, &shape, range)?;
+        }
         let spec = EinsumSpec { inputs, output };
         let tys: Vec<_> = ids2.iter().map(|&i| self.ty(i).clone()).collect();
         if let Err(m) = spec.infer(&tys.iter().collect::<Vec<_>>()) {
