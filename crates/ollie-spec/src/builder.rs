@@ -307,6 +307,11 @@ impl<'a> Builder<'a> {
                 match receiver.value {
                     Value::Numpy => self.numpy_call(name, a.range(), args),
                     Value::Tensor(_) => self.method_call(receiver, name, a.attr.range(), args),
+                    // numpy's functions return numpy scalars, which have the array methods.
+                    Value::Int(_) | Value::Float(_) | Value::Bool(_) if crate::numpy::METHODS.contains(&name) => {
+                        let id = self.tensor(&receiver, None)?;
+                        self.method_call(Arg { value: Value::Tensor(id), range: receiver.range }, name, a.attr.range(), args)
+                    }
                     _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `.{name}()` on {}", receiver.value.a_kind()))
                         .label(call.func.range(), "not supported")
                         .help("supported calls are numpy functions (`np.exp(x)`), array methods (`x.sum(axis=-1)`) and functions defined in this file")),

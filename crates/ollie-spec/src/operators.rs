@@ -183,6 +183,11 @@ impl Builder<'_> {
     }
 
     pub fn attribute(&mut self, object: Arg, name: &str, name_range: TextRange, range: TextRange) -> Result<Value> {
+        if object.value.number().is_some() && matches!(name, "T" | "shape" | "ndim" | "size" | "dtype") {
+            // A numpy scalar has the array attributes of a 0-d array.
+            let id = self.tensor(&object, None)?;
+            return self.attribute(Arg { value: Value::Tensor(id), range: object.range }, name, name_range, range);
+        }
         match object.value {
             Value::Numpy => Ok(match name {
                 "inf" => Value::Float(f64::INFINITY),
