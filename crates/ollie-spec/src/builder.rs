@@ -32,7 +32,8 @@ pub struct Builder<'a> {
     pub module: Module<'a>,
     pub graph: Graph,
     pub warnings: Vec<Diagnostic>,
-    depth: usize,
+    /// For each active caller of the running function, the arrays its variables hold.
+    callers: Vec<Vec<NodeId>>,
 }
 
 /// Local variables of one function activation.
@@ -40,7 +41,7 @@ pub type Scope = HashMap<String, Value>;
 
 impl<'a> Builder<'a> {
     pub fn new(module: Module<'a>, graph: Graph) -> Builder<'a> {
-        Builder { module, graph, warnings: Vec::new(), depth: 0 }
+        Builder { module, graph, warnings: Vec::new(), callers: Vec::new() }
     }
 
     pub fn ty(&self, id: NodeId) -> &TensorType {
@@ -57,16 +58,21 @@ impl<'a> Builder<'a> {
         })
     }
 
-    /// Runs `def` with its parameters bound to `args`; returns the returned value.
-    pub fn call_function(&mut self, def: &ast::StmtFunctionDef, args: Vec<(String, Value)>, call: TextRange) -> Result<Value> {
-        if self.depth >= MAX_CALL_DEPTH {
+    /// Runs `def` with its parameters bound to `args`; returns the returned value. `caller` is
+    /// the calling function's scope (none for the kernel itself).
+    pub fn call_function(&mut self, def: &ast::StmtFunctionDef, args: Vec<(String, Value)>, caller: Option<&Scope>, call: TextRange) -> Result<Value> {
+        if self.callers.len() >= MAX_CALL_DEPTH {
             return Err(Diagnostic::error(Code::UnsupportedSyntax, "recursion is not supported")
                 .label(call, format!("calls nest deeper than {MAX_CALL_DEPTH}")));
         }
-        self.depth += 1;
+        let mut held = Vec::new();
+        for v in caller.into_iter().flat_map(|s| s.values()) {
+            tensors(v, &mut held);
+        }
+        self.callers.push(held);
         let mut scope: Scope = args.into_iter().collect();
         let result = self.run_body(&def.body, &mut scope);
-        self.depth -= 1;
+        self.callers.pop();
         match result? {
             Some(v) => Ok(v),
             None => Err(Diagnostic::error(Code::MissingReturn, format!("`{}` has no `return` statement", def.name.as_str()))
@@ -113,7 +119,19 @@ impl<'a> Builder<'a> {
                 Stmt::AugAssign(a) => {
                     let left = Arg { value: self.expr(&a.target, scope)?, range: a.target.range() };
                     let right = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
+                    if let (Value::Tensor(id), Expr::Name(name)) = (&left.value, &*a.target) {
+                        self.check_in_place(*id, name.id.as_str(), a.target.range(), scope)?;
+                    }
+                    let target_dtype = if let Value::Tensor(id) = left.value { Some(self.ty(id).dtype) } else { None };
                     let value = self.binop(a.op, left, right, stmt.range())?;
+                    if let (Some(want), Value::Tensor(id)) = (target_dtype, &value) {
+                        let got = self.ty(*id).dtype;
+                        if !want.is_float() && got != want {
+                            return Err(Diagnostic::error(Code::BadValue, format!("numpy cannot store {got} values in place into an array of {want}"))
+                                .label(stmt.range(), "in-place update")
+                                .help("assign a new array instead (`x = x + y` rather than `x += y`)"));
+                        }
+                    }
                     self.assign(&a.target, value, a.value.range(), scope)?;
                 }
                 Stmt::Assert(a) => {
@@ -154,6 +172,38 @@ impl<'a> Builder<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// `x += y` on an array updates it in place in numpy, so every other name for the same
+    /// memory (an alias, a view, or a view's base) would see the change. ollie rebinds `x`
+    /// instead, which is the same only when nothing else can see that memory.
+    fn check_in_place(&self, id: NodeId, name: &str, range: TextRange, scope: &Scope) -> Result<()> {
+        let root = self.view_root(id);
+        let mut held = Vec::new();
+        for (other, v) in scope {
+            if other != name {
+                tensors(v, &mut held);
+            }
+        }
+        held.extend(self.callers.iter().flatten().copied());
+        if held.iter().any(|&h| self.view_root(h) == root) {
+            return Err(Diagnostic::error(Code::UnsupportedStatement, format!("in-place update of `{name}`, whose memory another name also sees"))
+                .label(range, "numpy would change the other name's array too")
+                .help(format!("write `{name} = {name} + ...`, which makes a new array")));
+        }
+        Ok(())
+    }
+
+    /// The array whose memory `id` views: numpy's slices, reshapes, transposes and broadcasts
+    /// are views of their operand.
+    fn view_root(&self, mut id: NodeId) -> NodeId {
+        loop {
+            let node = self.graph.node(id);
+            match node.op {
+                Op::Slice { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Broadcast { .. } => id = node.args[0],
+                _ => return id,
+            }
+        }
     }
 
     fn assign(&mut self, target: &Expr, value: Value, value_range: TextRange, scope: &mut Scope) -> Result<()> {
@@ -321,7 +371,7 @@ impl<'a> Builder<'a> {
                 let name = n.id.as_str();
                 if !scope.contains_key(name) {
                     if let Some(def) = self.module.functions.get(name).copied() {
-                        return self.call_helper(def, args);
+                        return self.call_helper(def, args, scope);
                     }
                     if let Some(v) = self.builtin_call(name, n.range(), &args)? {
                         return Ok(v);
@@ -353,7 +403,7 @@ impl<'a> Builder<'a> {
         Some(parts.join("."))
     }
 
-    fn call_helper(&mut self, def: &'a ast::StmtFunctionDef, args: CallArgs) -> Result<Value> {
+    fn call_helper(&mut self, def: &'a ast::StmtFunctionDef, args: CallArgs, caller: &Scope) -> Result<Value> {
         let params = &def.parameters;
         if params.vararg.is_some() || params.kwarg.is_some() || !params.kwonlyargs.is_empty() {
             return Err(Diagnostic::error(Code::UnsupportedSyntax, "helper functions take plain positional parameters")
@@ -386,7 +436,7 @@ impl<'a> Builder<'a> {
             };
             values.push((p.name().as_str().to_string(), v));
         }
-        self.call_function(def, values, args.range)
+        self.call_function(def, values, Some(caller), args.range)
     }
 
     fn builtin_call(&mut self, name: &str, range: TextRange, args: &CallArgs) -> Result<Option<Value>> {
@@ -472,6 +522,15 @@ impl<'a> Builder<'a> {
             }
         };
         self.push(Op::Constant { value, dtype }, vec![], arg.range)
+    }
+}
+
+/// Collects the arrays a value holds (tuples included).
+fn tensors(value: &Value, out: &mut Vec<NodeId>) {
+    match value {
+        Value::Tensor(id) => out.push(*id),
+        Value::Tuple(items) => items.iter().for_each(|v| tensors(v, out)),
+        _ => {}
     }
 }
 

@@ -242,7 +242,7 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
         bindings.push((p.name.clone(), Value::Tensor(id)));
     }
     bindings.extend(constants);
-    let result = builder.call_function(def, bindings, def.name.range())?;
+    let result = builder.call_function(def, bindings, None, def.name.range())?;
     let values = match result {
         Value::Tuple(items) => items,
         other => vec![other],
