@@ -2,7 +2,7 @@ import numpy as np
 
 
 def reshape_transpose(x: "f32[2, 3, 4]", m: "f32[6, 4]"):
-    flat = x.reshape(-1)
+    flat = x.reshape(-1) + x.reshape(-2)
     r = x.reshape(6, 4) + m
     s = np.reshape(m, (4, -1)) + np.reshape(m, shape=(4, 6), order="C")
     t = m.T @ m

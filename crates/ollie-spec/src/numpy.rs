@@ -494,12 +494,10 @@ impl Builder<'_> {
             Value::Tuple(items) => items.iter().map(|v| self.int_value(&Arg { value: v.clone(), range: shape.range }, "a dimension")).collect::<Result<_>>()?,
             _ => vec![self.int_value(&shape, "a dimension")?],
         };
-        let unknown: Vec<usize> = items.iter().enumerate().filter(|(_, &d)| d == -1).map(|(i, _)| i).collect();
+        // numpy takes any negative size as the unknown one.
+        let unknown: Vec<usize> = items.iter().enumerate().filter(|(_, &d)| d < 0).map(|(i, _)| i).collect();
         if unknown.len() > 1 {
             return Err(Diagnostic::error(Code::BadReshape, "can only specify one unknown dimension (-1)").label(shape.range, "here"));
-        }
-        if let Some(d) = items.iter().find(|&&d| d < -1) {
-            return Err(Diagnostic::error(Code::BadReshape, format!("negative dimension {d} in reshape")).label(shape.range, "here"));
         }
         let known: usize = items.iter().filter(|&&d| d >= 0).try_fold(1usize, |acc, &d| acc.checked_mul(d as usize)).unwrap_or(usize::MAX);
         let total = ty.num_elements();
@@ -689,10 +687,16 @@ impl Builder<'_> {
 
     /// `np.tril(m, k)` / `np.triu(m, k)` on the last two axes, as a select on an index mask.
     fn tri(&mut self, lower: bool, m: Arg, k: Option<Arg>, range: TextRange) -> Result<Value> {
-        let id = self.tensor(&m, None)?;
-        let ty = self.ty(id).clone();
+        let mut id = self.tensor(&m, None)?;
+        let mut ty = self.ty(id).clone();
+        if ty.rank() == 1 {
+            // numpy treats a vector as the square matrix whose every row is that vector.
+            let n = ty.shape[0];
+            id = self.broadcast_to(id, &[n, n], range)?;
+            ty = self.ty(id).clone();
+        }
         if ty.rank() < 2 {
-            return Err(Diagnostic::error(Code::BadValue, format!("np.{} needs an array of rank 2 or more, got {ty}", if lower { "tril" } else { "triu" }))
+            return Err(Diagnostic::error(Code::BadValue, format!("np.{} needs an array of rank 1 or more, got {ty}", if lower { "tril" } else { "triu" }))
                 .label(m.range, ty.to_string()));
         }
         let k = match &k {

@@ -237,6 +237,11 @@ impl Builder<'_> {
             Expr::Tuple(t) => t.elts.iter().collect(),
             other => vec![other],
         };
+        if object.value.number().is_some() {
+            // A numpy scalar indexes like a 0-d array (`c[None]`).
+            let id = self.tensor(&object, None)?;
+            return self.subscript(Arg { value: Value::Tensor(id), range: object.range }, index, range, scope);
+        }
         match object.value {
             Value::Tuple(values) => {
                 let [item] = items.as_slice() else {
