@@ -33,6 +33,14 @@ enum Command {
         #[command(flatten)]
         spec: SpecArgs,
     },
+    /// Print the naive C kernel the emitter produces (the baseline of every speedup).
+    Lower {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Print the loop-nest IR instead of C.
+        #[arg(long)]
+        ir: bool,
+    },
     /// Run the float64 reference on inputs from .npy files or on seeded random inputs.
     Eval {
         #[command(flatten)]
@@ -81,6 +89,12 @@ pub fn user_error(message: impl Into<String>) -> Failure {
     Failure::User(message.into())
 }
 
+fn lower(args: &SpecArgs, ir: bool) -> Result<(), Failure> {
+    let spec = load::load(args)?;
+    let nest = ollie_loops::lower(&spec.graph).map_err(anyhow::Error::from)?;
+    stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
+}
+
 /// Writes to stdout; a closed pipe (`ollie graph ... | head`) is not an error.
 pub fn stdout(text: &str) -> Result<(), Failure> {
     use std::io::Write;
@@ -98,6 +112,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
+        Command::Lower { spec, ir } => lower(&spec, ir),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)
         }

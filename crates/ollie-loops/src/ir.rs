@@ -1,0 +1,143 @@
+//! The loop-nest IR: buffers, loops over affine index spaces, stores of scalar expressions.
+
+use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
+
+/// A loop variable. Its name in text and C is `i{n}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// A buffer of the kernel: an input, an output or a temporary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferKind {
+    /// The kernel's `index`-th parameter (read-only).
+    Input(usize),
+    /// The kernel's `index`-th result.
+    Output(usize),
+    /// Scratch memory the kernel allocates.
+    Temp,
+}
+
+/// A row-major, contiguous array. Elements are addressed by flat offset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub name: String,
+    pub kind: BufferKind,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl Buffer {
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// `constant + Σ coefficient · variable`: every index ollie generates is affine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Affine {
+    /// Terms sorted by variable, without zero coefficients.
+    pub terms: Vec<(VarId, i64)>,
+    pub constant: i64,
+}
+
+impl Affine {
+    pub fn constant(c: i64) -> Affine {
+        Affine { terms: Vec::new(), constant: c }
+    }
+
+    pub fn var(v: VarId) -> Affine {
+        Affine { terms: vec![(v, 1)], constant: 0 }
+    }
+
+    /// `self + k · other`.
+    pub fn add_scaled(&self, other: &Affine, k: i64) -> Affine {
+        let mut terms = self.terms.clone();
+        for &(v, c) in &other.terms {
+            match terms.iter_mut().find(|(w, _)| *w == v) {
+                Some((_, d)) => *d += k * c,
+                None => terms.push((v, k * c)),
+            }
+        }
+        terms.retain(|&(_, c)| c != 0);
+        terms.sort_unstable();
+        Affine { terms, constant: self.constant + k * other.constant }
+    }
+
+    pub fn scale(&self, k: i64) -> Affine {
+        Affine::constant(0).add_scaled(self, k)
+    }
+
+    pub fn coefficient(&self, v: VarId) -> i64 {
+        self.terms.iter().find(|(w, _)| *w == v).map_or(0, |&(_, c)| c)
+    }
+}
+
+/// A scalar expression, evaluated per loop iteration in the kernel's compute type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Const(f64),
+    /// The element of `buffer` at flat `offset`.
+    Load { buffer: BufferId, offset: Affine },
+    /// The value of an index expression (numpy's `arange`, index masks).
+    Index(Affine),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// 1 if the comparison holds, else 0.
+    Compare(CmpOp, Box<Expr>, Box<Expr>),
+    /// `cond != 0 ? on_true : on_false`.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// Conversion to `dtype` (rounding to an integer truncates; to bool gives 0 or 1).
+    Cast(DType, Box<Expr>),
+}
+
+/// What a loop may do to its iterations. The naive lowering only makes serial loops; the
+/// schedule transforms add the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoopKind {
+    Serial,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Loop { var: VarId, extent: usize, kind: LoopKind, body: Vec<Stmt> },
+    /// `buffer[offset] = value`.
+    Store { buffer: BufferId, offset: Affine, value: Expr },
+}
+
+/// A kernel as loops over buffers: the parameters and results of the ABI, temporaries, and the
+/// statements that fill the results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopNest {
+    pub name: String,
+    pub buffers: Vec<Buffer>,
+    pub body: Vec<Stmt>,
+}
+
+impl LoopNest {
+    pub fn buffer(&self, id: BufferId) -> &Buffer {
+        &self.buffers[id.0 as usize]
+    }
+
+    pub fn inputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
+        self.with_kind(|k| matches!(k, BufferKind::Input(_)))
+    }
+
+    pub fn outputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
+        self.with_kind(|k| matches!(k, BufferKind::Output(_)))
+    }
+
+    pub fn temps(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
+        self.with_kind(|k| matches!(k, BufferKind::Temp))
+    }
+
+    fn with_kind(&self, keep: impl Fn(BufferKind) -> bool) -> impl Iterator<Item = (BufferId, &Buffer)> {
+        self.buffers.iter().enumerate().filter(move |(_, b)| keep(b.kind)).map(|(i, b)| (BufferId(i as u32), b))
+    }
+}

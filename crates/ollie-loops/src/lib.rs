@@ -1,0 +1,11 @@
+//! Loop nests: the IR between the tensor graph and C, the naive lowering that produces the
+//! baseline kernel, and C emission.
+
+mod emit;
+mod ir;
+mod lower;
+mod text;
+
+pub use emit::emit_c;
+pub use ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+pub use lower::{lower, strides, LowerError};

@@ -1,0 +1,309 @@
+//! Lowering a tensor graph to a loop nest: one nest per materialized node, elementwise work and
+//! views fused into their consumers as index arithmetic.
+
+use ollie_graph::{DType, Graph, NodeId, Op, ReduceOp};
+
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LowerError {
+    #[error("the graph is not well formed: {0}")]
+    InvalidGraph(#[from] ollie_graph::GraphError),
+}
+
+/// Lowers `graph` to its naive loop nest: the baseline kernel every speedup is measured against.
+///
+/// A node gets a buffer (is materialized) when it is an input or an output, a reduction, an
+/// einsum or a concatenation, when a non-view node has several users (computed once, not per
+/// use), or when a reshape regroups its axes (reshapes address a contiguous buffer). Everything
+/// else is inlined into its users: elementwise ops as expressions, broadcasts, transposes,
+/// slices and unit reshapes as index arithmetic.
+pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
+    ollie_graph::check(graph)?;
+    let mut l = Lowering {
+        graph,
+        nest: LoopNest { name: graph.name.clone(), buffers: Vec::new(), body: Vec::new() },
+        buffer_of: vec![None; graph.nodes.len()],
+        next_var: 0,
+    };
+    let materialize = materialized(graph);
+    for (i, p) in graph.params.iter().enumerate() {
+        let b = l.add_buffer(p.name.clone(), BufferKind::Input(i), p.ty.dtype, p.ty.shape.clone());
+        for id in graph.ids() {
+            if graph.node(id).op == (Op::Input { index: i }) {
+                l.buffer_of[id.index()] = Some(b);
+            }
+        }
+    }
+    // Each output gets its buffer; a node computed into it needs no copy.
+    let n_out = graph.outputs.len();
+    let mut copies = Vec::new();
+    for (k, &o) in graph.outputs.iter().enumerate() {
+        let ty = graph.ty(o);
+        let name = if n_out == 1 { "out".to_string() } else { format!("out{k}") };
+        let b = l.add_buffer(name, BufferKind::Output(k), ty.dtype, ty.shape.clone());
+        let computed_here = l.buffer_of[o.index()].is_none() && materialize[o.index()];
+        if computed_here {
+            l.buffer_of[o.index()] = Some(b);
+        } else {
+            copies.push((o, b));
+        }
+    }
+    for id in graph.ids() {
+        let node = graph.node(id);
+        if matches!(node.op, Op::Input { .. }) || !materialize[id.index()] {
+            continue;
+        }
+        let buffer = match l.buffer_of[id.index()] {
+            Some(b) => b,
+            None => {
+                let b = l.add_buffer(format!("t{}", id.0), BufferKind::Temp, node.ty.dtype, node.ty.shape.clone());
+                l.buffer_of[id.index()] = Some(b);
+                b
+            }
+        };
+        l.define(id, buffer);
+    }
+    for (node, buffer) in copies {
+        l.copy(node, buffer);
+    }
+    Ok(l.nest)
+}
+
+/// Which nodes get a buffer (see [`lower`]).
+fn materialized(graph: &Graph) -> Vec<bool> {
+    let uses = graph.use_counts();
+    let mut m = vec![false; graph.nodes.len()];
+    for id in graph.ids() {
+        let node = graph.node(id);
+        m[id.index()] = match &node.op {
+            Op::Input { .. } | Op::Reduce { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
+            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
+            Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
+        };
+        if let Op::Reshape { shape } = &node.op {
+            let operand = node.args[0];
+            if !is_unit_reshape(&graph.ty(operand).shape, shape) {
+                m[operand.index()] = true;
+            }
+        }
+    }
+    for &o in &graph.outputs {
+        m[o.index()] = true;
+    }
+    m
+}
+
+/// Whether a reshape only adds or removes axes of size 1.
+fn is_unit_reshape(from: &[usize], to: &[usize]) -> bool {
+    let a: Vec<usize> = from.iter().copied().filter(|&d| d != 1).collect();
+    let b: Vec<usize> = to.iter().copied().filter(|&d| d != 1).collect();
+    a == b
+}
+
+/// Row-major strides of `shape`.
+pub fn strides(shape: &[usize]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1] as i64;
+    }
+    s
+}
+
+/// The flat offset of a multi-index into a row-major array of `shape`.
+fn flat(shape: &[usize], index: &[Affine]) -> Affine {
+    strides(shape).iter().zip(index).fold(Affine::constant(0), |acc, (&s, i)| acc.add_scaled(i, s))
+}
+
+struct Lowering<'g> {
+    graph: &'g Graph,
+    nest: LoopNest,
+    buffer_of: Vec<Option<BufferId>>,
+    next_var: u32,
+}
+
+impl Lowering<'_> {
+    fn add_buffer(&mut self, name: String, kind: BufferKind, dtype: DType, shape: Vec<usize>) -> BufferId {
+        self.nest.buffers.push(Buffer { name, kind, dtype, shape });
+        BufferId(self.nest.buffers.len() as u32 - 1)
+    }
+
+    fn fresh(&mut self) -> VarId {
+        self.next_var += 1;
+        VarId(self.next_var - 1)
+    }
+
+    /// Loops over `shape` around `inner(index)`.
+    fn nest_over(&mut self, shape: &[usize], inner: impl FnOnce(&mut Self, &[Affine]) -> Vec<Stmt>) -> Vec<Stmt> {
+        let vars: Vec<VarId> = shape.iter().map(|_| self.fresh()).collect();
+        let index: Vec<Affine> = vars.iter().map(|&v| Affine::var(v)).collect();
+        let mut body = inner(self, &index);
+        for (&v, &n) in vars.iter().zip(shape).rev() {
+            body = vec![Stmt::Loop { var: v, extent: n, kind: LoopKind::Serial, body }];
+        }
+        body
+    }
+
+    /// Emits the statements that fill `buffer` with node `id`.
+    fn define(&mut self, id: NodeId, buffer: BufferId) {
+        let node = self.graph.node(id).clone();
+        let shape = node.ty.shape.clone();
+        let stmts = match &node.op {
+            Op::Reduce { op, axes } => {
+                let operand = node.args[0];
+                let in_shape = self.graph.ty(operand).shape.clone();
+                let init = match op {
+                    ReduceOp::Sum => 0.0,
+                    ReduceOp::Max => f64::NEG_INFINITY,
+                    ReduceOp::Min => f64::INFINITY,
+                };
+                let combine = match op {
+                    ReduceOp::Sum => ollie_graph::BinaryOp::Add,
+                    ReduceOp::Max => ollie_graph::BinaryOp::Max,
+                    ReduceOp::Min => ollie_graph::BinaryOp::Min,
+                };
+                let reduced: Vec<usize> = axes.iter().map(|&a| in_shape[a]).collect();
+                let axes = axes.clone();
+                self.nest_over(&shape, |l, out_index| {
+                    let offset = flat(&shape, out_index);
+                    let mut stmts = vec![Stmt::Store { buffer, offset: offset.clone(), value: Expr::Const(init) }];
+                    stmts.extend(l.nest_over(&reduced, |l, red_index| {
+                        let (mut o, mut r) = (out_index.iter(), red_index.iter());
+                        let full: Vec<Affine> = (0..in_shape.len())
+                            .map(|d| if axes.contains(&d) { r.next() } else { o.next() }.unwrap().clone())
+                            .collect();
+                        let acc = Expr::Load { buffer, offset: offset.clone() };
+                        let value = Expr::Binary(combine, Box::new(acc), Box::new(l.access(operand, &full)));
+                        vec![Stmt::Store { buffer, offset: offset.clone(), value }]
+                    }));
+                    stmts
+                })
+            }
+            Op::Einsum(spec) => {
+                let mut size = [0usize; 128];
+                for (labels, &a) in spec.inputs.iter().zip(&node.args) {
+                    for (&l, &n) in labels.iter().zip(&self.graph.ty(a).shape) {
+                        size[l as usize] = n;
+                    }
+                }
+                let mut summed: Vec<u8> = spec.inputs.iter().flatten().copied().filter(|l| !spec.output.contains(l)).collect();
+                summed.sort_unstable();
+                summed.dedup();
+                let summed_shape: Vec<usize> = summed.iter().map(|&l| size[l as usize]).collect();
+                let spec = spec.clone();
+                self.nest_over(&shape, |l, out_index| {
+                    let offset = flat(&shape, out_index);
+                    let mut stmts = vec![Stmt::Store { buffer, offset: offset.clone(), value: Expr::Const(0.0) }];
+                    stmts.extend(l.nest_over(&summed_shape, |l, sum_index| {
+                        let label_index = |label: u8| -> Affine {
+                            match spec.output.iter().position(|&m| m == label) {
+                                Some(p) => out_index[p].clone(),
+                                None => sum_index[summed.iter().position(|&m| m == label).unwrap()].clone(),
+                            }
+                        };
+                        let mut product: Option<Expr> = None;
+                        for (labels, &a) in spec.inputs.iter().zip(&node.args) {
+                            let index: Vec<Affine> = labels.iter().map(|&m| label_index(m)).collect();
+                            let term = l.access(a, &index);
+                            product = Some(match product {
+                                None => term,
+                                Some(p) => Expr::Binary(ollie_graph::BinaryOp::Mul, Box::new(p), Box::new(term)),
+                            });
+                        }
+                        let acc = Expr::Load { buffer, offset: offset.clone() };
+                        let value = Expr::Binary(ollie_graph::BinaryOp::Add, Box::new(acc), Box::new(product.expect("an operand")));
+                        vec![Stmt::Store { buffer, offset: offset.clone(), value }]
+                    }));
+                    stmts
+                })
+            }
+            Op::Concat { axis } => {
+                let mut start = 0i64;
+                let mut stmts = Vec::new();
+                for &piece in &node.args {
+                    let piece_shape = self.graph.ty(piece).shape.clone();
+                    let axis = *axis;
+                    let shift = start;
+                    stmts.extend(self.nest_over(&piece_shape, |l, index| {
+                        let mut out_index = index.to_vec();
+                        out_index[axis] = out_index[axis].add_scaled(&Affine::constant(shift), 1);
+                        vec![Stmt::Store { buffer, offset: flat(&shape, &out_index), value: l.access(piece, index) }]
+                    }));
+                    start += piece_shape[axis] as i64;
+                }
+                stmts
+            }
+            _ => self.nest_over(&shape, |l, index| {
+                vec![Stmt::Store { buffer, offset: flat(&shape, index), value: l.compute(id, index) }]
+            }),
+        };
+        self.nest.body.extend(stmts);
+    }
+
+    /// Copies node `id` (a view, an input, or another output) into output `buffer`.
+    fn copy(&mut self, id: NodeId, buffer: BufferId) {
+        let shape = self.graph.ty(id).shape.clone();
+        let stmts = self.nest_over(&shape, |l, index| {
+            vec![Stmt::Store { buffer, offset: flat(&shape, index), value: l.access(id, index) }]
+        });
+        self.nest.body.extend(stmts);
+    }
+
+    /// The element of node `id` at `index`: a load from its buffer, or its inlined expression.
+    fn access(&self, id: NodeId, index: &[Affine]) -> Expr {
+        match self.buffer_of[id.index()] {
+            Some(buffer) => Expr::Load { buffer, offset: flat(&self.graph.ty(id).shape, index) },
+            None => self.compute(id, index),
+        }
+    }
+
+    /// Node `id`'s own expression at `index`, reading its operands through [`Self::access`].
+    fn compute(&self, id: NodeId, index: &[Affine]) -> Expr {
+        let node = self.graph.node(id);
+        let arg = |k: usize| node.args[k];
+        let boxed = |k: usize| Box::new(self.access(arg(k), index));
+        match &node.op {
+            Op::Constant { value, .. } => Expr::Const(*value),
+            Op::Iota { axis, .. } => Expr::Index(index[*axis].clone()),
+            Op::Unary(u) => Expr::Unary(*u, boxed(0)),
+            Op::Binary(b) => Expr::Binary(*b, boxed(0), boxed(1)),
+            Op::Compare(c) => Expr::Compare(*c, boxed(0), boxed(1)),
+            Op::Select => Expr::Select(boxed(0), boxed(1), boxed(2)),
+            Op::Cast { dtype } => Expr::Cast(*dtype, boxed(0)),
+            Op::Broadcast { shape } => {
+                let from = &self.graph.ty(arg(0)).shape;
+                let lead = shape.len() - from.len();
+                let inner: Vec<Affine> =
+                    from.iter().enumerate().map(|(d, &n)| if n == 1 { Affine::constant(0) } else { index[lead + d].clone() }).collect();
+                self.access(arg(0), &inner)
+            }
+            Op::Transpose { perm } => {
+                let mut inner = vec![Affine::constant(0); perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    inner[p] = index[i].clone();
+                }
+                self.access(arg(0), &inner)
+            }
+            Op::Slice { axes } => {
+                let inner: Vec<Affine> =
+                    axes.iter().zip(index).map(|(s, i)| i.scale(s.step).add_scaled(&Affine::constant(s.start as i64), 1)).collect();
+                self.access(arg(0), &inner)
+            }
+            Op::Reshape { shape } => {
+                let from = self.graph.ty(arg(0)).shape.clone();
+                if let Some(buffer) = self.buffer_of[arg(0).index()] {
+                    // A contiguous buffer: the reshape keeps the flat offset.
+                    return Expr::Load { buffer, offset: flat(shape, index) };
+                }
+                // Only size-1 axes change: match the other axes in order.
+                let mut kept = shape.iter().zip(index).filter(|(&n, _)| n != 1).map(|(_, i)| i.clone());
+                let inner: Vec<Affine> =
+                    from.iter().map(|&n| if n == 1 { Affine::constant(0) } else { kept.next().expect("unit reshape") }).collect();
+                self.access(arg(0), &inner)
+            }
+            Op::Input { .. } | Op::Reduce { .. } | Op::Einsum(_) | Op::Concat { .. } => {
+                unreachable!("{} is always materialized", node.op.name())
+            }
+        }
+    }
+}
