@@ -1,11 +1,13 @@
 //! Loop nests: the IR between the tensor graph and C, the naive lowering that produces the
 //! baseline kernel, and C emission.
 
+mod check;
 mod emit;
 mod ir;
 mod lower;
 mod text;
 
+pub use check::{check, LoopError};
 pub use emit::emit_c;
 pub use ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 pub use lower::{lower, strides, LowerError};

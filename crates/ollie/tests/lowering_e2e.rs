@@ -38,7 +38,7 @@ fn type_arg(name: &str, dtype: DType, shape: &[usize]) -> String {
 
 #[test]
 fn naive_kernels_agree_with_the_reference() {
-    let mut specs: Vec<PathBuf> = ["test_data/corpus", "examples"]
+    let mut specs: Vec<PathBuf> = ["test_data/corpus", "examples", "test_data/loops"]
         .iter()
         .flat_map(|d| std::fs::read_dir(root().join(d)).unwrap())
         .map(|e| e.unwrap().path())
@@ -61,6 +61,7 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
     let source = std::fs::read_to_string(spec).unwrap();
     let graph = ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims }).map_err(|d| d.render(file, &source))?.graph;
     let nest = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
+    ollie_loops::check(&nest).map_err(|e| format!("the lowered nest is invalid: {e}"))?;
     let c = ollie_loops::emit_c(&nest);
     let tmp = tempfile::tempdir().unwrap();
     let (src, lib) = (tmp.path().join("k.c"), tmp.path().join("k.so"));

@@ -1,0 +1,184 @@
+//! The loop-nest invariant checker: loads and stores in bounds for the loop ranges, every
+//! output element stored, no read of a temporary element before it is written, inputs never
+//! written, loop variables bound once.
+
+use crate::emit::var_name;
+use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopNest, Stmt, VarId};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoopError {
+    #[error("{access} of `{buffer}` reaches offsets {min}..={max}, outside 0..{len}")]
+    OutOfBounds { access: &'static str, buffer: String, min: i64, max: i64, len: usize },
+    #[error("`{var}` is used outside a loop that binds it")]
+    UnboundVar { var: String },
+    #[error("`{var}` is bound by two nested loops")]
+    ShadowedVar { var: String },
+    #[error("the kernel stores into input `{buffer}`")]
+    StoreToInput { buffer: String },
+    #[error("{count} elements of output `{buffer}` are never stored")]
+    Unwritten { buffer: String, count: usize },
+    #[error("`{buffer}` is read at offset {offset} before that element is written")]
+    ReadBeforeWrite { buffer: String, offset: i64 },
+}
+
+/// Enumerations larger than this fall back to the interval check alone.
+const ENUMERATION_LIMIT: u64 = 1 << 26;
+
+/// Checks `nest`'s invariants. Element coverage is tracked per statement in program order (a
+/// store counts as done for all its iterations before the next statement), which is exact for
+/// loop nests whose iterations do not read what later iterations of the same statement write.
+pub fn check(nest: &LoopNest) -> Result<(), LoopError> {
+    let mut c = Checker {
+        nest,
+        bound: Vec::new(),
+        written: nest.buffers.iter().map(|b| vec![false; if matches!(b.kind, BufferKind::Input(_)) { 0 } else { b.len() }]).collect(),
+    };
+    for s in &nest.body {
+        c.stmt(s)?;
+    }
+    for (id, b) in nest.outputs() {
+        let count = c.written[id.0 as usize].iter().filter(|w| !**w).count();
+        if count > 0 {
+            return Err(LoopError::Unwritten { buffer: b.name.clone(), count });
+        }
+    }
+    Ok(())
+}
+
+struct Checker<'a> {
+    nest: &'a LoopNest,
+    /// The enclosing loops: variable and extent.
+    bound: Vec<(VarId, usize)>,
+    written: Vec<Vec<bool>>,
+}
+
+impl Checker<'_> {
+    fn stmt(&mut self, s: &Stmt) -> Result<(), LoopError> {
+        match s {
+            Stmt::Loop { var, extent, body, .. } => {
+                if self.bound.iter().any(|(v, _)| v == var) {
+                    return Err(LoopError::ShadowedVar { var: var_name(*var) });
+                }
+                if *extent == 0 {
+                    return Ok(());
+                }
+                self.bound.push((*var, *extent));
+                for s in body {
+                    self.stmt(s)?;
+                }
+                self.bound.pop();
+                Ok(())
+            }
+            Stmt::Store { buffer, offset, value } => {
+                self.expr(value)?;
+                let b = self.nest.buffer(*buffer);
+                if matches!(b.kind, BufferKind::Input(_)) {
+                    return Err(LoopError::StoreToInput { buffer: b.name.clone() });
+                }
+                let (min, max) = self.in_bounds("a store", *buffer, offset)?;
+                let written = &mut self.written[buffer.0 as usize];
+                let ranges = ranges(&self.bound, offset);
+                let exact = enumerate(offset, &ranges, |o| {
+                    written[o as usize] = true;
+                    true
+                });
+                if !exact {
+                    // Too many to list: count the whole reachable range as written.
+                    written[min as usize..=max as usize].iter_mut().for_each(|w| *w = true);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> Result<(), LoopError> {
+        match e {
+            Expr::Const(_) => Ok(()),
+            Expr::Index(a) => self.vars_bound(a),
+            Expr::Load { buffer, offset } => {
+                self.in_bounds("a load", *buffer, offset)?;
+                let b = self.nest.buffer(*buffer);
+                if matches!(b.kind, BufferKind::Input(_)) {
+                    return Ok(());
+                }
+                let written = &self.written[buffer.0 as usize];
+                let mut unwritten = None;
+                let _ = enumerate(offset, &ranges(&self.bound, offset), |o| {
+                    if !written[o as usize] {
+                        unwritten = Some(o);
+                        return false;
+                    }
+                    true
+                });
+                match unwritten {
+                    Some(offset) => Err(LoopError::ReadBeforeWrite { buffer: b.name.clone(), offset }),
+                    None => Ok(()),
+                }
+            }
+            Expr::Unary(_, a) | Expr::Cast(_, a) => self.expr(a),
+            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
+                self.expr(a)?;
+                self.expr(b)
+            }
+            Expr::Select(c, a, b) => {
+                self.expr(c)?;
+                self.expr(a)?;
+                self.expr(b)
+            }
+        }
+    }
+
+    fn vars_bound(&self, a: &Affine) -> Result<(), LoopError> {
+        match a.terms.iter().find(|(v, _)| !self.bound.iter().any(|(w, _)| w == v)) {
+            Some((v, _)) => Err(LoopError::UnboundVar { var: var_name(*v) }),
+            None => Ok(()),
+        }
+    }
+
+    /// The offsets `offset` reaches, if they all lie inside `buffer`.
+    fn in_bounds(&self, access: &'static str, buffer: BufferId, offset: &Affine) -> Result<(i64, i64), LoopError> {
+        self.vars_bound(offset)?;
+        let (mut min, mut max) = (offset.constant, offset.constant);
+        for (v, c) in &offset.terms {
+            let extent = self.bound.iter().find(|(w, _)| w == v).map(|&(_, n)| n as i64).unwrap();
+            let last = c * (extent - 1);
+            min += last.min(0);
+            max += last.max(0);
+        }
+        let b = self.nest.buffer(buffer);
+        if min < 0 || max >= b.len() as i64 {
+            return Err(LoopError::OutOfBounds { access, buffer: b.name.clone(), min, max, len: b.len() });
+        }
+        Ok((min, max))
+    }
+}
+
+/// The extent of each variable of `offset` in the enclosing loops.
+fn ranges(bound: &[(VarId, usize)], offset: &Affine) -> Vec<usize> {
+    offset.terms.iter().map(|(v, _)| bound.iter().find(|(w, _)| w == v).map_or(1, |&(_, n)| n)).collect()
+}
+
+/// Calls `visit` with every offset `offset` takes (each variable over its range) until it
+/// returns false. Returns false without visiting when there are more than
+/// [`ENUMERATION_LIMIT`] combinations.
+fn enumerate(offset: &Affine, ranges: &[usize], mut visit: impl FnMut(i64) -> bool) -> bool {
+    let total: u64 = ranges.iter().map(|&n| n as u64).product();
+    if total > ENUMERATION_LIMIT {
+        return false;
+    }
+    let mut counter = vec![0usize; ranges.len()];
+    for _ in 0..total {
+        let o = offset.constant + offset.terms.iter().zip(&counter).map(|((_, c), &i)| c * i as i64).sum::<i64>();
+        if !visit(o) {
+            return true;
+        }
+        for d in (0..counter.len()).rev() {
+            counter[d] += 1;
+            if counter[d] < ranges[d] {
+                break;
+            }
+            counter[d] = 0;
+        }
+    }
+    true
+}
