@@ -11,3 +11,4 @@ pub use check::{check, LoopError};
 pub use emit::emit_c;
 pub use ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 pub use lower::{lower, strides, LowerError};
+pub use text::{parse, ParseError};

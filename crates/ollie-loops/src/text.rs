@@ -15,10 +15,10 @@
 
 use std::fmt;
 
-use ollie_graph::TensorType;
+use ollie_graph::{BinaryOp, CmpOp, DType, TensorType, UnaryOp};
 
 use crate::emit::{affine, var_name};
-use crate::ir::{BufferKind, Expr, LoopKind, LoopNest, Stmt};
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 impl fmt::Display for LoopNest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -74,4 +74,253 @@ impl LoopNest {
             Expr::Cast(d, a) => format!("cast<{d}>({})", self.fmt_expr(a)),
         }
     }
+}
+
+/// A syntax error in loop IR text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Reads a loop nest in the text form that `Display` prints.
+pub fn parse(text: &str) -> Result<LoopNest, ParseError> {
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty()).peekable();
+    let err = |line: usize, message: String| ParseError { line, message };
+    let (line, header) = lines.next().ok_or_else(|| err(1, "empty loop IR".into()))?;
+    let header = header.strip_prefix("kernel ").ok_or_else(|| err(line, "expected `kernel NAME(...) -> (...)`".into()))?;
+    let (name, rest) = header.split_once('(').ok_or_else(|| err(line, "expected `(`".into()))?;
+    let (inputs, outputs) = rest.split_once(") -> (").ok_or_else(|| err(line, "expected `) -> (`".into()))?;
+    let outputs = outputs.strip_suffix(')').ok_or_else(|| err(line, "expected `)` at the end".into()))?;
+    let mut nest = LoopNest { name: name.trim().to_string(), buffers: Vec::new(), body: Vec::new() };
+    for (k, decl) in split_decls(inputs).into_iter().enumerate() {
+        nest.buffers.push(parse_decl(decl, BufferKind::Input(k)).map_err(|m| err(line, m))?);
+    }
+    for (k, decl) in split_decls(outputs).into_iter().enumerate() {
+        nest.buffers.push(parse_decl(decl, BufferKind::Output(k)).map_err(|m| err(line, m))?);
+    }
+    while let Some((line, t)) = lines.peek().copied() {
+        let Some(decl) = t.strip_prefix("temp ") else { break };
+        nest.buffers.push(parse_decl(decl, BufferKind::Temp).map_err(|m| err(line, m))?);
+        lines.next();
+    }
+    let mut stack: Vec<(VarId, usize, Vec<Stmt>)> = Vec::new();
+    let mut body = Vec::new();
+    for (line, t) in lines {
+        if t == "}" {
+            let (var, extent, inner) = stack.pop().ok_or_else(|| err(line, "unmatched `}`".into()))?;
+            let stmt = Stmt::Loop { var, extent, kind: LoopKind::Serial, body: inner };
+            match stack.last_mut() {
+                Some((_, _, b)) => b.push(stmt),
+                None => body.push(stmt),
+            }
+        } else if let Some(rest) = t.strip_prefix("for ") {
+            let (var, range) = rest.split_once(" in 0..").ok_or_else(|| err(line, "expected `for iN in 0..EXTENT {`".into()))?;
+            let extent = range.strip_suffix('{').map(str::trim).and_then(|e| e.parse().ok());
+            let extent = extent.ok_or_else(|| err(line, "expected `0..EXTENT {`".into()))?;
+            stack.push((parse_var(var.trim()).map_err(|m| err(line, m))?, extent, Vec::new()));
+        } else {
+            let stmt = parse_store(&nest, t).map_err(|m| err(line, m))?;
+            match stack.last_mut() {
+                Some((_, _, b)) => b.push(stmt),
+                None => body.push(stmt),
+            }
+        }
+    }
+    if !stack.is_empty() {
+        return Err(err(text.lines().count(), "a loop is not closed".into()));
+    }
+    nest.body = body;
+    Ok(nest)
+}
+
+fn split_decls(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(text[start..].trim());
+    parts.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+fn parse_decl(text: &str, kind: BufferKind) -> Result<Buffer, String> {
+    let (name, ty) = text.split_once(':').ok_or(format!("expected `NAME: TYPE`, found `{text}`"))?;
+    let (dtype, dims) = ty.trim().split_once('[').ok_or(format!("expected a type like f32[4,8], found `{ty}`"))?;
+    let dtype = DType::from_name(dtype).ok_or(format!("unknown dtype `{dtype}`"))?;
+    let dims = dims.strip_suffix(']').ok_or("expected `]`")?;
+    let shape = dims.split(',').filter(|d| !d.trim().is_empty()).map(|d| d.trim().parse().map_err(|_| format!("bad dimension `{d}`"))).collect::<Result<_, String>>()?;
+    Ok(Buffer { name: name.trim().to_string(), kind, dtype, shape })
+}
+
+fn parse_var(text: &str) -> Result<VarId, String> {
+    text.strip_prefix('i').and_then(|n| n.parse().ok()).map(VarId).ok_or(format!("expected a loop variable `iN`, found `{text}`"))
+}
+
+fn parse_store(nest: &LoopNest, text: &str) -> Result<Stmt, String> {
+    let (lhs, rhs) = text.split_once(" = ").ok_or(format!("expected a store `BUF[OFFSET] = EXPR`, found `{text}`"))?;
+    let mut p = ExprParser { nest, text: lhs.trim(), pos: 0 };
+    let Expr::Load { buffer, offset } = p.load()? else { unreachable!("load returns a load") };
+    p.end()?;
+    let mut p = ExprParser { nest, text: rhs.trim(), pos: 0 };
+    let value = p.expr()?;
+    p.end()?;
+    Ok(Stmt::Store { buffer, offset, value })
+}
+
+struct ExprParser<'a> {
+    nest: &'a LoopNest,
+    text: &'a str,
+    pos: usize,
+}
+
+impl ExprParser<'_> {
+    fn rest(&self) -> &str {
+        &self.text[self.pos..]
+    }
+
+    fn skip_ws(&mut self) {
+        while self.rest().starts_with(' ') {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, s: &str) -> bool {
+        self.skip_ws();
+        if self.rest().starts_with(s) {
+            self.pos += s.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, s: &str) -> Result<(), String> {
+        if self.eat(s) { Ok(()) } else { Err(format!("expected `{s}` at `{}`", self.rest())) }
+    }
+
+    fn end(&mut self) -> Result<(), String> {
+        self.skip_ws();
+        if self.rest().is_empty() { Ok(()) } else { Err(format!("unexpected `{}`", self.rest())) }
+    }
+
+    fn word(&mut self) -> &str {
+        self.skip_ws();
+        let start = self.pos;
+        let n = self.rest().find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-' || c == '+')).unwrap_or(self.rest().len());
+        self.pos += n;
+        &self.text[start..self.pos]
+    }
+
+    fn load(&mut self) -> Result<Expr, String> {
+        self.skip_ws();
+        let n = self.rest().find('[').ok_or("expected `BUF[OFFSET]`")?;
+        let name = self.rest()[..n].trim().to_string();
+        self.pos += n + 1;
+        let buffer = self.nest.buffers.iter().position(|b| b.name == name).ok_or(format!("no buffer `{name}`"))?;
+        let offset = self.affine(']')?;
+        Ok(Expr::Load { buffer: BufferId(buffer as u32), offset })
+    }
+
+    /// An affine expression up to the closing `close`, which is consumed.
+    fn affine(&mut self, close: char) -> Result<Affine, String> {
+        let end = self.rest().find(close).ok_or(format!("expected `{close}`"))?;
+        let text = self.rest()[..end].to_string();
+        self.pos += end + 1;
+        let mut a = Affine::default();
+        for (sign, term) in signed_terms(&text) {
+            let term = term.trim();
+            if let Some((c, v)) = term.split_once('*') {
+                let c: i64 = c.trim().parse().map_err(|_| format!("bad coefficient `{c}`"))?;
+                a = a.add_scaled(&Affine::var(parse_var(v.trim())?), sign * c);
+            } else if term.starts_with('i') {
+                a = a.add_scaled(&Affine::var(parse_var(term)?), sign);
+            } else {
+                let c: i64 = term.parse().map_err(|_| format!("bad offset term `{term}`"))?;
+                a.constant += sign * c;
+            }
+        }
+        Ok(a)
+    }
+
+    fn expr(&mut self) -> Result<Expr, String> {
+        self.skip_ws();
+        let rest = self.rest();
+        let is_call = |name: &str| rest.starts_with(name) && rest[name.len()..].starts_with('(');
+        if let Some(d) = rest.strip_prefix("cast<") {
+            let close = d.find('>').ok_or("expected `>`")?;
+            let dtype = DType::from_name(&d[..close]).ok_or(format!("unknown dtype `{}`", &d[..close]))?;
+            self.pos += "cast<".len() + close + 1;
+            self.expect("(")?;
+            let a = self.expr()?;
+            self.expect(")")?;
+            return Ok(Expr::Cast(dtype, Box::new(a)));
+        }
+        if is_call("index") {
+            self.pos += "index(".len();
+            return Ok(Expr::Index(self.affine(')')?));
+        }
+        let ident_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let ident = &rest[..ident_len];
+        let after = &rest[ident_len..];
+        if !ident.is_empty() && after.starts_with('(') {
+            let name = ident.to_string();
+            self.pos += ident_len + 1;
+            let mut args = vec![self.expr()?];
+            while self.eat(",") {
+                args.push(self.expr()?);
+            }
+            self.expect(")")?;
+            let mut args = args.into_iter().map(Box::new);
+            let mut next = || args.next().ok_or(format!("`{name}` has too few operands"));
+            let e = if let Some(u) = UnaryOp::ALL.iter().find(|u| u.name() == name) {
+                Expr::Unary(*u, next()?)
+            } else if let Some(b) = BinaryOp::ALL.iter().find(|b| b.name() == name) {
+                Expr::Binary(*b, next()?, next()?)
+            } else if let Some(c) = CmpOp::ALL.iter().find(|c| c.name() == name) {
+                Expr::Compare(*c, next()?, next()?)
+            } else if name == "select" {
+                Expr::Select(next()?, next()?, next()?)
+            } else {
+                return Err(format!("unknown operation `{name}`"));
+            };
+            return Ok(e);
+        }
+        if !ident.is_empty() && after.starts_with('[') && !ident.chars().next().unwrap().is_ascii_digit() && ident != "inf" {
+            return self.load();
+        }
+        let w = self.word().to_string();
+        w.parse::<f64>().map(Expr::Const).map_err(|_| format!("expected an expression, found `{w}`"))
+    }
+}
+
+/// Splits `4096 * i0 + i1 - 3` into signed terms.
+fn signed_terms(text: &str) -> Vec<(i64, &str)> {
+    let mut terms = Vec::new();
+    let (mut sign, mut start) = (1, 0);
+    let bytes = text.as_bytes();
+    for i in 0..bytes.len() {
+        if (bytes[i] == b'+' || bytes[i] == b'-') && i > 0 && bytes[i - 1] == b' ' {
+            let t = text[start..i].trim();
+            if !t.is_empty() {
+                terms.push((sign, t));
+            }
+            sign = if bytes[i] == b'-' { -1 } else { 1 };
+            start = i + 1;
+        }
+    }
+    let t = text[start..].trim();
+    if !t.is_empty() {
+        terms.push((sign, t));
+    }
+    terms
 }

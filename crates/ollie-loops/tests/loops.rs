@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use expect_test::expect_file;
 use ollie_graph::{BinaryOp, DType};
-use ollie_loops::{check, emit_c, lower, Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use ollie_loops::{check, emit_c, lower, parse, Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -41,11 +41,26 @@ fn golden_loop_ir_and_c() {
 }
 
 #[test]
-fn every_corpus_kernel_lowers_to_a_valid_nest() {
+fn every_corpus_kernel_lowers_to_a_valid_nest_whose_text_reads_back() {
     for path in specs(&["test_data/corpus", "examples", "test_data/loops"]) {
         let nest = lower_file(&path);
         check(&nest).unwrap_or_else(|e| panic!("{}: {e}\n{nest}", path.display()));
+        let text = nest.to_string();
+        let reread = parse(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
+        assert_eq!(reread, nest, "{}: the loop IR text does not read back", path.display());
     }
+}
+
+#[test]
+fn reader_rejects_bad_text() {
+    let bad = |text: &str, want: &str| assert_eq!(parse(text).unwrap_err().to_string(), want);
+    bad("", "line 1: empty loop IR");
+    bad("kernel k(x: f32[2]) -> (out: f32[2])\nfor i0 in 0..2 {\n  out[i0] = x[i0]\n", "line 3: a loop is not closed");
+    bad("kernel k(x: f32[2]) -> (out: f32[2])\nout[0] = y[0]\n", "line 2: no buffer `y`");
+    bad("kernel k(x: f32[2]) -> (out: f32[2])\nout[0] = frob(x[0])\n", "line 2: unknown operation `frob`");
+    bad("kernel k(x: f32[2]) -> (out: f32[2])\n}\n", "line 2: unmatched `}`");
+    let ok = parse("kernel k(x: f32[2]) -> (out: f32[2])\nfor i0 in 0..2 {\n  out[i0] = select(lt(x[-1 * i0 + 1], -inf), cast<f32>(index(i0)), NaN)\n}\n").unwrap();
+    check(&ok).unwrap();
 }
 
 /// `out[i] = x[i + shift]` over `n` iterations, with an optional temporary.
