@@ -105,6 +105,17 @@ pub fn stdout(text: &str) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(ollie_runner::WORKER_COMMAND) {
+        // The child process that runs a kernel: no logging, no argument parsing beyond its own.
+        return match ollie_runner::worker_main(&args[2..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(reason) => {
+                eprintln!("{reason}");
+                ExitCode::from(3)
+            }
+        };
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"))
         .with_writer(std::io::stderr)

@@ -1,0 +1,15 @@
+//! Compiling C kernels and running them in a child process: buffers travel through shared
+//! memory, and whatever the kernel does comes back as an [`Outcome`], never as a crash of ollie.
+//!
+//! The child is ollie's own executable re-run with the hidden `__worker` command (see
+//! [`worker_main`]); the kernel is only ever loaded there.
+
+mod compile;
+mod outcome;
+mod run;
+mod worker;
+
+pub use compile::{Compiler, Compiled};
+pub use outcome::Outcome;
+pub use run::{BufferSpec, Runner, RunnerError};
+pub use worker::{worker_main, WORKER_COMMAND};

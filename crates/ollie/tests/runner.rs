@@ -1,0 +1,88 @@
+//! The runner: a kernel that works, one that does not compile, one that crashes, one that never
+//! returns, and one without the expected symbol each come back as the matching outcome, and
+//! ollie keeps going.
+
+use std::time::Duration;
+
+use ndarray::{ArrayD, IxDyn};
+use ollie_graph::DType;
+use ollie_runner::{BufferSpec, Compiler, Outcome, Runner};
+
+fn runner(timeout: Duration) -> Runner {
+    Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout }
+}
+
+fn f32s(shape: &[usize]) -> BufferSpec {
+    BufferSpec { dtype: DType::F32, shape: shape.to_vec() }
+}
+
+/// Compiles `source` and runs `k(x, out)` with x = [1, 2, 3, 4].
+fn run(source: &str, timeout: Duration) -> Outcome {
+    let cache = tempfile::tempdir().unwrap();
+    let compiler = Compiler::new(cache.path());
+    let library = match compiler.compile(source, &["-O2".to_string()]) {
+        Ok(c) => c.library,
+        Err(Ok(outcome)) => return outcome,
+        Err(Err(e)) => panic!("{e}"),
+    };
+    let x = ArrayD::from_shape_vec(IxDyn(&[4]), vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+    runner(timeout).run(&library, "k", &[(f32s(&[4]), &x)], &[f32s(&[4])]).unwrap()
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[test]
+fn a_working_kernel_returns_its_outputs() {
+    let outcome = run("void k(const float *restrict x, float *restrict out) { for (int i = 0; i < 4; i++) out[i] = 2 * x[i]; }", 10 * SECOND);
+    let Outcome::Ran { outputs, .. } = outcome else { panic!("{outcome:?}") };
+    assert_eq!(outputs[0].iter().copied().collect::<Vec<_>>(), vec![2.0, 4.0, 6.0, 8.0]);
+}
+
+#[test]
+fn unwritten_outputs_stay_nan() {
+    let outcome = run("void k(const float *restrict x, float *restrict out) { out[0] = x[0]; }", 10 * SECOND);
+    let Outcome::Ran { outputs, .. } = outcome else { panic!("{outcome:?}") };
+    assert_eq!(outputs[0][[0]], 1.0);
+    assert!(outputs[0].iter().skip(1).all(|v| v.is_nan()));
+}
+
+#[test]
+fn a_compile_error_is_an_outcome_with_the_log() {
+    let outcome = run("void k(const float *x, float *out) { this is not C; }", 10 * SECOND);
+    let Outcome::CompileError { log } = outcome else { panic!("{outcome:?}") };
+    assert!(log.contains("error"), "{log}");
+}
+
+#[test]
+fn a_crash_is_an_outcome_with_the_signal() {
+    let outcome = run("void k(const float *x, float *out) { volatile float *p = 0; *p = x[0]; out[0] = 1; }", 10 * SECOND);
+    assert_eq!(outcome, Outcome::Crashed { signal: 11 });
+}
+
+#[test]
+fn an_endless_kernel_times_out() {
+    let started = std::time::Instant::now();
+    let outcome = run("void k(const float *x, float *out) { for (;;) { out[0] = x[0]; __asm__ volatile(\"\"); } }", SECOND);
+    assert_eq!(outcome, Outcome::Timeout { limit: SECOND });
+    assert!(started.elapsed() < 10 * SECOND, "the runner waited {:?}", started.elapsed());
+}
+
+#[test]
+fn a_missing_symbol_is_a_failure_with_the_reason() {
+    let outcome = run("void other(const float *x, float *out) { out[0] = x[0]; }", 10 * SECOND);
+    let Outcome::Failed { reason } = outcome else { panic!("{outcome:?}") };
+    assert!(reason.contains("no kernel `k`"), "{reason}");
+}
+
+#[test]
+fn compiled_libraries_are_cached_by_content() {
+    let cache = tempfile::tempdir().unwrap();
+    let compiler = Compiler::new(cache.path());
+    let source = "void k(const float *x, float *out) { out[0] = x[0]; }";
+    let first = compiler.compile(source, &[]).unwrap();
+    let second = compiler.compile(source, &[]).unwrap();
+    let other = compiler.compile(source, &["-O1".to_string()]).unwrap();
+    assert!(!first.cached && second.cached && !other.cached);
+    assert_eq!(first.library, second.library);
+    assert_ne!(first.library, other.library);
+}
