@@ -40,8 +40,11 @@ pub enum RunnerError {
     InputShape { index: usize, expected: Vec<usize>, actual: Vec<usize> },
 }
 
-/// Bytes before the first buffer: the worker writes the call's duration there.
+/// Bytes before the first buffer: the worker writes the call's duration there (bytes 0..8),
+/// then [`RETURNED`] (bytes 8..16) once the kernel has returned.
 pub(crate) const HEADER: usize = 64;
+/// Proof that the kernel returned to the worker (rather than, say, calling `exit`).
+pub(crate) const RETURNED: u64 = 0x6f6c_6c69_6564_6f6e;
 /// Buffer alignment, as the ABI promises.
 pub(crate) const ALIGN: usize = 64;
 
@@ -130,6 +133,9 @@ impl Runner {
             let reason = log.trim();
             let reason = if reason.is_empty() { format!("the worker exited with {status}") } else { reason.to_string() };
             return Ok(Outcome::Failed { reason });
+        }
+        if u64::from_le_bytes(map[8..16].try_into().expect("8 bytes")) != RETURNED {
+            return Ok(Outcome::Failed { reason: "the kernel ended its process instead of returning".into() });
         }
         let nanos = u64::from_le_bytes(map[0..8].try_into().expect("8 bytes"));
         let outputs = outputs

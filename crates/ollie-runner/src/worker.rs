@@ -52,6 +52,7 @@ pub fn worker_main(args: &[String]) -> Result<(), String> {
     unsafe { call(f, &ptrs) };
     let nanos = start.elapsed().as_nanos() as u64;
     map[0..8].copy_from_slice(&nanos.to_le_bytes());
+    map[8..16].copy_from_slice(&crate::run::RETURNED.to_le_bytes());
     map.flush().map_err(|e| format!("worker: {e}"))?;
     Ok(())
 }

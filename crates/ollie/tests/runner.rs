@@ -75,6 +75,13 @@ fn a_missing_symbol_is_a_failure_with_the_reason() {
 }
 
 #[test]
+fn a_kernel_that_exits_is_a_failure() {
+    let outcome = run("#include <stdlib.h>\nvoid k(const float *x, float *out) { out[0] = x[0]; exit(0); }", 10 * SECOND);
+    let Outcome::Failed { reason } = outcome else { panic!("{outcome:?}") };
+    assert!(reason.contains("instead of returning"), "{reason}");
+}
+
+#[test]
 fn compiled_libraries_are_cached_by_content() {
     let cache = tempfile::tempdir().unwrap();
     let compiler = Compiler::new(cache.path());
