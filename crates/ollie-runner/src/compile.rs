@@ -8,6 +8,16 @@ use sha2::{Digest, Sha256};
 use crate::outcome::Outcome;
 use crate::run::RunnerError;
 
+/// ollie's cache directory: `$XDG_CACHE_HOME/ollie`, else `~/.cache/ollie`, else under the
+/// system temporary directory.
+pub fn cache_root() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("ollie")
+}
+
 /// A compiled kernel library.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compiled {
@@ -29,14 +39,9 @@ impl Compiler {
         Compiler { cc: std::env::var("CC").unwrap_or_else(|_| "cc".into()), cache_dir: cache_dir.into() }
     }
 
-    /// The user's cache directory for compiled kernels (`$XDG_CACHE_HOME/ollie/kernels`, else
-    /// `~/.cache/ollie/kernels`, else the system temporary directory).
+    /// The user's cache directory for compiled kernels: `kernels/` under [`cache_root`].
     pub fn default_cache_dir() -> PathBuf {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("ollie").join("kernels")
+        cache_root().join("kernels")
     }
 
     /// Compiles `source` with `flags` (plus `-shared -fPIC`); a rejected source is

@@ -5,11 +5,13 @@
 //! [`worker_main`]); the kernel is only ever loaded there.
 
 mod compile;
+mod machine;
 mod outcome;
 mod run;
 mod worker;
 
-pub use compile::{Compiler, Compiled};
+pub use compile::{cache_root, Compiler, Compiled};
+pub use machine::{Ceiling, Machine, MachineConfig};
 pub use outcome::Outcome;
 pub use run::{BufferSpec, Runner, RunnerError};
 pub use worker::{worker_main, WORKER_COMMAND};

@@ -41,6 +41,19 @@ enum Command {
         #[arg(long)]
         ir: bool,
     },
+    /// Measure and cache this machine's ceilings (memory bandwidth, FMA peak) for the roofline.
+    Machine {
+        /// Measure again even if a cached measurement exists.
+        #[arg(long)]
+        refresh: bool,
+        /// Size of each of the three triad arrays in MiB (default: 8x the last-level cache,
+        /// at least 64).
+        #[arg(long, value_name = "MIB")]
+        array_mib: Option<u64>,
+        /// Repetitions per measurement; the best is reported.
+        #[arg(long, default_value_t = 5)]
+        repetitions: usize,
+    },
     /// Run the float64 reference on inputs from .npy files or on seeded random inputs.
     Eval {
         #[command(flatten)]
@@ -95,6 +108,35 @@ fn lower(args: &SpecArgs, ir: bool) -> Result<(), Failure> {
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
+fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<(), Failure> {
+    use ollie_runner::{Machine, MachineConfig};
+    let path = ollie_runner::cache_root().join("machine.json");
+    let cached = if refresh { None } else { Machine::load(&path) };
+    let (machine, source) = match cached {
+        Some(m) => (m, "cached"),
+        None => {
+            let config = MachineConfig { array_bytes: array_mib.map(|m| m << 20), repetitions: repetitions.max(1), ..MachineConfig::default() };
+            let m = Machine::measure(&config);
+            m.save(&path).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
+            (m, "measured")
+        }
+    };
+    let mut text = format!(
+        "{}\nFMA path: {}, last-level cache {} MiB\n\n{:>7}  {:>16}  {:>20}\n",
+        machine.cpu,
+        machine.isa,
+        machine.last_level_cache_bytes >> 20,
+        "threads",
+        "bandwidth GB/s",
+        "f32 FMA peak GFLOP/s"
+    );
+    for c in &machine.ceilings {
+        text.push_str(&format!("{:>7}  {:>16.1}  {:>20.1}\n", c.threads, c.bandwidth_gbs, c.peak_gflops));
+    }
+    text.push_str(&format!("\n{source}; stored in {} (`ollie machine --refresh` measures again)\n", path.display()));
+    stdout(&text)
+}
+
 /// Writes to stdout; a closed pipe (`ollie graph ... | head`) is not an error.
 pub fn stdout(text: &str) -> Result<(), Failure> {
     use std::io::Write;
@@ -124,6 +166,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
         Command::Lower { spec, ir } => lower(&spec, ir),
+        Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)
         }

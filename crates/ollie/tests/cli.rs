@@ -149,3 +149,31 @@ fn graph_prints_the_selected_kernel() {
     assert!(text.starts_with("kernel second(x: f32[4]) {"), "{text}");
     assert!(ollie_graph::parse(&text).is_ok());
 }
+
+#[test]
+fn machine_measures_caches_and_reports_ceilings() {
+    let cache = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ollie")).args(args).env("XDG_CACHE_HOME", cache.path()).output().unwrap()
+    };
+    let first = run(&["machine", "--refresh", "--array-mib", "8", "--repetitions", "1"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let text = String::from_utf8_lossy(&first.stdout).into_owned();
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<f64> = l.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+            (cols.len() == 3).then_some(cols)
+        })
+        .collect();
+    let threads = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(rows.len(), threads, "{text}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row[0], (i + 1) as f64);
+        assert!(row[1] > 0.0 && row[1].is_finite() && row[2] > 0.0 && row[2].is_finite(), "{text}");
+    }
+    let stored = cache.path().join("ollie/machine.json");
+    assert!(std::fs::read_to_string(&stored).unwrap().contains("\"bandwidth_gbs\""));
+    let second = run(&["machine"]);
+    assert!(String::from_utf8_lossy(&second.stdout).contains("cached; stored in"));
+}

@@ -1,0 +1,228 @@
+//! The machine's ceilings for the roofline: memory bandwidth (a STREAM-like triad over arrays far
+//! larger than the last-level cache) and single-precision FMA peak (register-resident loops),
+//! each per thread count, best of several repetitions as STREAM reports.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// Measured ceilings of this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub cpu: String,
+    /// The widest vector FMA path used for the peak (`avx512f`, `avx2+fma`, `scalar`).
+    pub isa: String,
+    pub last_level_cache_bytes: u64,
+    /// One entry per thread count 1..=N.
+    pub ceilings: Vec<Ceiling>,
+    /// Seconds since the Unix epoch.
+    pub measured_at: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    pub threads: usize,
+    /// Triad bandwidth, counting the three arrays' bytes once per pass.
+    pub bandwidth_gbs: f64,
+    /// Single-precision FMA throughput, two FLOPs per lane per FMA.
+    pub peak_gflops: f64,
+}
+
+/// How to measure.
+#[derive(Debug, Clone)]
+pub struct MachineConfig {
+    /// Elements per triad array; by default 8× the last-level cache and at least 64 MiB per array.
+    pub array_bytes: Option<u64>,
+    pub repetitions: usize,
+    pub max_threads: usize,
+}
+
+impl Default for MachineConfig {
+    fn default() -> MachineConfig {
+        MachineConfig {
+            array_bytes: None,
+            repetitions: 5,
+            max_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+impl Machine {
+    /// Measures the ceilings (a few seconds with the default configuration).
+    pub fn measure(config: &MachineConfig) -> Machine {
+        let llc = last_level_cache_bytes();
+        let array_bytes = config.array_bytes.unwrap_or((8 * llc).max(64 << 20));
+        let n = (array_bytes / 4).max(1024) as usize;
+        let mut a = vec![0f32; n];
+        let b = vec![1f32; n];
+        let c = vec![2f32; n];
+        let ceilings = (1..=config.max_threads.max(1))
+            .map(|threads| Ceiling {
+                threads,
+                bandwidth_gbs: triad_gbs(&mut a, &b, &c, threads, config.repetitions),
+                peak_gflops: fma_gflops(threads, config.repetitions),
+            })
+            .collect();
+        let measured_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Machine { cpu: cpu_name(), isa: fma_isa().to_string(), last_level_cache_bytes: llc, ceilings, measured_at }
+    }
+
+    pub fn load(path: &Path) -> Option<Machine> {
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    }
+
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_string_pretty(self).expect("serializable"))
+    }
+
+    /// The ceiling for `threads`, or the largest thread count measured.
+    pub fn ceiling(&self, threads: usize) -> Option<&Ceiling> {
+        self.ceilings.iter().find(|c| c.threads == threads).or(self.ceilings.last())
+    }
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The largest data cache that Linux reports for cpu0, in bytes (32 MiB if unknown).
+fn last_level_cache_bytes() -> u64 {
+    let mut best = 0u64;
+    for index in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
+        let Ok(size) = std::fs::read_to_string(format!("{dir}/size")) else { continue };
+        let size = size.trim();
+        let bytes = if let Some(k) = size.strip_suffix('K') {
+            k.parse::<u64>().ok().map(|k| k << 10)
+        } else if let Some(m) = size.strip_suffix('M') {
+            m.parse::<u64>().ok().map(|m| m << 20)
+        } else {
+            size.parse().ok()
+        };
+        best = best.max(bytes.unwrap_or(0));
+    }
+    if best == 0 { 32 << 20 } else { best }
+}
+
+/// `a = b + s·c` split over `threads`; the best pass's bytes per second (3 arrays), in GB/s.
+fn triad_gbs(a: &mut [f32], b: &[f32], c: &[f32], threads: usize, repetitions: usize) -> f64 {
+    let chunk = a.len().div_ceil(threads);
+    let mut best = f64::INFINITY;
+    for rep in 0..repetitions + 1 {
+        let s = std::hint::black_box(3.0f32);
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            for ((a, b), c) in a.chunks_mut(chunk).zip(b.chunks(chunk)).zip(c.chunks(chunk)) {
+                scope.spawn(move || {
+                    for ((x, y), z) in a.iter_mut().zip(b).zip(c) {
+                        *x = y + s * z;
+                    }
+                });
+            }
+        });
+        let t = start.elapsed().as_secs_f64();
+        std::hint::black_box(&a[a.len() / 2]);
+        if rep > 0 {
+            // The first pass touches fresh pages; it is a warm-up.
+            best = best.min(t);
+        }
+    }
+    (3 * 4 * a.len()) as f64 / best / 1e9
+}
+
+fn fma_isa() -> &'static str {
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        "avx512f"
+    } else if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        "avx2+fma"
+    } else {
+        "scalar"
+    }
+}
+
+/// Independent accumulators, so the loop is throughput-bound, not latency-bound.
+const ACCUMULATORS: usize = 12;
+const FMA_ITERATIONS: u64 = 20_000_000;
+
+/// FMA throughput over `threads` threads, best of `repetitions`, in GFLOP/s.
+fn fma_gflops(threads: usize, repetitions: usize) -> f64 {
+    let lanes = match fma_isa() {
+        "avx512f" => 16,
+        "avx2+fma" => 8,
+        _ => 1,
+    };
+    let iterations = if lanes == 1 { FMA_ITERATIONS / 8 } else { FMA_ITERATIONS };
+    let mut best = f64::INFINITY;
+    for _ in 0..repetitions {
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| std::hint::black_box(fma_loop(std::hint::black_box(iterations))));
+            }
+        });
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    (threads as u64 * iterations * ACCUMULATORS as u64 * lanes * 2) as f64 / best / 1e9
+}
+
+fn fma_loop(iterations: u64) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { fma_avx512(iterations) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports AVX2 and FMA (checked above).
+            return unsafe { fma_avx2(iterations) };
+        }
+    }
+    let mut acc = [0f32; ACCUMULATORS];
+    for _ in 0..iterations {
+        for a in acc.iter_mut() {
+            *a = a.mul_add(1.000_000_1, 1e-7);
+        }
+    }
+    acc.iter().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_avx512(iterations: u64) -> f32 {
+    use std::arch::x86_64::*;
+    let (m, b) = (_mm512_set1_ps(1.000_000_1), _mm512_set1_ps(1e-7));
+    let mut acc = [_mm512_setzero_ps(); ACCUMULATORS];
+    for _ in 0..iterations {
+        for a in acc.iter_mut() {
+            *a = _mm512_fmadd_ps(*a, m, b);
+        }
+    }
+    acc.iter().map(|a| _mm512_reduce_add_ps(*a)).sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_avx2(iterations: u64) -> f32 {
+    use std::arch::x86_64::*;
+    let (m, b) = (_mm256_set1_ps(1.000_000_1), _mm256_set1_ps(1e-7));
+    let mut acc = [_mm256_setzero_ps(); ACCUMULATORS];
+    for _ in 0..iterations {
+        for a in acc.iter_mut() {
+            *a = _mm256_fmadd_ps(*a, m, b);
+        }
+    }
+    let mut lanes = [0f32; 8];
+    let mut total = 0.0;
+    for a in acc {
+        _mm256_storeu_ps(lanes.as_mut_ptr(), a);
+        total += lanes.iter().sum::<f32>();
+    }
+    total
+}
