@@ -3,6 +3,7 @@
 
 mod check;
 mod einsum;
+mod error_bound;
 mod graph;
 mod op;
 mod reference;
@@ -12,6 +13,7 @@ mod ty;
 pub use check::check;
 pub use einsum::EinsumSpec;
 pub use graph::{Graph, GraphError, Node, NodeId, Param};
+pub use error_bound::evaluate_with_error_bounds;
 pub use op::{broadcast_shapes, broadcasts_to, BinaryOp, CmpOp, Op, ReduceOp, SliceAxis, UnaryOp};
 pub use reference::{evaluate, Tensor};
 pub use text::parse;

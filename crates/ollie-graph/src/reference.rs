@@ -13,7 +13,7 @@ use crate::ty::DType;
 pub type Tensor = ArrayD<f64>;
 
 /// A value inside the interpreter: inputs are borrowed, never copied just to be read.
-type Value<'a> = CowArray<'a, f64, IxDyn>;
+pub(crate) type Value<'a> = CowArray<'a, f64, IxDyn>;
 
 /// Evaluates `graph` on one array per parameter, in parameter order. Shapes must match the
 /// parameters' exactly; the element types of the inputs are not checked (they are all f64 here).
@@ -68,7 +68,7 @@ fn map(a: Value, f: impl Fn(f64) -> f64) -> Tensor {
     }
 }
 
-fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor]) -> Value<'a> {
+pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor]) -> Value<'a> {
     let owned = match op {
         Op::Input { index } => return CowArray::from(inputs[*index].view()),
         Op::Transpose { perm } => return args.pop().unwrap().permuted_axes(IxDyn(perm)),

@@ -1,0 +1,109 @@
+//! The accuracy rule: the candidate's error against the float64 reference may not exceed a
+//! fixed multiple of the naive kernel's error, normwise and elementwise. There is no absolute
+//! tolerance that an all-zero output could pass.
+
+use std::fmt;
+
+use ollie_graph::Tensor;
+
+/// The constants of the rule: `α` (how many times the baseline's error a candidate may make)
+/// and the unit roundoff `u` of the output's dtype.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    pub alpha: f64,
+    pub unit_roundoff: f64,
+}
+
+impl Tolerance {
+    /// α = 16, u = 2⁻²⁴: float32 outputs.
+    pub const F32: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 16_777_216.0 };
+    /// α = 16, u = 2⁻⁵³: float64 outputs.
+    pub const F64: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 9_007_199_254_740_992.0 };
+}
+
+/// Why an output is not accurate enough.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inaccuracy {
+    /// Finite where the reference is not, or not finite (or a different infinity, or not NaN)
+    /// where the reference is.
+    NonFinite { index: Vec<usize>, value: f64, reference: f64 },
+    /// The worst element (by error over bound) breaks `|y−r| ≤ α·max(|b−r|, u·E)`.
+    Elementwise { index: Vec<usize>, value: f64, reference: f64, error: f64, bound: f64 },
+    /// `‖y−r‖ ≤ α·max(‖b−r‖, u·‖r‖)` fails.
+    Normwise { error: f64, bound: f64 },
+}
+
+impl fmt::Display for Inaccuracy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Inaccuracy::NonFinite { index, value, reference } => {
+                write!(f, "element {index:?} is {value}, the reference is {reference}")
+            }
+            Inaccuracy::Elementwise { index, value, reference, error, bound } => write!(
+                f,
+                "element {index:?} is {value:e}, the reference is {reference:e}: error {error:.3e} exceeds the bound {bound:.3e}"
+            ),
+            Inaccuracy::Normwise { error, bound } => {
+                write!(f, "normwise error {error:.3e} exceeds the bound {bound:.3e}")
+            }
+        }
+    }
+}
+
+/// Judges one output `y` against the reference `r` (with its error bounds `m`, from
+/// `ollie_graph::evaluate_with_error_bounds`, in units of `u`) and the naive kernel's output `b` on the same inputs.
+///
+/// Where `r` is NaN, `y` must be NaN; where `r` is infinite, `y` must be the same infinity; where
+/// `r` is finite, `y` must be finite and within `α·max(|b−r|, u·E)` elementwise, and within
+/// `α·max(‖b−r‖, u·‖r‖)` in the Euclidean norm over the finite elements. `E` covers what a
+/// different order of summation typically costs, so reassociation passes elementwise; the
+/// normwise rule keeps the candidate as accurate as the baseline overall.
+pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tensor) -> Result<(), Inaccuracy> {
+    assert_eq!(r.shape(), y.shape(), "the candidate's output has the reference's shape");
+    let Tolerance { alpha, unit_roundoff: u } = tolerance;
+    let index_of = |flat: usize| -> Vec<usize> {
+        let mut index = vec![0; r.ndim()];
+        let mut rest = flat;
+        for (d, &n) in r.shape().iter().enumerate().rev() {
+            index[d] = rest % n.max(1);
+            rest /= n.max(1);
+        }
+        index
+    };
+    let (mut err2, mut base2, mut ref2) = (0.0f64, 0.0f64, 0.0f64);
+    let mut worst: Option<(f64, usize, f64, f64)> = None;
+    for (i, (((&rv, &mv), &bv), &yv)) in r.iter().zip(m.iter()).zip(b.iter()).zip(y.iter()).enumerate() {
+        let matches = if rv.is_nan() {
+            yv.is_nan()
+        } else if rv.is_infinite() {
+            yv == rv
+        } else {
+            yv.is_finite()
+        };
+        if !matches {
+            return Err(Inaccuracy::NonFinite { index: index_of(i), value: yv, reference: rv });
+        }
+        if !rv.is_finite() {
+            continue;
+        }
+        let error = (yv - rv).abs();
+        let bound = alpha * (bv - rv).abs().max(u * mv);
+        if error > bound {
+            let ratio = if bound > 0.0 { error / bound } else { f64::INFINITY };
+            if worst.is_none_or(|(w, ..)| ratio > w) {
+                worst = Some((ratio, i, error, bound));
+            }
+        }
+        err2 += error * error;
+        base2 += (bv - rv) * (bv - rv);
+        ref2 += rv * rv;
+    }
+    if let Some((_, i, error, bound)) = worst {
+        return Err(Inaccuracy::Elementwise { index: index_of(i), value: y.iter().nth(i).copied().unwrap(), reference: r.iter().nth(i).copied().unwrap(), error, bound });
+    }
+    let (error, bound) = (err2.sqrt(), alpha * base2.sqrt().max(u * ref2.sqrt()));
+    if error > bound {
+        return Err(Inaccuracy::Normwise { error, bound });
+    }
+    Ok(())
+}
