@@ -24,8 +24,8 @@ impl Tolerance {
 /// Why an output is not accurate enough.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inaccuracy {
-    /// Finite where the reference is not, or not finite (or a different infinity, or not NaN)
-    /// where the reference is.
+    /// Not finite where the reference and the naive kernel are, or not the reference's NaN or
+    /// infinity where it has one.
     NonFinite { index: Vec<usize>, value: f64, reference: f64 },
     /// The worst element (by error over bound) breaks `|y−r| ≤ α·max(|b−r|, u·E)`.
     Elementwise { index: Vec<usize>, value: f64, reference: f64, error: f64, bound: f64 },
@@ -53,8 +53,9 @@ impl fmt::Display for Inaccuracy {
 /// Judges one output `y` against the reference `r` (with its error bounds `m`, from
 /// `ollie_graph::evaluate_with_error_bounds`, in units of `u`) and the naive kernel's output `b` on the same inputs.
 ///
-/// Where `r` is NaN, `y` must be NaN; where `r` is infinite, `y` must be the same infinity; where
-/// `r` is finite, `y` must be finite and within `α·max(|b−r|, u·E)` elementwise, and within
+/// Where `r` is NaN, `y` must be NaN; where `r` is infinite, `y` must be the same infinity (or
+/// match `b` there); where `r` is finite but the naive kernel is not, `y` may be finite or match
+/// `b`; elsewhere `y` must be finite and within `α·max(|b−r|, u·E)` elementwise, and within
 /// `α·max(‖b−r‖, u·‖r‖)` in the Euclidean norm over the finite elements. `E` covers what a
 /// different order of summation typically costs, so reassociation passes elementwise; the
 /// normwise rule keeps the candidate as accurate as the baseline overall.
@@ -73,17 +74,20 @@ pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tenso
     let (mut err2, mut base2, mut ref2) = (0.0f64, 0.0f64, 0.0f64);
     let mut worst: Option<(f64, usize, f64, f64)> = None;
     for (i, (((&rv, &mv), &bv), &yv)) in r.iter().zip(m.iter()).zip(b.iter()).zip(y.iter()).enumerate() {
-        let matches = if rv.is_nan() {
-            yv.is_nan()
-        } else if rv.is_infinite() {
-            yv == rv
+        let same = |target: f64| (target.is_nan() && yv.is_nan()) || yv == target;
+        let acceptable = if !rv.is_finite() {
+            // The reference's NaN or infinity; the baseline's, if it differs, is as good.
+            same(rv) || same(bv)
+        } else if !bv.is_finite() {
+            // The naive kernel fails here itself: no worse than it is any finite value or its own.
+            yv.is_finite() || same(bv)
         } else {
             yv.is_finite()
         };
-        if !matches {
+        if !acceptable {
             return Err(Inaccuracy::NonFinite { index: index_of(i), value: yv, reference: rv });
         }
-        if !rv.is_finite() {
+        if !rv.is_finite() || !bv.is_finite() {
             continue;
         }
         let error = (yv - rv).abs();

@@ -1,7 +1,9 @@
 //! The verification contract (DESIGN.md): a candidate is accepted only if it is as accurate as
-//! the naive kernel on every test. This crate holds the accuracy rule; the input families,
-//! anti-cheat protocol and certificates join it with the verifier issue.
+//! the naive kernel on every test. This crate holds the accuracy rule and the input families;
+//! the anti-cheat protocol and certificates join them with the rest of the verifier issue.
 
 mod accuracy;
+mod family;
 
 pub use accuracy::{judge, Inaccuracy, Tolerance};
+pub use family::Family;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use ndarray::{ArrayD, IxDyn};
 use ollie_graph::DType;
 use ollie_runner::{BufferSpec, Compiler, Outcome, Runner};
+use ollie_verify::{judge, Family, Tolerance};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -100,6 +101,59 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
         let (err, norm) = (err.sqrt(), norm.sqrt());
         if err > BOUND * norm {
             return Err(format!("{}: ‖y − r‖ = {err:e} exceeds {BOUND:e} · ‖r‖ = {:e}", name, BOUND * norm));
+        }
+    }
+    Ok(())
+}
+
+/// The best answer a float32 kernel can give, the reference rounded to float32, must pass the
+/// accuracy rule against the naive kernel on every family: otherwise the rule would reject
+/// correct kernels.
+#[test]
+fn the_rounded_reference_passes_the_accuracy_rule_on_every_family() {
+    let mut specs: Vec<PathBuf> = ["test_data/corpus", "examples"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root().join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    specs.sort();
+    let mut failures = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if let Err(e) = rounded_reference_passes(spec, i as u64) {
+            failures.push(format!("{}: {e}", spec.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} specs failed:\n{}", failures.len(), specs.len(), failures.join("\n"));
+}
+
+fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
+    let file = spec.file_name().unwrap().to_str().unwrap();
+    let dims: Vec<(String, i64)> =
+        OVERRIDES.iter().filter(|(f, _)| *f == file).flat_map(|(_, d)| d.iter().map(|(n, v)| (n.to_string(), *v))).collect();
+    let source = std::fs::read_to_string(spec).unwrap();
+    let graph = ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims }).map_err(|d| d.render(file, &source))?.graph;
+    let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).map_err(|e| e.to_string())?);
+    let cache = tempfile::tempdir().unwrap();
+    let library = Compiler::new(cache.path()).compile(&c, &["-O3".to_string(), "-march=native".to_string()]).map_err(|_| "compile".to_string())?.library;
+    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
+    let spec_of = |ty: &ollie_graph::TensorType| BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() };
+    let outs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| spec_of(graph.ty(o))).collect();
+    let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
+    for family in Family::all(max_rank) {
+        let inputs = family.generate(&graph.params, seed);
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(&graph, &inputs).map_err(|e| e.to_string())?;
+        let args: Vec<(BufferSpec, &ArrayD<f64>)> = graph.params.iter().zip(&inputs).map(|(p, a)| (spec_of(&p.ty), a)).collect();
+        let baseline = match runner.run(&library, &graph.name, &args, &outs).map_err(|e| e.to_string())? {
+            Outcome::Ran { outputs, .. } => outputs,
+            other => return Err(format!("{family}: {}", other.summary())),
+        };
+        for (k, &o) in graph.outputs.iter().enumerate() {
+            let (tolerance, rounded) = match graph.ty(o).dtype {
+                DType::F64 => (Tolerance::F64, reference[k].clone()),
+                _ => (Tolerance::F32, reference[k].mapv(|v| v as f32 as f64)),
+            };
+            judge(tolerance, &reference[k], &bounds[k], &baseline[k], &rounded).map_err(|e| format!("{family}, output {k}: {e}"))?;
         }
     }
     Ok(())

@@ -1,0 +1,73 @@
+//! The accuracy rule on small hand-made outputs: what it accepts and what it rejects, and why.
+
+use ndarray::{arr1, ArrayD};
+use ollie_verify::{judge, Inaccuracy, Tolerance};
+
+fn t(v: &[f64]) -> ArrayD<f64> {
+    arr1(v).into_dyn()
+}
+
+fn check(r: &[f64], e: &[f64], b: &[f64], y: &[f64]) -> Result<(), Inaccuracy> {
+    judge(Tolerance::F32, &t(r), &t(e), &t(b), &t(y))
+}
+
+const U: f64 = 1.0 / 16_777_216.0;
+
+#[test]
+fn the_baseline_and_the_rounded_reference_pass() {
+    let r = [1.0, -2.5, 1e-3, 0.0];
+    let e = [4.0, 10.0, 1e-2, 1.0];
+    let b = [1.0 + 2.0 * U, -2.5, 1e-3 * (1.0 + U), 0.0];
+    check(&r, &e, &b, &b).unwrap();
+    check(&r, &e, &b, &r.map(|v| v as f32 as f64)).unwrap();
+}
+
+#[test]
+fn an_all_zero_output_fails_however_small_the_values() {
+    let r = [1e-20, 2e-20, -3e-20];
+    let e = r.map(f64::abs);
+    let err = check(&r, &e, &r, &[0.0; 3]).unwrap_err();
+    assert!(matches!(err, Inaccuracy::Elementwise { .. }), "{err}");
+}
+
+#[test]
+fn error_beyond_the_bound_names_the_worst_element() {
+    let r = [1.0, 1.0, 1.0];
+    let e = [1.0, 1.0, 1.0];
+    // bound: 16 · max(|b − r|, u · 1) = 16u for the first two, 16 · 1e-3 for the last
+    let b = [1.0, 1.0, 1.001];
+    let y = [1.0 + 10.0 * U, 1.0 + 40.0 * U, 1.01];
+    match check(&r, &e, &b, &y).unwrap_err() {
+        Inaccuracy::Elementwise { index, .. } => assert_eq!(index, vec![1]),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn normwise_catches_what_each_element_hides() {
+    // Each element within 16x the baseline's own error, but the baseline is exact nearly
+    // everywhere: the norm of the candidate's error is far larger than the baseline's.
+    let n = 1000;
+    let r = vec![1.0; n];
+    let e = vec![1e6; n]; // loose elementwise floor: u · 1e6 ≈ 0.06
+    let mut b = r.clone();
+    b[0] = 1.0 + 1e-3;
+    let y: Vec<f64> = (0..n).map(|i| 1.0 + if i % 2 == 0 { 0.01 } else { -0.01 }).collect();
+    let err = check(&r, &e, &b, &y).unwrap_err();
+    assert!(matches!(err, Inaccuracy::Normwise { .. }), "{err}");
+}
+
+#[test]
+fn non_finite_values_follow_the_reference_or_the_baseline() {
+    let nan = f64::NAN;
+    let inf = f64::INFINITY;
+    // NaN where the reference has NaN; not where it is finite.
+    check(&[nan, 1.0], &[0.0, 1.0], &[nan, 1.0], &[nan, 1.0]).unwrap();
+    assert!(matches!(check(&[nan, 1.0], &[0.0, 1.0], &[nan, 1.0], &[0.0, 1.0]), Err(Inaccuracy::NonFinite { .. })));
+    assert!(matches!(check(&[1.0], &[1.0], &[1.0], &[nan]), Err(Inaccuracy::NonFinite { .. })));
+    assert!(matches!(check(&[inf], &[0.0], &[inf], &[-inf]), Err(Inaccuracy::NonFinite { .. })));
+    // Where float32 itself overflows in the naive kernel, matching it or being finite is fine.
+    check(&[1e39], &[1e39], &[inf], &[inf]).unwrap();
+    check(&[1e39], &[1e39], &[inf], &[3.0e38]).unwrap();
+    assert!(matches!(check(&[1e39], &[1e39], &[inf], &[nan]), Err(Inaccuracy::NonFinite { .. })));
+}
