@@ -5,6 +5,7 @@
 //! [`worker_main`]); the kernel is only ever loaded there.
 
 mod compile;
+mod layout;
 mod machine;
 mod outcome;
 mod run;
@@ -12,6 +13,6 @@ mod worker;
 
 pub use compile::{cache_root, Compiler, Compiled};
 pub use machine::{Ceiling, Machine, MachineConfig};
-pub use outcome::Outcome;
-pub use run::{BufferSpec, Runner, RunnerError};
+pub use outcome::{syscall_name, Outcome};
+pub use run::{BufferSpec, Call, Runner, RunnerError, Session};
 pub use worker::{worker_main, WORKER_COMMAND};

@@ -13,8 +13,14 @@ pub enum Outcome {
     Crashed { signal: i32 },
     /// The kernel did not return within the time limit and was killed.
     Timeout { limit: Duration },
+    /// The kernel made a system call the sandbox forbids (opening a file, a socket, a new
+    /// process, ...); `syscall` is its number (x86_64).
+    Forbidden { syscall: i64 },
+    /// The kernel touched memory past the end of buffer `buffer` (inputs first, then outputs),
+    /// or wrote to input `buffer` when `write_to_input`.
+    OutOfBounds { buffer: usize, write_to_input: bool },
     /// The kernel could not be run: its library does not load, the symbol is missing, or the
-    /// process exited abnormally without a signal.
+    /// process ended without returning from the kernel.
     Failed { reason: String },
     /// The kernel returned; its outputs in float64, in ABI order.
     Ran { outputs: Vec<Tensor>, elapsed: Duration },
@@ -27,8 +33,33 @@ impl Outcome {
             Outcome::CompileError { log } => format!("compile error: {}", log.lines().find(|l| l.contains("error")).unwrap_or("").trim()),
             Outcome::Crashed { signal } => format!("crashed with signal {signal}"),
             Outcome::Timeout { limit } => format!("timed out after {limit:?}"),
+            Outcome::Forbidden { syscall } => format!("made a forbidden system call: {}", syscall_name(*syscall)),
+            Outcome::OutOfBounds { buffer, write_to_input: true } => format!("wrote to input buffer {buffer}"),
+            Outcome::OutOfBounds { buffer, .. } => format!("touched memory past the end of buffer {buffer}"),
             Outcome::Failed { reason } => format!("failed: {reason}"),
             Outcome::Ran { elapsed, .. } => format!("ran in {elapsed:?}"),
         }
     }
+}
+
+/// The name of an x86_64 system call ollie is likely to see refused.
+pub fn syscall_name(nr: i64) -> String {
+    let name = match nr {
+        0 => "read",
+        1 => "write",
+        2 => "open",
+        41 => "socket",
+        42 => "connect",
+        56 => "clone",
+        57 => "fork",
+        58 => "vfork",
+        59 => "execve",
+        62 => "kill",
+        101 => "ptrace",
+        257 => "openat",
+        322 => "execveat",
+        437 => "openat2",
+        _ => return format!("system call {nr}"),
+    };
+    format!("{name} ({nr})")
 }

@@ -1,18 +1,20 @@
-//! Running a compiled kernel in a child process: buffers in a shared memory file, a time limit,
-//! and the child's fate turned into an [`Outcome`].
+//! Running a compiled kernel in a locked-down child process: buffers in a shared memory file,
+//! one call per command, a time limit per call, and the child's fate turned into an [`Outcome`].
 
-use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::ExitStatusExt;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayD, IxDyn};
 use ollie_graph::{DType, Tensor};
 use wait_timeout::ChildExt;
 
+use crate::layout::{header, Layout, CANARY, RETURNED};
 use crate::outcome::Outcome;
+use crate::worker::{EXIT_FAULT, EXIT_FORBIDDEN, EXIT_SIGNAL_BASE, SHARED_FD};
 
 /// A buffer of the kernel ABI: element type (f32 unless f64) and shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,26 +40,23 @@ pub enum RunnerError {
     Io(String, #[source] std::io::Error),
     #[error("input {index} has shape {actual:?}, the kernel takes {expected:?}")]
     InputShape { index: usize, expected: Vec<usize>, actual: Vec<usize> },
+    #[error("the kernel takes {0} buffers; at most {max} are supported", max = crate::worker::MAX_BUFFERS)]
+    TooManyBuffers(usize),
 }
 
-/// Bytes before the first buffer: the worker writes the call's duration there (bytes 0..8),
-/// then [`RETURNED`] (bytes 8..16) once the kernel has returned.
-pub(crate) const HEADER: usize = 64;
-/// Proof that the kernel returned to the worker (rather than, say, calling `exit`).
-pub(crate) const RETURNED: u64 = 0x6f6c_6c69_6564_6f6e;
-/// Buffer alignment, as the ABI promises.
-pub(crate) const ALIGN: usize = 64;
-
-/// Runs kernels in child processes of `program args... __worker ...`.
+/// Runs kernels in child processes of `program args...` (ollie itself as `ollie __worker`).
 #[derive(Debug, Clone)]
 pub struct Runner {
     /// The executable that serves as the worker (ollie itself).
     pub program: PathBuf,
     /// Arguments that select the worker command.
     pub args: Vec<String>,
-    /// How long one run may take before the child is killed.
+    /// How long one call may take before the child is killed.
     pub timeout: Duration,
 }
+
+/// The address space a worker may map (kernel temporaries included): 16 GiB.
+const ADDRESS_SPACE: u64 = 16 << 30;
 
 impl Runner {
     /// A runner that re-runs the current executable as the worker.
@@ -65,85 +64,260 @@ impl Runner {
         Ok(Runner { program: std::env::current_exe()?, args: vec![crate::WORKER_COMMAND.to_string()], timeout })
     }
 
-    /// Calls `symbol` of `library` once in a child process on `inputs`; outputs start as NaN.
+    /// Calls `symbol` of `library` once in a fresh child process on `inputs`; outputs start as
+    /// NaN.
     pub fn run(&self, library: &Path, symbol: &str, inputs: &[(BufferSpec, &Tensor)], outputs: &[BufferSpec]) -> Result<Outcome, RunnerError> {
-        for (index, (spec, t)) in inputs.iter().enumerate() {
-            if t.shape() != spec.shape.as_slice() {
-                return Err(RunnerError::InputShape { index, expected: spec.shape.clone(), actual: t.shape().to_vec() });
-            }
+        let specs: Vec<BufferSpec> = inputs.iter().map(|(s, _)| s.clone()).collect();
+        let mut session = match self.start(library, symbol, &specs, outputs)? {
+            Ok(s) => s,
+            Err(outcome) => return Ok(outcome),
+        };
+        for (k, (_, t)) in inputs.iter().enumerate() {
+            session.set_input(k, t)?;
         }
-        let specs: Vec<&BufferSpec> = inputs.iter().map(|(s, _)| s).chain(outputs).collect();
-        let mut offsets = Vec::new();
-        let mut end = HEADER;
-        for s in &specs {
-            offsets.push(end);
-            end += s.bytes().div_ceil(ALIGN).max(1) * ALIGN;
+        let outcome = match session.call()? {
+            Call::Returned { elapsed } => match session.damaged_canary() {
+                Some(buffer) => Outcome::OutOfBounds { buffer, write_to_input: false },
+                None => Outcome::Ran { outputs: (0..outputs.len()).map(|k| session.output(k)).collect(), elapsed },
+            },
+            Call::Died(outcome) => outcome,
+        };
+        session.finish();
+        Ok(outcome)
+    }
+
+    /// Starts a worker for `symbol` of `library` with these buffers (outputs poisoned with NaN).
+    /// `Ok(Err(outcome))` when the kernel cannot even be loaded.
+    pub fn start(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
+        let specs: Vec<BufferSpec> = inputs.iter().chain(outputs).cloned().collect();
+        if specs.len() > crate::worker::MAX_BUFFERS {
+            return Err(RunnerError::TooManyBuffers(specs.len()));
         }
-        let fd = rustix::fs::memfd_create("ollie-buffers", rustix::fs::MemfdFlags::empty())
+        let layout = Layout::new(&specs);
+        let fd = rustix::fs::memfd_create("ollie-buffers", rustix::fs::MemfdFlags::CLOEXEC)
             .map_err(|e| RunnerError::Io("creating shared memory".into(), e.into()))?;
         let file = std::fs::File::from(fd);
-        file.set_len(end as u64).map_err(|e| RunnerError::Io("sizing shared memory".into(), e))?;
+        file.set_len(layout.total as u64).map_err(|e| RunnerError::Io("sizing shared memory".into(), e))?;
         // SAFETY: the mapping is of a file only this process and its child use.
         let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(|e| RunnerError::Io("mapping shared memory".into(), e))?;
-        for ((spec, tensor), &offset) in inputs.iter().zip(&offsets) {
-            write_tensor(&mut map[offset..offset + spec.bytes()], spec.dtype, tensor);
+        for r in &layout.regions {
+            map[r.region..r.guard].fill(CANARY);
         }
-        for (spec, &offset) in outputs.iter().zip(&offsets[inputs.len()..]) {
-            write_tensor(&mut map[offset..offset + spec.bytes()], spec.dtype, &ArrayD::from_elem(IxDyn(&spec.shape), f64::NAN));
-        }
-        let layout: Vec<String> = specs
-            .iter()
-            .zip(&offsets)
-            .map(|(s, o)| format!("{o}:{}:{}", s.bytes(), if s.dtype == DType::F64 { "f64" } else { "f32" }))
-            .collect();
-        let mut child = Command::new(&self.program)
+        let workdir = std::env::temp_dir().join(format!("ollie-worker-{}-{}", std::process::id(), unique()));
+        std::fs::create_dir_all(&workdir).map_err(|e| RunnerError::Io(format!("creating {}", workdir.display()), e))?;
+        let shared = file.as_fd().as_raw_fd();
+        let mut command = Command::new(&self.program);
+        command
             .args(&self.args)
-            .arg("--fd")
-            .arg(file.as_raw_fd().to_string())
             .arg("--lib")
             .arg(library)
             .arg("--symbol")
             .arg(symbol)
-            .arg("--buffers")
-            .arg(layout.join(","))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| RunnerError::Io(format!("starting the worker {}", self.program.display()), e))?;
+            .arg("--layout")
+            .arg(layout.encode())
+            .arg("--inputs")
+            .arg(inputs.len().to_string())
+            .arg("--address-space")
+            .arg(ADDRESS_SPACE.to_string())
+            .current_dir(&workdir)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls between fork and exec: dup2 gives the shared file
+        // a fixed number without CLOEXEC; the child dies with its parent.
+        unsafe {
+            command.pre_exec(move || {
+                // dup2 onto itself keeps CLOEXEC, so clear it explicitly.
+                if libc::dup2(shared, SHARED_FD) < 0 || libc::fcntl(SHARED_FD, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().map_err(|e| RunnerError::Io(format!("starting the worker {}", self.program.display()), e))?;
+        let commands = child.stdin.take().expect("piped");
+        let replies = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
-        let reader = std::thread::spawn(move || {
+        let log = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = stderr.by_ref().take(64 * 1024).read_to_string(&mut text);
             text
         });
-        let started = Instant::now();
-        let status = child.wait_timeout(self.timeout).map_err(|e| RunnerError::Io("waiting for the worker".into(), e))?;
-        let Some(status) = status else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Outcome::Timeout { limit: self.timeout });
+        let mut session = Session { child, commands, replies, map, layout, specs, inputs: inputs.len(), timeout: self.timeout, log: Some(log), workdir };
+        match session.await_reply(b'r')? {
+            None => {
+                session.poison_outputs();
+                Ok(Ok(session))
+            }
+            Some(outcome) => {
+                session.finish();
+                Ok(Err(outcome))
+            }
+        }
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::SeqCst)
+}
+
+/// What one call did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Returned { elapsed: Duration },
+    /// The worker is gone; the session can make no more calls.
+    Died(Outcome),
+}
+
+/// A running worker with the kernel loaded: set inputs, call, read outputs, as often as needed.
+pub struct Session {
+    child: Child,
+    commands: ChildStdin,
+    replies: ChildStdout,
+    map: memmap2::MmapMut,
+    layout: Layout,
+    specs: Vec<BufferSpec>,
+    inputs: usize,
+    timeout: Duration,
+    log: Option<std::thread::JoinHandle<String>>,
+    workdir: PathBuf,
+}
+
+impl Session {
+    fn bytes(&mut self, k: usize) -> &mut [u8] {
+        let r = &self.layout.regions[k];
+        &mut self.map[r.start..r.start + r.len]
+    }
+
+    /// Writes input `k`.
+    pub fn set_input(&mut self, k: usize, tensor: &Tensor) -> Result<(), RunnerError> {
+        let spec = self.specs[k].clone();
+        if tensor.shape() != spec.shape.as_slice() {
+            return Err(RunnerError::InputShape { index: k, expected: spec.shape, actual: tensor.shape().to_vec() });
+        }
+        write_tensor(self.bytes(k), spec.dtype, tensor);
+        Ok(())
+    }
+
+    /// Fills every output with NaN.
+    pub fn poison_outputs(&mut self) {
+        for k in self.inputs..self.specs.len() {
+            let spec = self.specs[k].clone();
+            write_tensor(self.bytes(k), spec.dtype, &ArrayD::from_elem(IxDyn(&spec.shape), f64::NAN));
+        }
+    }
+
+    /// Output `k` (0-based among the outputs) as it is now in shared memory.
+    pub fn output(&self, k: usize) -> Tensor {
+        let index = self.inputs + k;
+        let r = &self.layout.regions[index];
+        read_tensor(&self.map[r.start..r.start + r.len], &self.specs[index])
+    }
+
+    /// The first buffer whose slack bytes (around it, before the guard page) were changed.
+    pub fn damaged_canary(&self) -> Option<usize> {
+        self.layout.regions.iter().position(|r| {
+            self.map[r.region..r.start].iter().chain(&self.map[r.start + r.len..r.guard]).any(|&b| b != CANARY)
+        })
+    }
+
+    /// Calls the kernel once and waits for it within the time limit.
+    pub fn call(&mut self) -> Result<Call, RunnerError> {
+        if self.commands.write_all(b"c").and_then(|_| self.commands.flush()).is_err() {
+            // The worker is gone already; its status says why.
+            return Ok(Call::Died(self.death()?));
+        }
+        match self.await_reply(b'd')? {
+            None => {
+                if u64::from_le_bytes(self.map[header::RETURNED..header::RETURNED + 8].try_into().unwrap()) != RETURNED {
+                    return Ok(Call::Died(Outcome::Failed { reason: "the worker replied before the kernel returned".into() }));
+                }
+                let nanos = u64::from_le_bytes(self.map[header::ELAPSED..header::ELAPSED + 8].try_into().unwrap());
+                Ok(Call::Returned { elapsed: Duration::from_nanos(nanos) })
+            }
+            Some(outcome) => Ok(Call::Died(outcome)),
+        }
+    }
+
+    /// Waits for `expected` on the reply pipe; `Some(outcome)` if the worker died or timed out.
+    fn await_reply(&mut self, expected: u8) -> Result<Option<Outcome>, RunnerError> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Ok(Some(Outcome::Timeout { limit: self.timeout }));
+            }
+            let mut fds = [rustix::event::PollFd::new(&self.replies, rustix::event::PollFlags::IN)];
+            let timeout = rustix::event::Timespec::try_from(left.min(Duration::from_millis(100))).expect("a short duration");
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(RunnerError::Io("waiting for the worker".into(), e.into())),
+            }
+            let mut byte = [0u8];
+            match self.replies.read(&mut byte) {
+                Ok(1) if byte[0] == expected => return Ok(None),
+                // Anything else on the pipe came from the kernel itself; wait for the real reply.
+                Ok(1) => continue,
+                _ => return Ok(Some(self.death()?)),
+            }
+        }
+    }
+
+    /// Why the worker ended.
+    fn death(&mut self) -> Result<Outcome, RunnerError> {
+        let status = match self.child.wait_timeout(Duration::from_secs(5)).map_err(|e| RunnerError::Io("waiting for the worker".into(), e))? {
+            Some(s) => s,
+            None => {
+                let _ = self.child.kill();
+                self.child.wait().map_err(|e| RunnerError::Io("waiting for the worker".into(), e))?
+            }
         };
-        let log = reader.join().unwrap_or_default();
-        tracing::debug!(elapsed = ?started.elapsed(), ?status, "worker finished");
-        if let Some(signal) = status.signal() {
-            return Ok(Outcome::Crashed { signal });
+        let word = |offset: usize| u64::from_le_bytes(self.map[offset..offset + 8].try_into().unwrap());
+        Ok(match (status.signal(), status.code()) {
+            (Some(signal), _) => Outcome::Crashed { signal },
+            (_, Some(code)) if (EXIT_SIGNAL_BASE + 1..EXIT_SIGNAL_BASE + 32).contains(&code) => Outcome::Crashed { signal: code - EXIT_SIGNAL_BASE },
+            (_, Some(EXIT_FORBIDDEN)) => Outcome::Forbidden { syscall: word(header::SYSCALL) as i64 - 1 },
+            (_, Some(EXIT_FAULT)) => Outcome::OutOfBounds {
+                buffer: word(header::FAULT_BUFFER) as usize - 1,
+                write_to_input: word(header::FAULT_WRITE_INPUT) != 0,
+            },
+            _ => {
+                let log = self.log.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+                let reason = log.trim();
+                if status.success() {
+                    Outcome::Failed { reason: "the kernel ended its process instead of returning".into() }
+                } else if reason.is_empty() {
+                    Outcome::Failed { reason: format!("the worker exited with {status}") }
+                } else {
+                    Outcome::Failed { reason: reason.to_string() }
+                }
+            }
+        })
+    }
+
+    /// Ends the worker.
+    pub fn finish(mut self) {
+        let _ = self.commands.write_all(b"q");
+        if self.child.wait_timeout(Duration::from_secs(2)).ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        if !status.success() {
-            let reason = log.trim();
-            let reason = if reason.is_empty() { format!("the worker exited with {status}") } else { reason.to_string() };
-            return Ok(Outcome::Failed { reason });
-        }
-        if u64::from_le_bytes(map[8..16].try_into().expect("8 bytes")) != RETURNED {
-            return Ok(Outcome::Failed { reason: "the kernel ended its process instead of returning".into() });
-        }
-        let nanos = u64::from_le_bytes(map[0..8].try_into().expect("8 bytes"));
-        let outputs = outputs
-            .iter()
-            .zip(&offsets[inputs.len()..])
-            .map(|(spec, &offset)| read_tensor(&map[offset..offset + spec.bytes()], spec))
-            .collect();
-        Ok(Outcome::Ran { outputs, elapsed: Duration::from_nanos(nanos) })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.workdir);
     }
 }
 

@@ -1,60 +1,221 @@
-//! The worker side: maps the shared buffers, loads the kernel library, calls the kernel once.
-//! It runs in the child process only; a kernel never runs inside ollie's own process.
+//! The worker side, run as `ollie __worker ...` in the child process: maps the shared buffers
+//! (guard pages after each, inputs read-only), loads the kernel, locks itself down (rlimits and a
+//! seccomp filter), then calls the kernel once per command from the parent. A kernel never runs
+//! inside ollie's own process.
+//!
+//! Protocol: fd 0 carries commands (`c`: call, `q`: quit), fd 1 replies (`r`: ready, `d`: done),
+//! fd 3 is the shared memory file. Whatever goes wrong after the lockdown ends the process: a
+//! forbidden system call (SIGSYS, exit 97), a touched guard page or a write to an input (exit 98,
+//! with the buffer in the header), any other fault (exit 100 + the signal).
 
-use std::os::fd::FromRawFd;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::time::Instant;
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+
+use crate::layout::{header, Layout, PAGE, RETURNED};
 
 /// The hidden command under which ollie's executable acts as the worker.
 pub const WORKER_COMMAND: &str = "__worker";
+/// The descriptor the shared memory file is given in the worker.
+pub(crate) const SHARED_FD: i32 = 3;
+/// The exit code after a forbidden system call.
+pub(crate) const EXIT_FORBIDDEN: i32 = 97;
+/// The exit code after a fault in a guard page or an input.
+pub(crate) const EXIT_FAULT: i32 = 98;
+/// Exit code `EXIT_SIGNAL_BASE + n`: the kernel faulted with signal `n` elsewhere.
+pub(crate) const EXIT_SIGNAL_BASE: i32 = 100;
 
 /// The most buffers (inputs and outputs) a kernel may take.
-const MAX_BUFFERS: usize = 16;
+pub(crate) const MAX_BUFFERS: usize = 16;
 
-/// Runs the worker with the arguments after [`WORKER_COMMAND`]. The executable reports an
-/// error on stderr and exits non-zero; the parent reads that text as the reason.
+static HEADER: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+/// Per buffer: data region start, guard page start; and how many are inputs.
+static REGIONS: [AtomicUsize; 2 * MAX_BUFFERS] = [const { AtomicUsize::new(0) }; 2 * MAX_BUFFERS];
+static BUFFERS: AtomicUsize = AtomicUsize::new(0);
+static INPUTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs the worker with the arguments after [`WORKER_COMMAND`]. Errors before the lockdown are
+/// returned (the executable prints them and exits non-zero); after it, the worker never returns.
 pub fn worker_main(args: &[String]) -> Result<(), String> {
     let value = |flag: &str| -> Result<&str, String> {
         let i = args.iter().position(|a| a == flag).ok_or(format!("worker: missing {flag}"))?;
         args.get(i + 1).map(String::as_str).ok_or(format!("worker: {flag} needs a value"))
     };
-    let fd: i32 = value("--fd")?.parse().map_err(|_| "worker: bad --fd")?;
     let library = value("--lib")?;
     let symbol = value("--symbol")?;
-    let mut buffers = Vec::new();
-    for b in value("--buffers")?.split(',').filter(|b| !b.is_empty()) {
-        let mut parts = b.split(':');
-        let offset: usize = parts.next().and_then(|o| o.parse().ok()).ok_or("worker: bad --buffers")?;
-        let len: usize = parts.next().and_then(|o| o.parse().ok()).ok_or("worker: bad --buffers")?;
-        buffers.push((offset, len));
+    let layout = Layout::decode(value("--layout")?).ok_or("worker: bad --layout")?;
+    let inputs: usize = value("--inputs")?.parse().map_err(|_| "worker: bad --inputs")?;
+    let address_space: u64 = value("--address-space")?.parse().map_err(|_| "worker: bad --address-space")?;
+    if layout.regions.len() > MAX_BUFFERS || inputs > layout.regions.len() {
+        return Err(format!("the kernel takes {} buffers; at most {MAX_BUFFERS} are supported", layout.regions.len()));
     }
-    if buffers.len() > MAX_BUFFERS {
-        return Err(format!("the kernel takes {} buffers; at most {MAX_BUFFERS} are supported", buffers.len()));
+    // SAFETY: maps the shared file the parent passed as fd 3, for its whole length.
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), layout.total, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, SHARED_FD, 0) };
+    if base == libc::MAP_FAILED {
+        return Err(format!("worker: cannot map the buffers: {}", std::io::Error::last_os_error()));
     }
-    // SAFETY: the parent passed this descriptor for exactly this purpose.
-    let file = unsafe { std::fs::File::from_raw_fd(fd) };
-    // SAFETY: the shared file is used by the parent only after this process has exited.
-    let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(|e| format!("worker: cannot map the buffers: {e}"))?;
-    if buffers.iter().any(|&(o, l)| o + l > map.len()) {
-        return Err("worker: a buffer lies outside the shared memory".into());
+    let base = base as *mut u8;
+    HEADER.store(base, Ordering::SeqCst);
+    for (k, r) in layout.regions.iter().enumerate() {
+        REGIONS[2 * k].store(base as usize + r.region, Ordering::SeqCst);
+        REGIONS[2 * k + 1].store(base as usize + r.guard, Ordering::SeqCst);
+        // SAFETY: the ranges lie inside the mapping made above.
+        unsafe {
+            protect(base.add(r.guard), PAGE, libc::PROT_NONE)?;
+            if k < inputs {
+                protect(base.add(r.region), r.guard - r.region, libc::PROT_READ)?;
+            }
+        }
     }
-    let base = map.as_mut_ptr();
-    // SAFETY: every offset was checked against the mapping's length above.
-    let ptrs: Vec<*mut u8> = buffers.iter().map(|&(o, _)| unsafe { base.add(o) }).collect();
+    BUFFERS.store(layout.regions.len(), Ordering::SeqCst);
+    INPUTS.store(inputs, Ordering::SeqCst);
+    install_handlers();
     // SAFETY: loading the library runs its initializers; that is the kernel's code, run here,
     // in the child, on purpose.
     let lib = unsafe { libloading::Library::new(library) }.map_err(|e| format!("cannot load the kernel library: {e}"))?;
-    // SAFETY: the symbol's real type is `void f(float *...)`; it is called below with exactly
-    // as many pointers as the kernel has buffers.
+    // SAFETY: the symbol's real type is `void f(float *...)`; it is called below with exactly as
+    // many pointers as the kernel has buffers.
     let f = unsafe { lib.get::<unsafe extern "C" fn()>(symbol.as_bytes()) }.map_err(|e| format!("the library has no kernel `{symbol}`: {e}"))?;
     let f: unsafe extern "C" fn() = *f;
-    let start = Instant::now();
-    // SAFETY: as above: the pointer count matches the kernel's ABI.
-    unsafe { call(f, &ptrs) };
-    let nanos = start.elapsed().as_nanos() as u64;
-    map[0..8].copy_from_slice(&nanos.to_le_bytes());
-    map[8..16].copy_from_slice(&crate::run::RETURNED.to_le_bytes());
-    map.flush().map_err(|e| format!("worker: {e}"))?;
+    // SAFETY: every region lies inside the mapping.
+    let ptrs: Vec<*mut u8> = layout.regions.iter().map(|r| unsafe { base.add(r.start) }).collect();
+    limit(libc::RLIMIT_CORE, 0)?;
+    limit(libc::RLIMIT_FSIZE, 0)?;
+    if address_space > 0 {
+        limit(libc::RLIMIT_AS, address_space)?;
+    }
+    let filters = filters().map_err(|e| format!("worker: building the system call filter: {e}"))?;
+    for program in &filters {
+        seccompiler::apply_filter_all_threads(program).map_err(|e| format!("worker: installing the system call filter: {e}"))?;
+    }
+    std::mem::forget(lib);
+    reply(b'r');
+    loop {
+        let mut command = 0u8;
+        // SAFETY: reads one byte into a local.
+        let n = unsafe { libc::read(0, (&mut command as *mut u8).cast(), 1) };
+        if n != 1 || command != b'c' {
+            // SAFETY: ends the process without running destructors (which would make system
+            // calls the filter forbids).
+            unsafe { libc::_exit(0) };
+        }
+        // SAFETY: the header is the first page of the mapping.
+        unsafe { std::ptr::write_volatile(base.add(header::RETURNED).cast::<u64>(), 0) };
+        let start = Instant::now();
+        // SAFETY: the pointer count matches the kernel's ABI.
+        unsafe { call(f, &ptrs) };
+        let nanos = start.elapsed().as_nanos() as u64;
+        // SAFETY: as above.
+        unsafe {
+            std::ptr::write_volatile(base.add(header::ELAPSED).cast::<u64>(), nanos);
+            std::ptr::write_volatile(base.add(header::RETURNED).cast::<u64>(), RETURNED);
+        }
+        reply(b'd');
+    }
+}
+
+fn reply(byte: u8) {
+    // SAFETY: writes one byte from a local.
+    unsafe { libc::write(1, (&byte as *const u8).cast(), 1) };
+}
+
+unsafe fn protect(at: *mut u8, len: usize, prot: i32) -> Result<(), String> {
+    if libc::mprotect(at.cast(), len, prot) != 0 {
+        return Err(format!("worker: mprotect: {}", std::io::Error::last_os_error()));
+    }
     Ok(())
+}
+
+fn limit(resource: libc::__rlimit_resource_t, value: u64) -> Result<(), String> {
+    let l = libc::rlimit { rlim_cur: value, rlim_max: value };
+    // SAFETY: passes a valid rlimit.
+    if unsafe { libc::setrlimit(resource, &l) } != 0 {
+        return Err(format!("worker: setrlimit: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// What a kernel may ask of the operating system: memory, threads (OpenMP), time, its own
+/// signals, and the protocol's pipe. Anything else traps. `clone3` fails with ENOSYS so that
+/// threads are made with `clone`, whose flags the filter can check.
+fn filters() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
+    let arch = TargetArch::x86_64;
+    let allowed = [
+        libc::SYS_read, libc::SYS_write, libc::SYS_close, libc::SYS_mmap, libc::SYS_munmap, libc::SYS_mprotect,
+        libc::SYS_mremap, libc::SYS_madvise, libc::SYS_brk, libc::SYS_futex, libc::SYS_exit, libc::SYS_exit_group,
+        libc::SYS_sched_yield, libc::SYS_sched_getaffinity, libc::SYS_getpid, libc::SYS_gettid, libc::SYS_rt_sigprocmask,
+        libc::SYS_rt_sigreturn, libc::SYS_sigaltstack, libc::SYS_set_robust_list, libc::SYS_rseq, libc::SYS_nanosleep,
+        libc::SYS_clock_nanosleep, libc::SYS_clock_gettime, libc::SYS_gettimeofday, libc::SYS_fcntl, libc::SYS_getrandom,
+        libc::SYS_prlimit64, libc::SYS_clone3,
+    ];
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = allowed.iter().map(|&nr| (nr, vec![])).collect();
+    // Threads only: a clone without CLONE_THREAD would be a new process.
+    let thread = libc::CLONE_THREAD as u64;
+    rules.insert(libc::SYS_clone, vec![SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(thread), thread)?])?]);
+    // Signals to itself only (abort, OpenMP runtime).
+    let pid = std::process::id() as u64;
+    let own = |arg| -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+        Ok(vec![SeccompRule::new(vec![SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, pid)?])?])
+    };
+    // glibc names its anonymous mappings (PR_SET_VMA); nothing else of prctl.
+    const PR_SET_VMA: u64 = 0x53564d41;
+    rules.insert(libc::SYS_prctl, vec![SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, PR_SET_VMA)?])?]);
+    // glibc's threads install handlers for its own real-time signals (32, 33); the fault and
+    // seccomp handlers stay ollie's.
+    rules.insert(libc::SYS_rt_sigaction, vec![SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ge, 32)?])?]);
+    rules.insert(libc::SYS_tgkill, own(0)?);
+    rules.insert(libc::SYS_kill, own(0)?);
+    let allow = SeccompFilter::new(rules, SeccompAction::Trap, SeccompAction::Allow, arch)?;
+    let no_clone3 = SeccompFilter::new([(libc::SYS_clone3, vec![])].into_iter().collect(), SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
+    // Installing a filter calls prctl, which the allowlist refuses: it goes last.
+    Ok(vec![no_clone3.try_into()?, allow.try_into()?])
+}
+
+fn install_handlers() {
+    for sig in [libc::SIGSYS, libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: installs a plain SA_SIGINFO handler with an empty mask.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Records why the kernel is being stopped in the shared header and ends the process; a fault
+/// outside ollie's pages falls through to the default action (the parent sees the signal).
+extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+    let header = HEADER.load(Ordering::SeqCst);
+    // SAFETY: only async-signal-safe work: reads of the siginfo, volatile stores into the
+    // shared header, sigaction and _exit.
+    unsafe {
+        let put = |offset: usize, value: u64| std::ptr::write_volatile(header.add(offset).cast::<u64>(), value);
+        if sig == libc::SIGSYS {
+            // x86_64 siginfo_t: the system call number is the int at byte 24 for SIGSYS.
+            let nr = *(info as *const u8).add(24).cast::<i32>();
+            put(header::SYSCALL, nr as u64 + 1);
+            libc::_exit(EXIT_FORBIDDEN);
+        }
+        let addr = (*info).si_addr() as usize;
+        for k in 0..BUFFERS.load(Ordering::SeqCst) {
+            let (region, guard) = (REGIONS[2 * k].load(Ordering::SeqCst), REGIONS[2 * k + 1].load(Ordering::SeqCst));
+            let in_guard = (guard..guard + PAGE).contains(&addr);
+            let in_input = k < INPUTS.load(Ordering::SeqCst) && (region..guard).contains(&addr);
+            if in_guard || in_input {
+                put(header::FAULT_BUFFER, k as u64 + 1);
+                put(header::FAULT_ADDRESS, addr as u64);
+                put(header::FAULT_WRITE_INPUT, in_input as u64);
+                libc::_exit(EXIT_FAULT);
+            }
+        }
+        // Any other fault: report the signal by exit code (re-raising it would need
+        // rt_sigaction, which the filter refuses so that a kernel cannot take over faults).
+        libc::_exit(EXIT_SIGNAL_BASE + sig);
+    }
 }
 
 /// Calls `f` with the pointers as its arguments.

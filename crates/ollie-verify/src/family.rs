@@ -70,7 +70,7 @@ impl Family {
     }
 
     fn values(self, shape: &[usize], rng: &mut ChaCha8Rng) -> Tensor {
-        let mut normal = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
+        let normal = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
         match self {
             Family::Normal => ArrayD::from_shape_simple_fn(IxDyn(shape), || normal(rng)),
             Family::Uniform => ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random_range(0.0..1.0)),

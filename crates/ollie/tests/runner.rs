@@ -1,6 +1,7 @@
 //! The runner: a kernel that works, one that does not compile, one that crashes, one that never
-//! returns, and one without the expected symbol each come back as the matching outcome, and
-//! ollie keeps going.
+//! returns, one without the expected symbol, one that reaches past a buffer, writes its input,
+//! opens a file, a socket or a process each come back as the matching outcome, and ollie keeps
+//! going. OpenMP kernels run; a session calls a kernel many times.
 
 use std::time::Duration;
 
@@ -18,9 +19,14 @@ fn f32s(shape: &[usize]) -> BufferSpec {
 
 /// Compiles `source` and runs `k(x, out)` with x = [1, 2, 3, 4].
 fn run(source: &str, timeout: Duration) -> Outcome {
+    run_with(source, &["-O2"], timeout)
+}
+
+fn run_with(source: &str, flags: &[&str], timeout: Duration) -> Outcome {
     let cache = tempfile::tempdir().unwrap();
     let compiler = Compiler::new(cache.path());
-    let library = match compiler.compile(source, &["-O2".to_string()]) {
+    let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    let library = match compiler.compile(source, &flags) {
         Ok(c) => c.library,
         Err(Ok(outcome)) => return outcome,
         Err(Err(e)) => panic!("{e}"),
@@ -92,4 +98,59 @@ fn compiled_libraries_are_cached_by_content() {
     assert!(!first.cached && second.cached && !other.cached);
     assert_eq!(first.library, second.library);
     assert_ne!(first.library, other.library);
+}
+
+#[test]
+fn reaching_past_a_buffer_names_it() {
+    // Reading x[16] is the first byte of the guard page after the (64-byte padded) input.
+    let read = run("void k(const float *x, float *out) { volatile float v = x[16]; out[0] = v; }", 10 * SECOND);
+    assert_eq!(read, Outcome::OutOfBounds { buffer: 0, write_to_input: false });
+    let write = run("void k(const float *x, float *out) { for (int i = 0; i < 4; i++) out[i] = x[i]; ((volatile float *)out)[16] = 1; }", 10 * SECOND);
+    assert_eq!(write, Outcome::OutOfBounds { buffer: 1, write_to_input: false });
+    // Writing into the slack before the guard page spoils the canary.
+    let slack = run("void k(const float *x, float *out) { for (int i = 0; i < 4; i++) out[i] = x[i]; ((volatile float *)out)[5] = 1; }", 10 * SECOND);
+    assert_eq!(slack, Outcome::OutOfBounds { buffer: 1, write_to_input: false });
+}
+
+#[test]
+fn writing_an_input_is_caught() {
+    let outcome = run("void k(float *x, float *out) { x[0] = 0; out[0] = 1; }", 10 * SECOND);
+    assert_eq!(outcome, Outcome::OutOfBounds { buffer: 0, write_to_input: true });
+}
+
+#[test]
+fn system_calls_beyond_memory_and_threads_are_forbidden() {
+    let file = run("#include <stdio.h>\nvoid k(const float *x, float *out) { FILE *f = fopen(\"/etc/hostname\", \"r\"); out[0] = f ? 1 : 0; }", 10 * SECOND);
+    assert!(matches!(file, Outcome::Forbidden { syscall: 257 } | Outcome::Forbidden { syscall: 2 }), "{file:?}");
+    let socket = run("#include <sys/socket.h>\nvoid k(const float *x, float *out) { out[0] = socket(AF_INET, SOCK_STREAM, 0); }", 10 * SECOND);
+    assert_eq!(socket, Outcome::Forbidden { syscall: 41 });
+    let fork = run("#include <unistd.h>\nvoid k(const float *x, float *out) { out[0] = fork(); }", 10 * SECOND);
+    assert_eq!(fork, Outcome::Forbidden { syscall: 56 });
+}
+
+#[test]
+fn openmp_kernels_run() {
+    let source = "void k(const float *restrict x, float *restrict out) {\n#pragma omp parallel for num_threads(2)\n  for (int i = 0; i < 4; i++) out[i] = x[i] + 1;\n}";
+    let outcome = run_with(source, &["-O2", "-fopenmp"], 10 * SECOND);
+    let Outcome::Ran { outputs, .. } = outcome else { panic!("{outcome:?}") };
+    assert_eq!(outputs[0].iter().copied().collect::<Vec<_>>(), vec![2.0, 3.0, 4.0, 5.0]);
+}
+
+#[test]
+fn a_session_calls_the_kernel_on_new_inputs_each_time() {
+    let cache = tempfile::tempdir().unwrap();
+    let library = Compiler::new(cache.path())
+        .compile("void k(const float *restrict x, float *restrict out) { for (int i = 0; i < 4; i++) out[i] = 3 * x[i]; }", &[])
+        .unwrap()
+        .library;
+    let mut session = runner(10 * SECOND).start(&library, "k", &[f32s(&[4])], &[f32s(&[4])]).unwrap().unwrap();
+    for round in 0..5 {
+        let x = ArrayD::from_shape_vec(IxDyn(&[4]), (0..4).map(|i| (round * 10 + i) as f64).collect()).unwrap();
+        session.set_input(0, &x).unwrap();
+        session.poison_outputs();
+        assert!(matches!(session.call().unwrap(), ollie_runner::Call::Returned { .. }));
+        assert_eq!(session.output(0), x.mapv(|v| 3.0 * v));
+    }
+    assert_eq!(session.damaged_canary(), None);
+    session.finish();
 }

@@ -1,0 +1,85 @@
+//! Where each buffer lives in the shared memory file: after a one-page header, each buffer ends
+//! exactly at a page boundary followed by a guard page, so reading or writing past its end
+//! faults; the slack bytes around it hold a canary pattern.
+
+use crate::run::BufferSpec;
+
+pub(crate) const PAGE: usize = 4096;
+/// Buffer alignment: the ABI promises at least 64 bytes.
+pub(crate) const ALIGN: usize = 64;
+/// The byte the slack around buffers is filled with.
+pub(crate) const CANARY: u8 = 0xa5;
+
+/// Header fields (byte offsets into the first page).
+pub(crate) mod header {
+    /// Nanoseconds the last call took (u64).
+    pub const ELAPSED: usize = 0;
+    /// [`super::RETURNED`] once the kernel has returned.
+    pub const RETURNED: usize = 8;
+    /// 1 + the number of a forbidden system call the kernel attempted (0: none).
+    pub const SYSCALL: usize = 16;
+    /// 1 + the index of the buffer whose guard page (or read-only input) the kernel touched.
+    pub const FAULT_BUFFER: usize = 24;
+    /// The faulting address.
+    pub const FAULT_ADDRESS: usize = 32;
+    /// Nonzero when the fault was a write to an input.
+    pub const FAULT_WRITE_INPUT: usize = 40;
+}
+
+/// Proof that the kernel returned to the worker (rather than, say, calling `exit`).
+pub(crate) const RETURNED: u64 = 0x6f6c_6c69_6564_6f6e;
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Region {
+    /// The page-aligned start of the region (its first data page).
+    pub region: usize,
+    /// Where the buffer starts (64-byte aligned).
+    pub start: usize,
+    /// The buffer's length in bytes.
+    pub len: usize,
+    /// The guard page right after the data pages.
+    pub guard: usize,
+}
+
+/// The layout of all buffers (inputs first, then outputs).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Layout {
+    pub regions: Vec<Region>,
+    pub total: usize,
+}
+
+impl Layout {
+    pub fn new(buffers: &[BufferSpec]) -> Layout {
+        let mut at = PAGE;
+        let regions = buffers
+            .iter()
+            .map(|b| Layout::region(&mut at, b.bytes()))
+            .collect();
+        Layout { regions, total: at }
+    }
+
+    fn region(at: &mut usize, len: usize) -> Region {
+        let padded = len.div_ceil(ALIGN).max(1) * ALIGN;
+        let pages = padded.div_ceil(PAGE);
+        let region = *at;
+        let guard = region + pages * PAGE;
+        *at = guard + PAGE;
+        Region { region, start: guard - padded, len, guard }
+    }
+
+    /// The command-line form the worker reads: `region:start:len:guard,...`.
+    pub fn encode(&self) -> String {
+        self.regions.iter().map(|r| format!("{}:{}:{}:{}", r.region, r.start, r.len, r.guard)).collect::<Vec<_>>().join(",")
+    }
+
+    pub fn decode(text: &str) -> Option<Layout> {
+        let mut regions = Vec::new();
+        for part in text.split(',').filter(|p| !p.is_empty()) {
+            let n: Vec<usize> = part.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+            let [region, start, len, guard] = n.as_slice() else { return None };
+            regions.push(Region { region: *region, start: *start, len: *len, guard: *guard });
+        }
+        let total = regions.last().map_or(PAGE, |r| r.guard + PAGE);
+        Some(Layout { regions, total })
+    }
+}
