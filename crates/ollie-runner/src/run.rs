@@ -16,6 +16,11 @@ use crate::layout::{header, Layout, CANARY, RETURNED};
 use crate::outcome::Outcome;
 use crate::worker::{EXIT_FAULT, EXIT_FORBIDDEN, EXIT_SIGNAL_BASE, SHARED_FD};
 
+/// The float32 NaN outputs are poisoned with (a quiet NaN with payload 0x450f0f).
+pub const POISON_F32: u32 = 0x7fc5_0f0f;
+/// The float64 NaN outputs are poisoned with.
+pub const POISON_F64: u64 = 0x7ff8_0000_dead_beef;
+
 /// A buffer of the kernel ABI: element type (f32 unless f64) and shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BufferSpec {
@@ -203,11 +208,29 @@ impl Session {
         Ok(())
     }
 
-    /// Fills every output with NaN.
+    /// Fills every output with a NaN whose payload no computation produces ([`POISON_F32`],
+    /// [`POISON_F64`]), so that unwritten elements can be told from computed NaNs.
     pub fn poison_outputs(&mut self) {
         for k in self.inputs..self.specs.len() {
-            let spec = self.specs[k].clone();
-            write_tensor(self.bytes(k), spec.dtype, &ArrayD::from_elem(IxDyn(&spec.shape), f64::NAN));
+            let dtype = self.specs[k].dtype;
+            let bytes = self.bytes(k);
+            if dtype == DType::F64 {
+                bytes.chunks_exact_mut(8).for_each(|c| c.copy_from_slice(&POISON_F64.to_le_bytes()));
+            } else {
+                bytes.chunks_exact_mut(4).for_each(|c| c.copy_from_slice(&POISON_F32.to_le_bytes()));
+            }
+        }
+    }
+
+    /// How many elements of output `k` still hold the poison.
+    pub fn unwritten(&self, k: usize) -> usize {
+        let index = self.inputs + k;
+        let r = &self.layout.regions[index];
+        let bytes = &self.map[r.start..r.start + r.len];
+        if self.specs[index].dtype == DType::F64 {
+            bytes.chunks_exact(8).filter(|c| u64::from_le_bytes((*c).try_into().unwrap()) == POISON_F64).count()
+        } else {
+            bytes.chunks_exact(4).filter(|c| u32::from_le_bytes((*c).try_into().unwrap()) == POISON_F32).count()
         }
     }
 

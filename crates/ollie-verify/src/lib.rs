@@ -1,9 +1,11 @@
 //! The verification contract (DESIGN.md): a candidate is accepted only if it is as accurate as
-//! the naive kernel on every test. This crate holds the accuracy rule and the input families;
-//! the anti-cheat protocol and certificates join them with the rest of the verifier issue.
+//! the naive kernel on every test. This crate holds the accuracy rule, the input families and
+//! the protocol that runs a candidate through them.
 
 mod accuracy;
 mod family;
+mod verify;
 
 pub use accuracy::{judge, Inaccuracy, Tolerance};
 pub use family::Family;
+pub use verify::{verify, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

@@ -1,5 +1,6 @@
 //! The `ollie` command line: parses arguments, runs one command, renders errors.
 
+mod check;
 mod eval;
 mod inputs;
 mod load;
@@ -40,6 +41,29 @@ enum Command {
         /// Print the loop-nest IR instead of C.
         #[arg(long)]
         ir: bool,
+    },
+    /// Verify a kernel against the spec: exit 0 if accepted, 1 if rejected (with the reason and
+    /// the counterexample), 2 for a usage or spec error.
+    Check {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// The C file implementing the kernel ABI.
+        kernel: PathBuf,
+        /// Compiler flags for the kernel.
+        #[arg(long, default_value = "-O3 -march=native", allow_hyphen_values = true)]
+        flags: String,
+        /// The master seed of the input sets (default: fresh, printed and recorded).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Seconds one call may take.
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
+        /// Where to write the certificate (default: KERNEL.certificate.json beside the kernel).
+        #[arg(long)]
+        certificate: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Measure and cache this machine's ceilings (memory bandwidth, FMA peak) for the roofline.
     Machine {
@@ -89,6 +113,8 @@ fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
 pub enum Failure {
     /// Already rendered for the user.
     User(String),
+    /// `ollie check` rejected the kernel (already reported).
+    Rejected,
     Internal(anyhow::Error),
 }
 
@@ -166,6 +192,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
         Command::Lower { spec, ir } => lower(&spec, ir),
+        Command::Check { spec, kernel, flags, seed, timeout, certificate, json } => {
+            check::run(&check::Options { spec, kernel, flags, seed, timeout, certificate, json })
+        }
         Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)
@@ -173,6 +202,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Rejected) => ExitCode::from(1),
         Err(Failure::User(message)) => {
             eprint!("{message}");
             if !message.ends_with('\n') {

@@ -1,0 +1,248 @@
+//! The verification protocol: the candidate and the naive kernel each run in one sandboxed
+//! process; the candidate is called on every input family with fresh seeds, on the same buffers
+//! refilled, and on a copy with one element changed; each output is checked against the
+//! reference (accuracy, every element written, nothing changing after return).
+
+use std::path::Path;
+use std::time::Duration;
+
+use ollie_graph::{DType, Graph, Tensor};
+use ollie_runner::{BufferSpec, Call, Outcome, Runner, RunnerError, Session};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::accuracy::{judge, Inaccuracy, Tolerance};
+use crate::family::Family;
+
+/// How thoroughly to verify.
+#[derive(Debug, Clone)]
+pub struct VerifyConfig {
+    /// The master seed; every input set's seed derives from it (record it to reproduce).
+    pub seed: u64,
+    /// Input sets per family.
+    pub sets_per_family: usize,
+    /// How long after a call returns its outputs are read a second time.
+    pub reread_delay: Duration,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> VerifyConfig {
+        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20) }
+    }
+}
+
+/// Why a candidate is rejected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Rejection {
+    /// Too far from the reference (or non-finite where it must not be).
+    Inaccurate { test: TestId, output: usize, detail: String, element: Option<Vec<usize>>, value: f64, reference: f64, bound: Option<f64> },
+    /// Output elements still hold the NaN they were poisoned with.
+    Unwritten { test: TestId, output: usize, count: usize },
+    /// Outputs changed after the call had returned.
+    ChangedAfterReturn { test: TestId, output: usize },
+    /// Touched memory past the end of a buffer (`buffer` counts inputs first, then outputs).
+    OutOfBounds { test: TestId, buffer: usize },
+    /// Wrote to an input.
+    InputModified { test: TestId, buffer: usize },
+    /// Made a system call the sandbox forbids.
+    Forbidden { test: TestId, syscall: String },
+    Crashed { test: TestId, signal: i32 },
+    Timeout { test: TestId, seconds: f64 },
+    /// Could not be loaded or run at all.
+    Failed { reason: String },
+}
+
+/// Which test a rejection happened in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestId {
+    pub family: String,
+    pub seed: u64,
+    /// What the call was: `fresh` inputs, or `one-element-changed` from the previous call's.
+    pub kind: String,
+    /// The call's number within the candidate's process (from 1).
+    pub call: usize,
+}
+
+/// What was run, for `certificate.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Certificate {
+    pub kernel: String,
+    pub seed: u64,
+    pub alpha: f64,
+    pub tests: Vec<TestRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestRecord {
+    pub id: TestId,
+    /// Per output: the largest error over its elementwise bound (accepted when ≤ 1), and the
+    /// normwise error over its bound.
+    pub worst_elementwise: Vec<f64>,
+    pub normwise: Vec<f64>,
+    pub elapsed_seconds: f64,
+}
+
+/// The verifier's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub accepted: bool,
+    pub rejection: Option<Rejection>,
+    pub certificate: Certificate,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Runner(#[from] RunnerError),
+    #[error("the naive kernel failed, which is a bug in ollie: {0}")]
+    Baseline(String),
+    #[error("the reference failed: {0}")]
+    Reference(#[from] ollie_graph::GraphError),
+}
+
+/// Verifies the kernel in `candidate` against `graph`, with the naive kernel in `baseline`.
+pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
+    let inputs: Vec<BufferSpec> = graph.params.iter().map(|p| BufferSpec { dtype: p.ty.dtype, shape: p.ty.shape.clone() }).collect();
+    let outputs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| { let t = graph.ty(o); BufferSpec { dtype: t.dtype, shape: t.shape.clone() } }).collect();
+    let mut certificate = Certificate { kernel: graph.name.clone(), seed: config.seed, alpha: Tolerance::F32.alpha, tests: Vec::new() };
+    let reject = |certificate: Certificate, rejection: Rejection| Ok(Report { accepted: false, rejection: Some(rejection), certificate });
+    let mut base = match runner.start(baseline, &graph.name, &inputs, &outputs)? {
+        Ok(s) => s,
+        Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+    };
+    let mut cand = match runner.start(candidate, &graph.name, &inputs, &outputs)? {
+        Ok(s) => s,
+        Err(outcome) => return reject(certificate, rejection(&outcome, None)),
+    };
+    let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut calls = 0;
+    for family in Family::all(max_rank) {
+        for _ in 0..config.sets_per_family {
+            let seed: u64 = rng.random();
+            let mut values = family.generate(&graph.params, seed);
+            for kind in ["fresh", "one-element-changed"] {
+                if kind == "one-element-changed" {
+                    change_one_element(&mut values, &mut rng);
+                }
+                calls += 1;
+                let id = TestId { family: family.to_string(), seed, kind: kind.to_string(), call: calls };
+                match test(graph, &mut base, &mut cand, &values, &id, config)? {
+                    Ok(record) => certificate.tests.push(record),
+                    Err(rejection) => {
+                        cand.finish();
+                        base.finish();
+                        return reject(certificate, rejection);
+                    }
+                }
+            }
+        }
+    }
+    cand.finish();
+    base.finish();
+    Ok(Report { accepted: true, rejection: None, certificate })
+}
+
+/// Multiplies one element of one input by 1.5 and adds 0.25: a caching kernel keyed on the
+/// pointer or on a few sampled values misses it.
+fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
+    let candidates: Vec<usize> = (0..values.len()).filter(|&i| values[i].len() > 0).collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let i = candidates[rng.random_range(0..candidates.len())];
+    let flat = rng.random_range(0..values[i].len());
+    if let Some(v) = values[i].iter_mut().nth(flat) {
+        *v = (*v * 1.5 + 0.25) as f32 as f64;
+    }
+}
+
+fn test(graph: &Graph, base: &mut Session, cand: &mut Session, values: &[Tensor], id: &TestId, config: &VerifyConfig) -> Result<Result<TestRecord, Rejection>, VerifyError> {
+    let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
+    for (k, v) in values.iter().enumerate() {
+        base.set_input(k, v)?;
+        cand.set_input(k, v)?;
+    }
+    base.poison_outputs();
+    match base.call()? {
+        Call::Returned { .. } => {}
+        Call::Died(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+    }
+    let baseline: Vec<Tensor> = (0..graph.outputs.len()).map(|k| base.output(k)).collect();
+    cand.poison_outputs();
+    let elapsed = match cand.call()? {
+        Call::Returned { elapsed } => elapsed,
+        Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
+    };
+    if let Some(buffer) = cand.damaged_canary() {
+        return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
+    }
+    let first: Vec<Tensor> = (0..graph.outputs.len()).map(|k| cand.output(k)).collect();
+    std::thread::sleep(config.reread_delay);
+    let mut record = TestRecord { id: id.clone(), worst_elementwise: Vec::new(), normwise: Vec::new(), elapsed_seconds: elapsed.as_secs_f64() };
+    for (k, y) in first.iter().enumerate() {
+        let again = cand.output(k);
+        let same = y.iter().zip(again.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
+        if !same {
+            return Ok(Err(Rejection::ChangedAfterReturn { test: id.clone(), output: k }));
+        }
+        let r = &reference[k];
+        let unwritten = cand.unwritten(k);
+        if unwritten > 0 {
+            return Ok(Err(Rejection::Unwritten { test: id.clone(), output: k, count: unwritten }));
+        }
+        let tolerance = if graph.ty(graph.outputs[k]).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
+        if let Err(inaccuracy) = judge(tolerance, r, &bounds[k], &baseline[k], y) {
+            return Ok(Err(inaccurate(id, k, inaccuracy)));
+        }
+        let (worst, norm) = figures(tolerance, r, &bounds[k], &baseline[k], y);
+        record.worst_elementwise.push(worst);
+        record.normwise.push(norm);
+    }
+    Ok(Ok(record))
+}
+
+/// The largest elementwise error over bound, and the normwise error over bound.
+fn figures(t: Tolerance, r: &Tensor, e: &Tensor, b: &Tensor, y: &Tensor) -> (f64, f64) {
+    let (mut worst, mut err2, mut base2, mut ref2) = (0.0f64, 0.0, 0.0, 0.0);
+    for (((&rv, &ev), &bv), &yv) in r.iter().zip(e.iter()).zip(b.iter()).zip(y.iter()) {
+        if !(rv.is_finite() && bv.is_finite() && yv.is_finite()) {
+            continue;
+        }
+        let bound = t.alpha * (bv - rv).abs().max(t.unit_roundoff * ev);
+        let error = (yv - rv).abs();
+        if error > 0.0 {
+            worst = worst.max(if bound > 0.0 { error / bound } else { f64::INFINITY });
+        }
+        err2 += error * error;
+        base2 += (bv - rv) * (bv - rv);
+        ref2 += rv * rv;
+    }
+    let bound = t.alpha * base2.sqrt().max(t.unit_roundoff * ref2.sqrt());
+    (worst, if bound > 0.0 { err2.sqrt() / bound } else { 0.0 })
+}
+
+fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {
+    let detail = i.to_string();
+    match i {
+        Inaccuracy::NonFinite { index, value, reference } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: None },
+        Inaccuracy::Elementwise { index, value, reference, bound, .. } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: Some(bound) },
+        Inaccuracy::Normwise { error, bound } => Rejection::Inaccurate { test: id.clone(), output, detail, element: None, value: error, reference: 0.0, bound: Some(bound) },
+    }
+}
+
+fn rejection(outcome: &Outcome, id: Option<&TestId>) -> Rejection {
+    let id = || id.cloned().unwrap_or(TestId { family: "none".into(), seed: 0, kind: "load".into(), call: 0 });
+    match outcome {
+        Outcome::Crashed { signal } => Rejection::Crashed { test: id(), signal: *signal },
+        Outcome::Timeout { limit } => Rejection::Timeout { test: id(), seconds: limit.as_secs_f64() },
+        Outcome::Forbidden { syscall } => Rejection::Forbidden { test: id(), syscall: ollie_runner::syscall_name(*syscall) },
+        Outcome::OutOfBounds { buffer, write_to_input: true } => Rejection::InputModified { test: id(), buffer: *buffer },
+        Outcome::OutOfBounds { buffer, .. } => Rejection::OutOfBounds { test: id(), buffer: *buffer },
+        Outcome::CompileError { log } => Rejection::Failed { reason: format!("compile error: {log}") },
+        Outcome::Failed { reason } => Rejection::Failed { reason: reason.clone() },
+        Outcome::Ran { .. } => Rejection::Failed { reason: "unexpected outcome".into() },
+    }
+}

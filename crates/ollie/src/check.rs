@@ -1,0 +1,101 @@
+//! `ollie check`: compile the naive kernel and the candidate, run the verification protocol,
+//! print the verdict (and the counterexample), write the certificate.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use ollie_runner::{Compiler, Runner};
+use ollie_verify::{Rejection, Report, VerifyConfig};
+
+use crate::{load, stdout, user_error, Failure, SpecArgs};
+
+pub struct Options {
+    pub spec: SpecArgs,
+    pub kernel: PathBuf,
+    pub flags: String,
+    pub seed: Option<u64>,
+    pub timeout: f64,
+    pub certificate: Option<PathBuf>,
+    pub json: bool,
+}
+
+pub fn run(o: &Options) -> Result<(), Failure> {
+    let spec = load::load(&o.spec)?;
+    let graph = &spec.graph;
+    let source = std::fs::read_to_string(&o.kernel).map_err(|e| user_error(format!("error: cannot read kernel `{}`: {e}", o.kernel.display())))?;
+    if !(o.timeout > 0.0 && o.timeout.is_finite()) {
+        return Err(user_error("error: --timeout must be a positive number of seconds"));
+    }
+    let compiler = Compiler::new(Compiler::default_cache_dir());
+    let naive = ollie_loops::emit_c(&ollie_loops::lower(graph).context("lowering the spec")?);
+    let native = vec!["-O3".to_string(), "-march=native".to_string()];
+    let baseline = match compiler.compile(&naive, &native) {
+        Ok(c) => c.library,
+        Err(Ok(outcome)) => return Err(anyhow::anyhow!("the naive kernel does not compile: {}", outcome.summary()).into()),
+        Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
+    };
+    let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
+    let seed = o.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    let report = match compiler.compile(&source, &flags) {
+        Ok(c) => {
+            let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+            let config = VerifyConfig { seed, ..VerifyConfig::default() };
+            ollie_verify::verify(graph, &runner, &baseline, &c.library, &config).context("verifying")?
+        }
+        Err(Ok(outcome)) => Report {
+            accepted: false,
+            rejection: Some(Rejection::Failed { reason: outcome.summary() }),
+            certificate: ollie_verify::Certificate { kernel: graph.name.clone(), seed, alpha: 16.0, tests: Vec::new() },
+        },
+        Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
+    };
+    let certificate = o.certificate.clone().unwrap_or_else(|| o.kernel.with_extension("certificate.json"));
+    let json = serde_json::to_string_pretty(&report).expect("serializable");
+    std::fs::write(&certificate, &json).with_context(|| format!("writing {}", certificate.display()))?;
+    if o.json {
+        stdout(&format!("{json}\n"))?;
+    } else {
+        stdout(&render(&report, &certificate))?;
+    }
+    if report.accepted { Ok(()) } else { Err(Failure::Rejected) }
+}
+
+fn render(report: &Report, certificate: &std::path::Path) -> String {
+    let c = &report.certificate;
+    let mut families: Vec<&str> = c.tests.iter().map(|t| t.id.family.as_str()).collect();
+    families.dedup();
+    let mut text = match &report.rejection {
+        None => {
+            let worst = c.tests.iter().flat_map(|t| t.worst_elementwise.iter().chain(&t.normwise)).fold(0.0f64, |m, &v| m.max(v));
+            format!(
+                "accepted: `{}` passed {} calls over {} families (seed {}); the largest error was {:.3} of its bound\n",
+                c.kernel,
+                c.tests.len(),
+                families.len(),
+                c.seed,
+                worst
+            )
+        }
+        Some(r) => format!("rejected: {}\n", describe(r)),
+    };
+    text.push_str(&format!("certificate: {}\n", certificate.display()));
+    text
+}
+
+fn describe(r: &Rejection) -> String {
+    let at = |t: &ollie_verify::TestId| format!("on {} inputs (seed {}, call {}, {})", t.family, t.seed, t.call, t.kind);
+    match r {
+        Rejection::Inaccurate { test, output, detail, .. } => format!("inaccurate output {output} {}:\n  {detail}", at(test)),
+        Rejection::Unwritten { test, output, count } => format!("{count} elements of output {output} were never written {}", at(test)),
+        Rejection::ChangedAfterReturn { test, output } => format!("output {output} changed after the kernel returned {}", at(test)),
+        Rejection::OutOfBounds { test, buffer } => format!("touched memory past the end of buffer {buffer} {}", at(test)),
+        Rejection::InputModified { test, buffer } => format!("wrote to input {buffer} {}", at(test)),
+        Rejection::Forbidden { test, syscall } => format!("made a forbidden system call, {syscall}, {}", at(test)),
+        Rejection::Crashed { test, signal } => format!("crashed with signal {signal} {}", at(test)),
+        Rejection::Timeout { test, seconds } => format!("did not return within {seconds} s {}", at(test)),
+        Rejection::Failed { reason } => format!("could not be run: {reason}"),
+    }
+}

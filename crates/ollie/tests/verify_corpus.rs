@@ -1,0 +1,91 @@
+//! The verifier's own corpus: every kernel under `test_data/verify/SPEC/` gets the verdict its
+//! first line expects (`// expect: accepted`, or `// expect: rejected KIND...` naming the
+//! acceptable reasons), through `ollie check`. A `// flags:` line sets the compiler flags.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+struct Case {
+    spec: PathBuf,
+    kernel: PathBuf,
+    expected: Vec<String>,
+    flags: Option<String>,
+}
+
+fn cases() -> Vec<Case> {
+    let dir = root().join("test_data/verify");
+    let mut cases = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let spec = entry.unwrap().path();
+        if spec.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let kernels = dir.join(spec.file_stem().unwrap());
+        for k in std::fs::read_dir(&kernels).unwrap() {
+            let kernel = k.unwrap().path();
+            if kernel.extension().is_none_or(|e| e != "c") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&kernel).unwrap();
+            let expect = text.lines().next().and_then(|l| l.strip_prefix("// expect: ")).unwrap_or_else(|| panic!("{}: no expectation", kernel.display()));
+            let expected = match expect.strip_prefix("rejected ") {
+                Some(kinds) => kinds.split_whitespace().map(str::to_string).collect(),
+                None => vec![expect.trim().to_string()],
+            };
+            let flags = text.lines().nth(1).and_then(|l| l.strip_prefix("// flags: ")).map(str::to_string);
+            cases.push(Case { spec: spec.clone(), kernel, expected, flags });
+        }
+    }
+    cases.sort_by(|a, b| a.kernel.cmp(&b.kernel));
+    cases
+}
+
+/// Runs `ollie check`; returns "accepted" or the rejection's kind.
+fn verdict(case: &Case, out: &Path) -> Result<String, String> {
+    let certificate = out.join(format!("{}.json", case.kernel.file_stem().unwrap().to_string_lossy()));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ollie"));
+    command.arg("check").arg(&case.spec).arg(&case.kernel).args(["--seed", "42", "--timeout", "3", "--json", "--certificate"]).arg(&certificate);
+    if let Some(flags) = &case.flags {
+        command.arg(format!("--flags={flags}"));
+    }
+    let output = command.output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("no JSON report ({e}); stderr: {}", String::from_utf8_lossy(&output.stderr)))?;
+    let accepted = report["accepted"].as_bool().unwrap();
+    let code = output.status.code();
+    if code != Some(if accepted { 0 } else { 1 }) {
+        return Err(format!("exit code {code:?} for accepted={accepted}"));
+    }
+    Ok(if accepted { "accepted".to_string() } else { report["rejection"]["kind"].as_str().unwrap().to_string() })
+}
+
+#[test]
+fn every_corpus_kernel_gets_its_verdict() {
+    let cases = cases();
+    let accepted = cases.iter().filter(|c| c.expected == ["accepted"]).count();
+    assert!(accepted >= 5 && cases.len() - accepted >= 15, "{accepted} correct and {} wrong kernels", cases.len() - accepted);
+    let out = tempfile::tempdir().unwrap();
+    let results: Vec<(String, Result<String, String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = cases
+            .chunks(cases.len().div_ceil(2))
+            .map(|chunk| {
+                let out = out.path();
+                scope.spawn(move || chunk.iter().map(|c| (c.kernel.display().to_string(), verdict(c, out))).collect::<Vec<_>>())
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let mut failures = Vec::new();
+    for (case, (name, result)) in cases.iter().zip(results) {
+        match result {
+            Ok(kind) if case.expected.contains(&kind) => {}
+            Ok(kind) => failures.push(format!("{name}: got {kind}, expected {:?}", case.expected)),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} kernels got the wrong verdict:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}

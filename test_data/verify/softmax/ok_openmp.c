@@ -1,0 +1,12 @@
+// expect: accepted
+// flags: -O3 -march=native -fopenmp
+#include <math.h>
+void softmax(const float *restrict x, float *restrict out) {
+#pragma omp parallel for num_threads(2)
+    for (int b = 0; b < 8; b++) {
+        float m = -INFINITY, s = 0;
+        for (int i = 0; i < 300; i++) m = fmaxf(m, x[300 * b + i]);
+        for (int i = 0; i < 300; i++) s += (out[300 * b + i] = expf(x[300 * b + i] - m));
+        for (int i = 0; i < 300; i++) out[300 * b + i] /= s;
+    }
+}
