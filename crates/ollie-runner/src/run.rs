@@ -106,7 +106,9 @@ impl Runner {
         // SAFETY: the mapping is of a file only this process and its child use.
         let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(|e| RunnerError::Io("mapping shared memory".into(), e))?;
         for r in &layout.regions {
-            map[r.region..r.guard].fill(CANARY);
+            // The slack and the guard page: a kernel that unprotects the guard page and writes
+            // there still spoils the pattern.
+            map[r.region..r.guard + crate::layout::PAGE].fill(CANARY);
         }
         let workdir = std::env::temp_dir().join(format!("ollie-worker-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&workdir).map_err(|e| RunnerError::Io(format!("creating {}", workdir.display()), e))?;
@@ -241,11 +243,20 @@ impl Session {
         read_tensor(&self.map[r.start..r.start + r.len], &self.specs[index])
     }
 
-    /// The first buffer whose slack bytes (around it, before the guard page) were changed.
+    /// The first buffer whose slack bytes (around it) or guard page were changed.
     pub fn damaged_canary(&self) -> Option<usize> {
         self.layout.regions.iter().position(|r| {
-            self.map[r.region..r.start].iter().chain(&self.map[r.start + r.len..r.guard]).any(|&b| b != CANARY)
+            let guard_end = r.guard + crate::layout::PAGE;
+            self.map[r.region..r.start].iter().chain(&self.map[r.start + r.len..guard_end]).any(|&b| b != CANARY)
         })
+    }
+
+    /// A checksum of input `k`'s bytes (inputs are mapped read-only in the worker; this catches
+    /// a kernel that changes that protection and writes anyway).
+    pub fn input_checksum(&self, k: usize) -> u64 {
+        let r = &self.layout.regions[k];
+        // FNV-1a: fast and adequate for detecting any change.
+        self.map[r.start..r.start + r.len].iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
     }
 
     /// Calls the kernel once and waits for it within the time limit.

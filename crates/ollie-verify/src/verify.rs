@@ -172,12 +172,16 @@ fn test(graph: &Graph, base: &mut Session, cand: &mut Session, values: &[Tensor]
     }
     let baseline: Vec<Tensor> = (0..graph.outputs.len()).map(|k| base.output(k)).collect();
     cand.poison_outputs();
+    let checksums: Vec<u64> = (0..values.len()).map(|k| cand.input_checksum(k)).collect();
     let elapsed = match cand.call()? {
         Call::Returned { elapsed } => elapsed,
         Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
     };
     if let Some(buffer) = cand.damaged_canary() {
         return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
+    }
+    if let Some(buffer) = (0..values.len()).find(|&k| cand.input_checksum(k) != checksums[k]) {
+        return Ok(Err(Rejection::InputModified { test: id.clone(), buffer }));
     }
     let first: Vec<Tensor> = (0..graph.outputs.len()).map(|k| cand.output(k)).collect();
     std::thread::sleep(config.reread_delay);
