@@ -2,6 +2,7 @@
 //! invariant checker, and the float64 reference interpreter that serves as the oracle.
 
 mod check;
+mod cost;
 mod einsum;
 mod error_bound;
 mod graph;
@@ -11,6 +12,7 @@ mod text;
 mod ty;
 
 pub use check::check;
+pub use cost::Cost;
 pub use einsum::EinsumSpec;
 pub use graph::{Graph, GraphError, Node, NodeId, Param};
 pub use error_bound::evaluate_with_error_bounds;

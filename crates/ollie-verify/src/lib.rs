@@ -3,9 +3,11 @@
 //! the protocol that runs a candidate through them.
 
 mod accuracy;
+mod bench;
 mod family;
 mod verify;
 
 pub use accuracy::{judge, Inaccuracy, Tolerance};
+pub use bench::{bench, BenchConfig, BenchReport, Timing};
 pub use family::Family;
 pub use verify::{verify, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

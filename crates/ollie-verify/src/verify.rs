@@ -50,6 +50,8 @@ pub enum Rejection {
     Forbidden { test: TestId, syscall: String },
     Crashed { test: TestId, signal: i32 },
     Timeout { test: TestId, seconds: f64 },
+    /// Returned sooner than the roofline allows: impossible for a kernel that does the work.
+    TooFast { test: TestId, seconds: f64, floor: f64 },
     /// Could not be loaded or run at all.
     Failed { reason: String },
 }
@@ -228,7 +230,7 @@ fn figures(t: Tolerance, r: &Tensor, e: &Tensor, b: &Tensor, y: &Tensor) -> (f64
     (worst, if bound > 0.0 { err2.sqrt() / bound } else { 0.0 })
 }
 
-fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {
+pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {
     let detail = i.to_string();
     match i {
         Inaccuracy::NonFinite { index, value, reference } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: None },
@@ -237,7 +239,7 @@ fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {
     }
 }
 
-fn rejection(outcome: &Outcome, id: Option<&TestId>) -> Rejection {
+pub(crate) fn rejection(outcome: &Outcome, id: Option<&TestId>) -> Rejection {
     let id = || id.cloned().unwrap_or(TestId { family: "none".into(), seed: 0, kind: "load".into(), call: 0 });
     match outcome {
         Outcome::Crashed { signal } => Rejection::Crashed { test: id(), signal: *signal },

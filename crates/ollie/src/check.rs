@@ -28,13 +28,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         return Err(user_error("error: --timeout must be a positive number of seconds"));
     }
     let compiler = Compiler::new(Compiler::default_cache_dir());
-    let naive = ollie_loops::emit_c(&ollie_loops::lower(graph).context("lowering the spec")?);
-    let native = vec!["-O3".to_string(), "-march=native".to_string()];
-    let baseline = match compiler.compile(&naive, &native) {
-        Ok(c) => c.library,
-        Err(Ok(outcome)) => return Err(anyhow::anyhow!("the naive kernel does not compile: {}", outcome.summary()).into()),
-        Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
-    };
+    let baseline = compile_naive(&compiler, graph)?;
     let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
     let seed = o.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
@@ -63,6 +57,17 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     if report.accepted { Ok(()) } else { Err(Failure::Rejected) }
 }
 
+/// Compiles the naive kernel of `graph` (the baseline) at `-O3 -march=native`.
+pub fn compile_naive(compiler: &Compiler, graph: &ollie_graph::Graph) -> Result<PathBuf, Failure> {
+    let naive = ollie_loops::emit_c(&ollie_loops::lower(graph).context("lowering the spec")?);
+    let native = vec!["-O3".to_string(), "-march=native".to_string()];
+    match compiler.compile(&naive, &native) {
+        Ok(c) => Ok(c.library),
+        Err(Ok(outcome)) => Err(anyhow::anyhow!("the naive kernel does not compile: {}", outcome.summary()).into()),
+        Err(Err(e)) => Err(anyhow::Error::from(e).into()),
+    }
+}
+
 fn render(report: &Report, certificate: &std::path::Path) -> String {
     let c = &report.certificate;
     let mut families: Vec<&str> = c.tests.iter().map(|t| t.id.family.as_str()).collect();
@@ -85,7 +90,7 @@ fn render(report: &Report, certificate: &std::path::Path) -> String {
     text
 }
 
-fn describe(r: &Rejection) -> String {
+pub fn describe(r: &Rejection) -> String {
     let at = |t: &ollie_verify::TestId| format!("on {} inputs (seed {}, call {}, {})", t.family, t.seed, t.call, t.kind);
     match r {
         Rejection::Inaccurate { test, output, detail, .. } => format!("inaccurate output {output} {}:\n  {detail}", at(test)),
@@ -96,6 +101,9 @@ fn describe(r: &Rejection) -> String {
         Rejection::Forbidden { test, syscall } => format!("made a forbidden system call, {syscall}, {}", at(test)),
         Rejection::Crashed { test, signal } => format!("crashed with signal {signal} {}", at(test)),
         Rejection::Timeout { test, seconds } => format!("did not return within {seconds} s {}", at(test)),
+        Rejection::TooFast { test, seconds, floor } => {
+            format!("returned in {seconds:.3e} s, faster than the roofline floor of {floor:.3e} s allows, {}", at(test))
+        }
         Rejection::Failed { reason } => format!("could not be run: {reason}"),
     }
 }

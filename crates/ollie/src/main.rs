@@ -1,5 +1,6 @@
 //! The `ollie` command line: parses arguments, runs one command, renders errors.
 
+mod bench;
 mod check;
 mod eval;
 mod inputs;
@@ -64,6 +65,29 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Time a kernel as the search does (warm-ups, interleaved checked calls on rotating inputs,
+    /// median and spread) with its roofline figures; `--vs` times a second kernel against it.
+    Bench {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// The C file implementing the kernel ABI.
+        kernel: PathBuf,
+        /// A second kernel to interleave with the first; the ratio first/second is printed.
+        #[arg(long)]
+        vs: Option<PathBuf>,
+        /// Compiler flags for the kernels.
+        #[arg(long, default_value = "-O3 -march=native", allow_hyphen_values = true)]
+        flags: String,
+        /// Timed calls per kernel.
+        #[arg(long, default_value_t = 21)]
+        calls: usize,
+        /// Untimed calls first.
+        #[arg(long, default_value_t = 3)]
+        warmups: usize,
+        /// Seconds one call may take.
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
     },
     /// Measure and cache this machine's ceilings (memory bandwidth, FMA peak) for the roofline.
     Machine {
@@ -134,19 +158,24 @@ fn lower(args: &SpecArgs, ir: bool) -> Result<(), Failure> {
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
-fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<(), Failure> {
-    use ollie_runner::{Machine, MachineConfig};
+/// This machine's ceilings: cached, or measured now and cached.
+pub fn machine_ceilings(refresh: bool, config: &ollie_runner::MachineConfig) -> Result<(ollie_runner::Machine, &'static str, PathBuf), Failure> {
+    use ollie_runner::Machine;
     let path = ollie_runner::cache_root().join("machine.json");
-    let cached = if refresh { None } else { Machine::load(&path) };
-    let (machine, source) = match cached {
-        Some(m) => (m, "cached"),
+    match if refresh { None } else { Machine::load(&path) } {
+        Some(m) => Ok((m, "cached", path)),
         None => {
-            let config = MachineConfig { array_bytes: array_mib.map(|m| m << 20), repetitions: repetitions.max(1), ..MachineConfig::default() };
-            let m = Machine::measure(&config);
+            tracing::info!("measuring this machine's ceilings (once; `ollie machine` shows them)");
+            let m = Machine::measure(config);
             m.save(&path).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
-            (m, "measured")
+            Ok((m, "measured", path))
         }
-    };
+    }
+}
+
+fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<(), Failure> {
+    let config = ollie_runner::MachineConfig { array_bytes: array_mib.map(|m| m << 20), repetitions: repetitions.max(1), ..Default::default() };
+    let (machine, source, path) = machine_ceilings(refresh, &config)?;
     let mut text = format!(
         "{}\nFMA path: {}, last-level cache {} MiB\n\n{:>7}  {:>16}  {:>20}\n",
         machine.cpu,
@@ -192,6 +221,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
         Command::Lower { spec, ir } => lower(&spec, ir),
+        Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
+            bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
+        }
         Command::Check { spec, kernel, flags, seed, timeout, certificate, json } => {
             check::run(&check::Options { spec, kernel, flags, seed, timeout, certificate, json })
         }

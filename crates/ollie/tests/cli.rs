@@ -177,3 +177,45 @@ fn machine_measures_caches_and_reports_ceilings() {
     let second = run(&["machine"]);
     assert!(String::from_utf8_lossy(&second.stdout).contains("cached; stored in"));
 }
+
+/// A cache directory whose machine.json has the given ceilings (so no test measures).
+fn machine_cache(gflops: f64, gbs: f64) -> tempfile::TempDir {
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(cache.path().join("ollie")).unwrap();
+    let json = format!(
+        r#"{{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{{"threads":1,"bandwidth_gbs":{gbs},"peak_gflops":{gflops}}}],"measured_at":0}}"#
+    );
+    std::fs::write(cache.path().join("ollie/machine.json"), json).unwrap();
+    cache
+}
+
+fn bench(cache: &tempfile::TempDir, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ollie")).arg("bench").args(args).env("XDG_CACHE_HOME", cache.path()).current_dir(root()).output().unwrap()
+}
+
+#[test]
+fn bench_times_two_kernels_interleaved_with_roofline_figures() {
+    let cache = machine_cache(100.0, 20.0);
+    let out = bench(&cache, &["test_data/verify/softmax.py", "test_data/verify/softmax/ok_pairwise.c", "--vs", "test_data/verify/softmax/ok_reciprocal.c", "--calls", "5", "--warmups", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("roofline floor"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("ok_pairwise.c ") && l.ends_with('%')), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("ok_reciprocal.c ") && l.ends_with('%')), "{text}");
+    assert!(text.contains("ratio ok_pairwise.c / ok_reciprocal.c:") && text.contains("over 5 interleaved pairs"), "{text}");
+}
+
+#[test]
+fn bench_checks_every_timed_call_and_the_roofline() {
+    let cache = machine_cache(100.0, 20.0);
+    let lazy = bench(&cache, &["test_data/verify/softmax.py", "test_data/verify/softmax/bad_lazy.c", "--calls", "5", "--warmups", "1"]);
+    assert_eq!(lazy.status.code(), Some(1), "{}", String::from_utf8_lossy(&lazy.stdout));
+    // After three honest calls it returns a constant: wrong, and impossibly fast.
+    let text = String::from_utf8_lossy(&lazy.stdout);
+    assert!(text.contains("rejected: inaccurate") || text.contains("faster than the roofline floor"), "{text}");
+    // A machine that cannot do the work in under an hour: any real call is impossibly fast.
+    let slow = machine_cache(1e-12, 1e-12);
+    let fast = bench(&slow, &["test_data/verify/softmax.py", "test_data/verify/softmax/ok_pairwise.c", "--calls", "3", "--warmups", "0"]);
+    assert_eq!(fast.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&fast.stdout).contains("faster than the roofline floor"), "{}", String::from_utf8_lossy(&fast.stdout));
+}

@@ -1,0 +1,51 @@
+//! The work a kernel must do: floating-point operations and the bytes it must move at least
+//! (its inputs once and its outputs once), for the roofline.
+
+use crate::graph::Graph;
+use crate::op::{BinaryOp, Op};
+
+/// FLOPs and compulsory memory traffic of a graph.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// Arithmetic operations: one per elementwise arithmetic op and per transcendental
+    /// function, `n − 1` per n-term reduction, `k` per term of a k-operand contraction (k − 1
+    /// multiplications and an addition). Comparisons, selections, casts and data movement
+    /// count zero.
+    pub flops: f64,
+    /// Bytes of every input and output, each moved once.
+    pub min_bytes: f64,
+}
+
+impl Graph {
+    pub fn cost(&self) -> Cost {
+        let mut flops = 0.0;
+        for node in &self.nodes {
+            let out = node.ty.num_elements() as f64;
+            flops += match &node.op {
+                Op::Unary(_) => out,
+                Op::Binary(b) => match b {
+                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => out,
+                },
+                Op::Reduce { .. } => self.ty(node.args[0]).num_elements() as f64 - out,
+                Op::Einsum(spec) => {
+                    let mut size = [1usize; 128];
+                    for (labels, &a) in spec.inputs.iter().zip(&node.args) {
+                        for (&l, &n) in labels.iter().zip(&self.ty(a).shape) {
+                            size[l as usize] = n;
+                        }
+                    }
+                    let mut labels: Vec<u8> = spec.inputs.iter().flatten().copied().collect();
+                    labels.sort_unstable();
+                    labels.dedup();
+                    let terms: f64 = labels.iter().map(|&l| size[l as usize] as f64).product();
+                    terms * spec.inputs.len() as f64
+                }
+                _ => 0.0,
+            };
+        }
+        let bytes = |dtype: crate::DType| if dtype == crate::DType::F64 { 8.0 } else { 4.0 };
+        let inputs: f64 = self.params.iter().map(|p| p.ty.num_elements() as f64 * bytes(p.ty.dtype)).sum();
+        let outputs: f64 = self.outputs.iter().map(|&o| self.ty(o).num_elements() as f64 * bytes(self.ty(o).dtype)).sum();
+        Cost { flops, min_bytes: inputs + outputs }
+    }
+}

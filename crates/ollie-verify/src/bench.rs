@@ -1,0 +1,174 @@
+//! Timing as the search times: each kernel in its own sandboxed process, warm-up calls, then
+//! many calls interleaved across kernels (A B A B ...) on rotating input sets, every timed call's
+//! output checked, and no call faster than the roofline floor.
+
+use std::path::Path;
+
+use ollie_graph::{DType, Graph, Tensor};
+use ollie_runner::{BufferSpec, Call, Runner, Session};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::accuracy::{judge, Tolerance};
+use crate::family::Family;
+use crate::verify::{inaccurate, rejection, Rejection, TestId, VerifyError};
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub seed: u64,
+    /// Input sets the calls rotate through.
+    pub sets: usize,
+    pub warmups: usize,
+    /// Timed calls per kernel.
+    pub calls: usize,
+    /// No call can be faster than this (seconds): the roofline floor.
+    pub floor: Option<f64>,
+}
+
+impl Default for BenchConfig {
+    fn default() -> BenchConfig {
+        BenchConfig { seed: 0, sets: 4, warmups: 3, calls: 21, floor: None }
+    }
+}
+
+/// Call times of one kernel, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timing {
+    pub samples: Vec<f64>,
+    pub median: f64,
+    pub p10: f64,
+    pub p90: f64,
+}
+
+impl Timing {
+    pub fn from_samples(mut samples: Vec<f64>) -> Timing {
+        let sorted = {
+            let mut s = samples.clone();
+            s.sort_by(f64::total_cmp);
+            s
+        };
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        let (median, p10, p90) = (at(0.5), at(0.1), at(0.9));
+        samples.shrink_to_fit();
+        Timing { samples, median, p10, p90 }
+    }
+}
+
+/// Per kernel, its timing or why it was stopped; with two kernels, the per-round ratios
+/// (first over second) of interleaved calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchReport {
+    pub kernels: Vec<Result<Timing, Rejection>>,
+    pub ratios: Option<Timing>,
+}
+
+struct Set {
+    values: Vec<Tensor>,
+    reference: Vec<Tensor>,
+    bounds: Vec<Tensor>,
+    baseline: Vec<Tensor>,
+    seed: u64,
+}
+
+/// Times the kernels in `libraries` (all implementing `graph`), interleaved.
+pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
+    let inputs: Vec<BufferSpec> = graph.params.iter().map(|p| BufferSpec { dtype: p.ty.dtype, shape: p.ty.shape.clone() }).collect();
+    let outputs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| { let t = graph.ty(o); BufferSpec { dtype: t.dtype, shape: t.shape.clone() } }).collect();
+    let mut base = match runner.start(baseline, &graph.name, &inputs, &outputs)? {
+        Ok(s) => s,
+        Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut sets = Vec::new();
+    for _ in 0..config.sets.max(1) {
+        let seed: u64 = rng.random();
+        let values = Family::Normal.generate(&graph.params, seed);
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, &values)?;
+        for (k, v) in values.iter().enumerate() {
+            base.set_input(k, v)?;
+        }
+        base.poison_outputs();
+        if let Call::Died(outcome) = base.call()? {
+            return Err(VerifyError::Baseline(outcome.summary()));
+        }
+        let baseline = (0..outputs.len()).map(|k| base.output(k)).collect();
+        sets.push(Set { values, reference, bounds, baseline, seed });
+    }
+    base.finish();
+    let mut sessions: Vec<Result<Session, Rejection>> = Vec::new();
+    for lib in libraries {
+        sessions.push(match runner.start(lib, &graph.name, &inputs, &outputs)? {
+            Ok(s) => Ok(s),
+            Err(outcome) => Err(rejection(&outcome, None)),
+        });
+    }
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); libraries.len()];
+    let mut ratios = Vec::new();
+    let mut call = 0;
+    for round in 0..config.warmups + config.calls {
+        call += 1;
+        let set = &sets[round % sets.len()];
+        let mut times = Vec::new();
+        for (k, session) in sessions.iter_mut().enumerate() {
+            let Ok(s) = session else { continue };
+            let id = TestId { family: "normal".into(), seed: set.seed, kind: if round < config.warmups { "warm-up" } else { "timed" }.into(), call };
+            match timed_call(graph, s, set, &id, config.floor)? {
+                Ok(seconds) => {
+                    if round >= config.warmups {
+                        samples[k].push(seconds);
+                        times.push(seconds);
+                    }
+                }
+                Err(r) => *session = Err(r),
+            }
+        }
+        if libraries.len() == 2 && times.len() == 2 {
+            ratios.push(times[0] / times[1]);
+        }
+    }
+    let kernels = sessions
+        .into_iter()
+        .zip(samples)
+        .map(|(s, samples)| match s {
+            Ok(session) => {
+                session.finish();
+                Ok(Timing::from_samples(samples))
+            }
+            Err(r) => Err(r),
+        })
+        .collect();
+    let ratios = (libraries.len() == 2 && !ratios.is_empty()).then(|| Timing::from_samples(ratios));
+    Ok(BenchReport { kernels, ratios })
+}
+
+/// One call on `set`, its output checked like any verification call.
+fn timed_call(graph: &Graph, s: &mut Session, set: &Set, id: &TestId, floor: Option<f64>) -> Result<Result<f64, Rejection>, VerifyError> {
+    for (k, v) in set.values.iter().enumerate() {
+        s.set_input(k, v)?;
+    }
+    s.poison_outputs();
+    let elapsed = match s.call()? {
+        Call::Returned { elapsed } => elapsed.as_secs_f64(),
+        Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
+    };
+    if let Some(floor) = floor {
+        if elapsed < floor {
+            return Ok(Err(Rejection::TooFast { test: id.clone(), seconds: elapsed, floor }));
+        }
+    }
+    if let Some(buffer) = s.damaged_canary() {
+        return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
+    }
+    for k in 0..graph.outputs.len() {
+        let unwritten = s.unwritten(k);
+        if unwritten > 0 {
+            return Ok(Err(Rejection::Unwritten { test: id.clone(), output: k, count: unwritten }));
+        }
+        let tolerance = if graph.ty(graph.outputs[k]).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
+        if let Err(i) = judge(tolerance, &set.reference[k], &set.bounds[k], &set.baseline[k], &s.output(k)) {
+            return Ok(Err(inaccurate(id, k, i)));
+        }
+    }
+    Ok(Ok(elapsed))
+}

@@ -1,0 +1,116 @@
+//! `ollie bench`: the search's timing method on one kernel (or two, interleaved), with the
+//! spec's FLOPs and compulsory bytes placed on this machine's roofline.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use ollie_runner::{Compiler, MachineConfig, Runner};
+use ollie_verify::{BenchConfig, Timing};
+
+use crate::{check, load, machine_ceilings, stdout, user_error, Failure, SpecArgs};
+
+pub struct Options {
+    pub spec: SpecArgs,
+    pub kernel: PathBuf,
+    pub vs: Option<PathBuf>,
+    pub flags: String,
+    pub calls: usize,
+    pub warmups: usize,
+    pub timeout: f64,
+}
+
+pub fn run(o: &Options) -> Result<(), Failure> {
+    let spec = load::load(&o.spec)?;
+    let graph = &spec.graph;
+    if !(o.timeout > 0.0 && o.timeout.is_finite()) || o.calls == 0 {
+        return Err(user_error("error: --timeout must be positive and --calls at least 1"));
+    }
+    let compiler = Compiler::new(Compiler::default_cache_dir());
+    let baseline = check::compile_naive(&compiler, graph)?;
+    let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
+    let paths: Vec<&PathBuf> = std::iter::once(&o.kernel).chain(o.vs.as_ref()).collect();
+    let names: Vec<String> = paths.iter().map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
+    let mut libraries = Vec::new();
+    for path in &paths {
+        let source = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read kernel `{}`: {e}", path.display())))?;
+        match compiler.compile(&source, &flags) {
+            Ok(c) => libraries.push(c.library),
+            Err(Ok(outcome)) => return Err(user_error(format!("error: `{}` does not compile:\n{}", path.display(), outcome_log(&outcome)))),
+            Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
+        }
+    }
+    let (machine, _, _) = machine_ceilings(false, &MachineConfig::default())?;
+    let cost = graph.cost();
+    let ceiling = machine.ceilings.last().context("no machine ceilings")?;
+    let compute_floor = cost.flops / (ceiling.peak_gflops * 1e9);
+    let memory_floor = cost.min_bytes / (ceiling.bandwidth_gbs * 1e9);
+    let floor = compute_floor.max(memory_floor);
+    let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let config = BenchConfig { seed, warmups: o.warmups, calls: o.calls, floor: Some(floor), ..BenchConfig::default() };
+    let refs: Vec<&std::path::Path> = libraries.iter().map(|p| p.as_path()).collect();
+    let report = ollie_verify::bench(graph, &runner, &baseline, &refs, &config).context("timing")?;
+    let mut text = format!(
+        "{}: {:.3} MFLOP, {:.3} MB compulsory traffic; {} ({} threads: {:.1} GFLOP/s, {:.1} GB/s)\n",
+        graph.name,
+        cost.flops / 1e6,
+        cost.min_bytes / 1e6,
+        machine.cpu,
+        ceiling.threads,
+        ceiling.peak_gflops,
+        ceiling.bandwidth_gbs
+    );
+    text.push_str(&format!(
+        "roofline floor {} ({}-bound)\n\n",
+        seconds(floor),
+        if memory_floor >= compute_floor { "memory" } else { "compute" }
+    ));
+    text.push_str(&format!("{:<24} {:>11} {:>23} {:>9} {:>8} {:>9}\n", "kernel", "median", "p10..p90", "GFLOP/s", "GB/s", "of floor"));
+    let mut rejected = false;
+    for (name, result) in names.iter().zip(&report.kernels) {
+        match result {
+            Ok(t) => text.push_str(&format!(
+                "{:<24} {:>11} {:>23} {:>9.2} {:>8.2} {:>8.1}%\n",
+                name,
+                seconds(t.median),
+                format!("{}..{}", seconds(t.p10), seconds(t.p90)),
+                cost.flops / t.median / 1e9,
+                cost.min_bytes / t.median / 1e9,
+                100.0 * floor / t.median
+            )),
+            Err(r) => {
+                rejected = true;
+                text.push_str(&format!("{name:<24} rejected: {}\n", check::describe(r)));
+            }
+        }
+    }
+    if let Some(Timing { median, p10, p90, samples }) = &report.ratios {
+        text.push_str(&format!(
+            "\nratio {} / {}: {median:.3} (p10..p90 {p10:.3}..{p90:.3} over {} interleaved pairs)\n",
+            names[0],
+            names[1],
+            samples.len()
+        ));
+    }
+    stdout(&text)?;
+    if rejected { Err(Failure::Rejected) } else { Ok(()) }
+}
+
+fn outcome_log(outcome: &ollie_runner::Outcome) -> String {
+    match outcome {
+        ollie_runner::Outcome::CompileError { log } => log.clone(),
+        other => other.summary(),
+    }
+}
+
+/// A duration in the unit that reads best.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.3} µs", s * 1e6)
+    }
+}
