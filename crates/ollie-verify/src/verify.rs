@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::accuracy::{judge, Inaccuracy, Tolerance};
 use crate::family::Family;
 
+
 /// How thoroughly to verify.
 #[derive(Debug, Clone)]
 pub struct VerifyConfig {
@@ -24,11 +25,13 @@ pub struct VerifyConfig {
     pub sets_per_family: usize,
     /// How long after a call returns its outputs are read a second time.
     pub reread_delay: Duration,
+    /// Input sets that made earlier candidates fail; they are tried first.
+    pub saved: Vec<Vec<Tensor>>,
 }
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20) }
+        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new() }
     }
 }
 
@@ -92,6 +95,9 @@ pub struct Report {
     pub accepted: bool,
     pub rejection: Option<Rejection>,
     pub certificate: Certificate,
+    /// The inputs of the failing call, to save as a counterexample.
+    #[serde(skip)]
+    pub counterexample: Option<Vec<Tensor>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,42 +115,52 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
     let inputs: Vec<BufferSpec> = graph.params.iter().map(|p| BufferSpec { dtype: p.ty.dtype, shape: p.ty.shape.clone() }).collect();
     let outputs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| { let t = graph.ty(o); BufferSpec { dtype: t.dtype, shape: t.shape.clone() } }).collect();
     let mut certificate = Certificate { kernel: graph.name.clone(), seed: config.seed, alpha: Tolerance::F32.alpha, tests: Vec::new() };
-    let reject = |certificate: Certificate, rejection: Rejection| Ok(Report { accepted: false, rejection: Some(rejection), certificate });
+    let reject = |certificate: Certificate, rejection: Rejection, inputs: Option<Vec<Tensor>>| {
+        Ok(Report { accepted: false, rejection: Some(rejection), certificate, counterexample: inputs })
+    };
     let mut base = match runner.start(baseline, &graph.name, &inputs, &outputs)? {
         Ok(s) => s,
         Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
     };
     let mut cand = match runner.start(candidate, &graph.name, &inputs, &outputs)? {
         Ok(s) => s,
-        Err(outcome) => return reject(certificate, rejection(&outcome, None)),
+        Err(outcome) => return reject(certificate, rejection(&outcome, None), None),
     };
     let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut calls = 0;
+    // Saved counterexamples first, then every family: fresh inputs, then one element changed.
+    let mut plan: Vec<(String, u64, Vec<Tensor>, bool)> =
+        config.saved.iter().enumerate().map(|(i, v)| ("saved-counterexample".to_string(), i as u64, v.clone(), false)).collect();
     for family in Family::all(max_rank) {
         for _ in 0..config.sets_per_family {
             let seed: u64 = rng.random();
-            let mut values = family.generate(&graph.params, seed);
-            for kind in ["fresh", "one-element-changed"] {
-                if kind == "one-element-changed" {
-                    change_one_element(&mut values, &mut rng);
+            plan.push((family.to_string(), seed, family.generate(&graph.params, seed), true));
+        }
+    }
+    for (family, seed, mut values, edit) in plan {
+        for kind in ["fresh", "one-element-changed"] {
+            if kind == "one-element-changed" {
+                if !edit {
+                    continue;
                 }
-                calls += 1;
-                let id = TestId { family: family.to_string(), seed, kind: kind.to_string(), call: calls };
-                match test(graph, &mut base, &mut cand, &values, &id, config)? {
-                    Ok(record) => certificate.tests.push(record),
-                    Err(rejection) => {
-                        cand.finish();
-                        base.finish();
-                        return reject(certificate, rejection);
-                    }
+                change_one_element(&mut values, &mut rng);
+            }
+            calls += 1;
+            let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
+            match test(graph, &mut base, &mut cand, &values, &id, config)? {
+                Ok(record) => certificate.tests.push(record),
+                Err(rejection) => {
+                    cand.finish();
+                    base.finish();
+                    return reject(certificate, rejection, Some(values));
                 }
             }
         }
     }
     cand.finish();
     base.finish();
-    Ok(Report { accepted: true, rejection: None, certificate })
+    Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
 }
 
 /// Multiplies one element of one input by 1.5 and adds 0.25: a caching kernel keyed on the

@@ -8,7 +8,7 @@ use anyhow::Context;
 use ollie_runner::{Compiler, Runner};
 use ollie_verify::{Rejection, Report, VerifyConfig};
 
-use crate::{load, stdout, user_error, Failure, SpecArgs};
+use crate::{counterexamples, load, stdout, user_error, Failure, SpecArgs};
 
 pub struct Options {
     pub spec: SpecArgs,
@@ -36,23 +36,33 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let report = match compiler.compile(&source, &flags) {
         Ok(c) => {
             let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
-            let config = VerifyConfig { seed, ..VerifyConfig::default() };
+            let saved = counterexamples::load(graph);
+            let config = VerifyConfig { seed, saved, ..VerifyConfig::default() };
             ollie_verify::verify(graph, &runner, &baseline, &c.library, &config).context("verifying")?
         }
         Err(Ok(outcome)) => Report {
             accepted: false,
             rejection: Some(Rejection::Failed { reason: outcome.summary() }),
             certificate: ollie_verify::Certificate { kernel: graph.name.clone(), seed, alpha: 16.0, tests: Vec::new() },
+            counterexample: None,
         },
         Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
     };
     let certificate = o.certificate.clone().unwrap_or_else(|| o.kernel.with_extension("certificate.json"));
     let json = serde_json::to_string_pretty(&report).expect("serializable");
     std::fs::write(&certificate, &json).with_context(|| format!("writing {}", certificate.display()))?;
+    let saved = match &report.counterexample {
+        Some(inputs) => counterexamples::save(graph, inputs).context("saving the counterexample")?,
+        None => None,
+    };
     if o.json {
         stdout(&format!("{json}\n"))?;
     } else {
-        stdout(&render(&report, &certificate))?;
+        let mut text = render(&report, &certificate);
+        if let Some(dir) = saved {
+            text.push_str(&format!("counterexample inputs: {} (tried first by every later check of this spec)\n", dir.display()));
+        }
+        stdout(&text)?;
     }
     if report.accepted { Ok(()) } else { Err(Failure::Rejected) }
 }

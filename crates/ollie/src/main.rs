@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod counterexamples;
 mod eval;
 mod inputs;
 mod load;

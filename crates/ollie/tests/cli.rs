@@ -219,3 +219,28 @@ fn bench_checks_every_timed_call_and_the_roofline() {
     assert_eq!(fast.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&fast.stdout).contains("faster than the roofline floor"), "{}", String::from_utf8_lossy(&fast.stdout));
 }
+
+#[test]
+fn a_rejection_saves_its_inputs_and_later_checks_try_them_first() {
+    let cache = tempfile::tempdir().unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let check = |seed: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ollie"))
+            .args(["check", "test_data/verify/softmax.py", "test_data/verify/softmax/bad_small_only.c", "--json", "--seed", seed, "--certificate"])
+            .arg(certs.path().join("c.json"))
+            .env("XDG_CACHE_HOME", cache.path())
+            .current_dir(root())
+            .output()
+            .unwrap()
+    };
+    let first = check("1");
+    assert_eq!(first.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(report["rejection"]["test"]["family"], "large");
+    let saved: Vec<_> = std::fs::read_dir(cache.path().join("ollie/counterexamples")).unwrap().collect();
+    assert_eq!(saved.len(), 1, "one spec directory");
+    let second = check("2");
+    let report: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(report["rejection"]["test"]["family"], "saved-counterexample", "{report}");
+    assert_eq!(report["rejection"]["test"]["call"], 1);
+}

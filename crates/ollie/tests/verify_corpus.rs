@@ -48,6 +48,8 @@ fn cases() -> Vec<Case> {
 fn verdict(case: &Case, out: &Path) -> Result<String, String> {
     let certificate = out.join(format!("{}.json", case.kernel.file_stem().unwrap().to_string_lossy()));
     let mut command = Command::new(env!("CARGO_BIN_EXE_ollie"));
+    // Counterexamples go to a private cache, not the user's.
+    command.env("XDG_CACHE_HOME", out.join("cache"));
     command.arg("check").arg(&case.spec).arg(&case.kernel).args(["--seed", "42", "--timeout", "3", "--json", "--certificate"]).arg(&certificate);
     if let Some(flags) = &case.flags {
         command.arg(format!("--flags={flags}"));
