@@ -134,7 +134,8 @@ fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
     Ok((name.trim().to_string(), PathBuf::from(path)))
 }
 
-/// How a command failed: a user's mistake (exit 2) or ollie's own failure (exit 1).
+/// How a command failed: a rejected kernel (exit 1), a user's mistake (exit 2) or ollie's own
+/// failure (exit 3).
 pub enum Failure {
     /// Already rendered for the user.
     User(String),
@@ -245,7 +246,7 @@ fn main() -> ExitCode {
         }
         Err(Failure::Internal(e)) => {
             eprintln!("ollie: internal error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(3)
         }
     }
 }

@@ -32,15 +32,30 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-#[test]
-fn naive_kernels_agree_with_the_reference() {
-    let mut specs: Vec<PathBuf> = ["test_data/corpus", "examples", "test_data/loops"]
+/// The spec files under `dirs`, sorted.
+fn specs(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut specs: Vec<PathBuf> = dirs
         .iter()
         .flat_map(|d| std::fs::read_dir(root().join(d)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
         .collect();
     specs.sort();
+    specs
+}
+
+/// The spec's graph, with the size overrides of [`OVERRIDES`].
+fn graph_of(spec: &Path) -> Result<ollie_graph::Graph, String> {
+    let file = spec.file_name().unwrap().to_str().unwrap();
+    let dims: Vec<(String, i64)> =
+        OVERRIDES.iter().filter(|(f, _)| *f == file).flat_map(|(_, d)| d.iter().map(|(n, v)| (n.to_string(), *v))).collect();
+    let source = std::fs::read_to_string(spec).unwrap();
+    Ok(ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims }).map_err(|d| d.render(file, &source))?.graph)
+}
+
+/// Runs `check` on every spec; fails listing each spec it fails on.
+fn for_every_spec(dirs: &[&str], check: impl Fn(&Path, u64) -> Result<(), String>) {
+    let specs = specs(dirs);
     let mut failures = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         if let Err(e) = check(spec, i as u64) {
@@ -50,12 +65,13 @@ fn naive_kernels_agree_with_the_reference() {
     assert!(failures.is_empty(), "{} of {} specs failed:\n{}", failures.len(), specs.len(), failures.join("\n"));
 }
 
+#[test]
+fn naive_kernels_agree_with_the_reference() {
+    for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], check);
+}
+
 fn check(spec: &Path, seed: u64) -> Result<(), String> {
-    let file = spec.file_name().unwrap().to_str().unwrap();
-    let dims: Vec<(String, i64)> =
-        OVERRIDES.iter().filter(|(f, _)| *f == file).flat_map(|(_, d)| d.iter().map(|(n, v)| (n.to_string(), *v))).collect();
-    let source = std::fs::read_to_string(spec).unwrap();
-    let graph = ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims }).map_err(|d| d.render(file, &source))?.graph;
+    let graph = graph_of(spec)?;
     let nest = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
     ollie_loops::check(&nest).map_err(|e| format!("the lowered nest is invalid: {e}"))?;
     let c = ollie_loops::emit_c(&nest);
@@ -111,28 +127,11 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
 /// correct kernels.
 #[test]
 fn the_rounded_reference_passes_the_accuracy_rule_on_every_family() {
-    let mut specs: Vec<PathBuf> = ["test_data/corpus", "examples"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(root().join(d)).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .collect();
-    specs.sort();
-    let mut failures = Vec::new();
-    for (i, spec) in specs.iter().enumerate() {
-        if let Err(e) = rounded_reference_passes(spec, i as u64) {
-            failures.push(format!("{}: {e}", spec.file_name().unwrap().to_string_lossy()));
-        }
-    }
-    assert!(failures.is_empty(), "{} of {} specs failed:\n{}", failures.len(), specs.len(), failures.join("\n"));
+    for_every_spec(&["test_data/corpus", "examples"], rounded_reference_passes);
 }
 
 fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
-    let file = spec.file_name().unwrap().to_str().unwrap();
-    let dims: Vec<(String, i64)> =
-        OVERRIDES.iter().filter(|(f, _)| *f == file).flat_map(|(_, d)| d.iter().map(|(n, v)| (n.to_string(), *v))).collect();
-    let source = std::fs::read_to_string(spec).unwrap();
-    let graph = ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims }).map_err(|d| d.render(file, &source))?.graph;
+    let graph = graph_of(spec)?;
     let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).map_err(|e| e.to_string())?);
     let cache = tempfile::tempdir().unwrap();
     let library = Compiler::new(cache.path()).compile(&c, &["-O3".to_string(), "-march=native".to_string()]).map_err(|_| "compile".to_string())?.library;
@@ -164,32 +163,19 @@ fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
 /// fresh-inputs rules on real kernels, not accuracy).
 #[test]
 fn naive_kernels_pass_the_verifier() {
-    let mut specs: Vec<PathBuf> = ["test_data/corpus", "examples"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(root().join(d)).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .collect();
-    specs.sort();
     let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
-    let mut failures = Vec::new();
-    for spec in &specs {
-        let file = spec.file_name().unwrap().to_str().unwrap();
-        let dims: Vec<(String, i64)> =
-            OVERRIDES.iter().filter(|(f, _)| *f == file).flat_map(|(_, d)| d.iter().map(|(n, v)| (n.to_string(), *v))).collect();
-        let source = std::fs::read_to_string(spec).unwrap();
-        let graph = ollie_spec::compile(&source, &ollie_spec::Options { kernel: None, dims }).unwrap().graph;
-        let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap());
+    for_every_spec(&["test_data/corpus", "examples"], |spec, _| {
+        let graph = graph_of(spec)?;
+        let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).map_err(|e| e.to_string())?);
         let cache = tempfile::tempdir().unwrap();
         // (gcc 12 at plain -O2 hits an internal compiler error on comparisons.py's kernel.)
         let flags = ["-O3".to_string(), "-march=native".to_string()];
-        let library = Compiler::new(cache.path()).compile(&c, &flags).unwrap().library;
+        let library = Compiler::new(cache.path()).compile(&c, &flags).map_err(|_| "the naive kernel does not compile".to_string())?.library;
         let config = ollie_verify::VerifyConfig { seed: 3, sets_per_family: 1, ..Default::default() };
         match ollie_verify::verify(&graph, &runner, &library, &library, &config) {
-            Ok(report) if report.accepted => {}
-            Ok(report) => failures.push(format!("{file}: {:?}", report.rejection)),
-            Err(e) => failures.push(format!("{file}: {e}")),
+            Ok(report) if report.accepted => Ok(()),
+            Ok(report) => Err(format!("{:?}", report.rejection)),
+            Err(e) => Err(e.to_string()),
         }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
