@@ -126,6 +126,8 @@ impl Runner {
             .arg(inputs.len().to_string())
             .arg("--address-space")
             .arg(ADDRESS_SPACE.to_string())
+            .arg("--cpu-seconds")
+            .arg((self.timeout.as_secs() * 100 + 60).to_string())
             .current_dir(&workdir)
             .env_clear()
             .stdin(Stdio::piped())

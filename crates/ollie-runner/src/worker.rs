@@ -48,6 +48,7 @@ pub fn worker_main(args: &[String]) -> Result<(), String> {
     let layout = Layout::decode(value("--layout")?).ok_or("worker: bad --layout")?;
     let inputs: usize = value("--inputs")?.parse().map_err(|_| "worker: bad --inputs")?;
     let address_space: u64 = value("--address-space")?.parse().map_err(|_| "worker: bad --address-space")?;
+    let cpu_seconds: u64 = value("--cpu-seconds")?.parse().map_err(|_| "worker: bad --cpu-seconds")?;
     if layout.regions.len() > MAX_BUFFERS || inputs > layout.regions.len() {
         return Err(format!("the kernel takes {} buffers; at most {MAX_BUFFERS} are supported", layout.regions.len()));
     }
@@ -85,6 +86,11 @@ pub fn worker_main(args: &[String]) -> Result<(), String> {
     limit(libc::RLIMIT_FSIZE, 0)?;
     if address_space > 0 {
         limit(libc::RLIMIT_AS, address_space)?;
+    }
+    if cpu_seconds > 0 {
+        // A backstop for threads that spin on after their call: the per-call time limit is the
+        // parent's.
+        limit(libc::RLIMIT_CPU, cpu_seconds)?;
     }
     let filters = filters().map_err(|e| format!("worker: building the system call filter: {e}"))?;
     for program in &filters {

@@ -27,11 +27,13 @@ pub struct VerifyConfig {
     pub reread_delay: Duration,
     /// Input sets that made earlier candidates fail; they are tried first.
     pub saved: Vec<Vec<Tensor>>,
+    /// No call can be faster than this (seconds): the roofline floor.
+    pub floor: Option<f64>,
 }
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new() }
+        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new(), floor: None }
     }
 }
 
@@ -45,6 +47,8 @@ pub enum Rejection {
     Unwritten { test: TestId, output: usize, count: usize },
     /// Outputs changed after the call had returned.
     ChangedAfterReturn { test: TestId, output: usize },
+    /// The output is exactly the previous call's, though the inputs changed: a cache.
+    StaleOutput { test: TestId, output: usize },
     /// Touched memory past the end of a buffer (`buffer` counts inputs first, then outputs).
     OutOfBounds { test: TestId, buffer: usize },
     /// Wrote to an input.
@@ -138,6 +142,7 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
             plan.push((family.to_string(), seed, family.generate(&graph.params, seed), true));
         }
     }
+    let mut previous: Option<(Vec<Tensor>, Vec<Tensor>)> = None;
     for (family, seed, mut values, edit) in plan {
         for kind in ["fresh", "one-element-changed"] {
             if kind == "one-element-changed" {
@@ -148,7 +153,7 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
             }
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
-            match test(graph, &mut base, &mut cand, &values, &id, config)? {
+            match test(graph, &mut base, &mut cand, &values, &id, config, &mut previous)? {
                 Ok(record) => certificate.tests.push(record),
                 Err(rejection) => {
                     cand.finish();
@@ -177,7 +182,18 @@ fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
     }
 }
 
-fn test(graph: &Graph, base: &mut Session, cand: &mut Session, values: &[Tensor], id: &TestId, config: &VerifyConfig) -> Result<Result<TestRecord, Rejection>, VerifyError> {
+/// One call on `values`. `previous` holds the last call's reference and candidate outputs (to
+/// name a cache that returns them again).
+#[allow(clippy::type_complexity)]
+fn test(
+    graph: &Graph,
+    base: &mut Session,
+    cand: &mut Session,
+    values: &[Tensor],
+    id: &TestId,
+    config: &VerifyConfig,
+    previous: &mut Option<(Vec<Tensor>, Vec<Tensor>)>,
+) -> Result<Result<TestRecord, Rejection>, VerifyError> {
     let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
     for (k, v) in values.iter().enumerate() {
         base.set_input(k, v)?;
@@ -195,6 +211,11 @@ fn test(graph: &Graph, base: &mut Session, cand: &mut Session, values: &[Tensor]
         Call::Returned { elapsed } => elapsed,
         Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
     };
+    if let Some(floor) = config.floor {
+        if elapsed.as_secs_f64() < floor {
+            return Ok(Err(Rejection::TooFast { test: id.clone(), seconds: elapsed.as_secs_f64(), floor }));
+        }
+    }
     if let Some(buffer) = cand.damaged_canary() {
         return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
     }
@@ -217,12 +238,19 @@ fn test(graph: &Graph, base: &mut Session, cand: &mut Session, values: &[Tensor]
         }
         let tolerance = if graph.ty(graph.outputs[k]).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
         if let Err(inaccuracy) = judge(tolerance, r, &bounds[k], &baseline[k], y) {
+            let bits = |t: &Tensor| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            if let Some((last_reference, last_output)) = previous.as_ref() {
+                if bits(&last_output[k]) == bits(y) && bits(&last_reference[k]) != bits(r) {
+                    return Ok(Err(Rejection::StaleOutput { test: id.clone(), output: k }));
+                }
+            }
             return Ok(Err(inaccurate(id, k, inaccuracy)));
         }
         let (worst, norm) = figures(tolerance, r, &bounds[k], &baseline[k], y);
         record.worst_elementwise.push(worst);
         record.normwise.push(norm);
     }
+    *previous = Some((reference, first));
     Ok(Ok(record))
 }
 

@@ -37,7 +37,8 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         Ok(c) => {
             let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
             let saved = counterexamples::load(graph);
-            let config = VerifyConfig { seed, saved, ..VerifyConfig::default() };
+            let floor = roofline_floor(graph)?;
+            let config = VerifyConfig { seed, saved, floor: Some(floor), ..VerifyConfig::default() };
             ollie_verify::verify(graph, &runner, &baseline, &c.library, &config).context("verifying")?
         }
         Err(Ok(outcome)) => Report {
@@ -65,6 +66,15 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         stdout(&text)?;
     }
     if report.accepted { Ok(()) } else { Err(Failure::Rejected) }
+}
+
+/// The least time `graph` can take on this machine: its FLOPs at the FMA peak or its compulsory
+/// bytes at the memory bandwidth, whichever is longer (all threads).
+pub fn roofline_floor(graph: &ollie_graph::Graph) -> Result<f64, Failure> {
+    let (machine, _, _) = crate::machine_ceilings(false, &ollie_runner::MachineConfig::default())?;
+    let ceiling = machine.ceilings.last().context("no machine ceilings")?;
+    let cost = graph.cost();
+    Ok((cost.flops / (ceiling.peak_gflops * 1e9)).max(cost.min_bytes / (ceiling.bandwidth_gbs * 1e9)))
 }
 
 /// Compiles the naive kernel of `graph` (the baseline) at `-O3 -march=native`.
@@ -106,6 +116,7 @@ pub fn describe(r: &Rejection) -> String {
         Rejection::Inaccurate { test, output, detail, .. } => format!("inaccurate output {output} {}:\n  {detail}", at(test)),
         Rejection::Unwritten { test, output, count } => format!("{count} elements of output {output} were never written {}", at(test)),
         Rejection::ChangedAfterReturn { test, output } => format!("output {output} changed after the kernel returned {}", at(test)),
+        Rejection::StaleOutput { test, output } => format!("output {output} is the previous call's, though the inputs changed (a cache), {}", at(test)),
         Rejection::OutOfBounds { test, buffer } => format!("touched memory past the end of buffer {buffer} {}", at(test)),
         Rejection::InputModified { test, buffer } => format!("wrote to input {buffer} {}", at(test)),
         Rejection::Forbidden { test, syscall } => format!("made a forbidden system call, {syscall}, {}", at(test)),

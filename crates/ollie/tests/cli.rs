@@ -222,7 +222,7 @@ fn bench_checks_every_timed_call_and_the_roofline() {
 
 #[test]
 fn a_rejection_saves_its_inputs_and_later_checks_try_them_first() {
-    let cache = tempfile::tempdir().unwrap();
+    let cache = machine_cache(1e6, 1e6);
     let certs = tempfile::tempdir().unwrap();
     let check = |seed: &str| {
         Command::new(env!("CARGO_BIN_EXE_ollie"))

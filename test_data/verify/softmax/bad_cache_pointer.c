@@ -1,4 +1,4 @@
-// expect: rejected inaccurate
+// expect: rejected stale-output
 #include <math.h>
 #include <string.h>
 /* Remembers the result for the last input pointer: stale when the buffer is refilled. */

@@ -1,4 +1,4 @@
-// expect: rejected inaccurate
+// expect: rejected stale-output
 #include <math.h>
 #include <string.h>
 /* Remembers the result keyed on three sampled inputs: stale when another element changes. */
