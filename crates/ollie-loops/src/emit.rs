@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
-use crate::ir::{Affine, BufferKind, Expr, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 /// Names C reserves, which a spec parameter might still use.
 const C_KEYWORDS: &[&str] = &[
@@ -102,8 +102,14 @@ impl<'a> Emitter<'a> {
     fn stmt(&self, out: &mut String, stmt: &Stmt, depth: usize) {
         let pad = "    ".repeat(depth);
         match stmt {
-            Stmt::Loop { var, extent, body, .. } => {
+            Stmt::Loop { var, extent, kind, body } => {
                 let v = var_name(*var);
+                match kind {
+                    LoopKind::Serial => {}
+                    LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for").unwrap(),
+                    LoopKind::Simd => writeln!(out, "{pad}#pragma omp simd").unwrap(),
+                    LoopKind::Unrolled(n) => writeln!(out, "{pad}#pragma GCC unroll {n}").unwrap(),
+                }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
                 for s in body {
                     self.stmt(out, s, depth + 1);

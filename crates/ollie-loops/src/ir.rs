@@ -98,10 +98,36 @@ pub enum Expr {
 }
 
 /// What a loop may do to its iterations. The naive lowering only makes serial loops; the
-/// schedule transforms add the others.
+/// schedule transforms add the others, each after its legality check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LoopKind {
     Serial,
+    /// Iterations run on several threads (OpenMP `parallel for`).
+    Parallel,
+    /// Iterations run in SIMD lanes (OpenMP `simd`).
+    Simd,
+    /// The compiler is asked to unroll by this factor.
+    Unrolled(u32),
+}
+
+impl LoopKind {
+    /// The word after `for` in the text form (`for parallel i0 in 0..8 {`).
+    pub fn word(self) -> Option<String> {
+        match self {
+            LoopKind::Serial => None,
+            LoopKind::Parallel => Some("parallel".into()),
+            LoopKind::Simd => Some("simd".into()),
+            LoopKind::Unrolled(n) => Some(format!("unroll{n}")),
+        }
+    }
+
+    pub fn from_word(word: &str) -> Option<LoopKind> {
+        match word {
+            "parallel" => Some(LoopKind::Parallel),
+            "simd" => Some(LoopKind::Simd),
+            _ => word.strip_prefix("unroll").and_then(|n| n.parse().ok()).map(LoopKind::Unrolled),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

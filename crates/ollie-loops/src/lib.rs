@@ -5,10 +5,12 @@ mod check;
 mod emit;
 mod ir;
 mod lower;
+mod schedule;
 mod text;
 
 pub use check::{check, LoopError};
 pub use emit::emit_c;
 pub use ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 pub use lower::{lower, strides, LowerError};
+pub use schedule::{apply_step, Schedule, ScheduleError, Step};
 pub use text::{parse, ParseError};

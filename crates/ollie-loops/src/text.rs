@@ -47,9 +47,7 @@ impl LoopNest {
         let pad = "  ".repeat(depth);
         match stmt {
             Stmt::Loop { var, extent, kind, body } => {
-                let kind = match kind {
-                    LoopKind::Serial => "",
-                };
+                let kind = kind.word().map(|w| format!(" {w}")).unwrap_or_default();
                 writeln!(f, "{pad}for{kind} {} in 0..{extent} {{", var_name(*var))?;
                 for s in body {
                     self.fmt_stmt(f, s, depth + 1)?;
@@ -105,25 +103,29 @@ pub fn parse(text: &str) -> Result<LoopNest, ParseError> {
         nest.buffers.push(parse_decl(decl, BufferKind::Temp).map_err(|m| err(line, m))?);
         lines.next();
     }
-    let mut stack: Vec<(VarId, usize, Vec<Stmt>)> = Vec::new();
+    let mut stack: Vec<(VarId, usize, LoopKind, Vec<Stmt>)> = Vec::new();
     let mut body = Vec::new();
     for (line, t) in lines {
         if t == "}" {
-            let (var, extent, inner) = stack.pop().ok_or_else(|| err(line, "unmatched `}`".into()))?;
-            let stmt = Stmt::Loop { var, extent, kind: LoopKind::Serial, body: inner };
+            let (var, extent, kind, inner) = stack.pop().ok_or_else(|| err(line, "unmatched `}`".into()))?;
+            let stmt = Stmt::Loop { var, extent, kind, body: inner };
             match stack.last_mut() {
-                Some((_, _, b)) => b.push(stmt),
+                Some((_, _, _, b)) => b.push(stmt),
                 None => body.push(stmt),
             }
         } else if let Some(rest) = t.strip_prefix("for ") {
-            let (var, range) = rest.split_once(" in 0..").ok_or_else(|| err(line, "expected `for iN in 0..EXTENT {`".into()))?;
+            let (head, range) = rest.split_once(" in 0..").ok_or_else(|| err(line, "expected `for [KIND] iN in 0..EXTENT {`".into()))?;
             let extent = range.strip_suffix('{').map(str::trim).and_then(|e| e.parse().ok());
             let extent = extent.ok_or_else(|| err(line, "expected `0..EXTENT {`".into()))?;
-            stack.push((parse_var(var.trim()).map_err(|m| err(line, m))?, extent, Vec::new()));
+            let (kind, var) = match head.trim().split_once(' ') {
+                Some((word, var)) => (LoopKind::from_word(word).ok_or_else(|| err(line, format!("unknown loop kind `{word}`")))?, var),
+                None => (LoopKind::Serial, head),
+            };
+            stack.push((parse_var(var.trim()).map_err(|m| err(line, m))?, extent, kind, Vec::new()));
         } else {
             let stmt = parse_store(&nest, t).map_err(|m| err(line, m))?;
             match stack.last_mut() {
-                Some((_, _, b)) => b.push(stmt),
+                Some((_, _, _, b)) => b.push(stmt),
                 None => body.push(stmt),
             }
         }

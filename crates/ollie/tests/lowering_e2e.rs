@@ -179,3 +179,86 @@ fn naive_kernels_pass_the_verifier() {
         }
     });
 }
+
+/// Every loop of `body` with its depth and whether it is innermost.
+fn loops(body: &[ollie_loops::Stmt], depth: usize, out: &mut Vec<(ollie_loops::VarId, usize, bool)>) {
+    for s in body {
+        if let ollie_loops::Stmt::Loop { var, body, .. } = s {
+            let innermost = !body.iter().any(|b| matches!(b, ollie_loops::Stmt::Loop { .. }));
+            out.push((*var, depth, innermost));
+            loops(body, depth + 1, out);
+        }
+    }
+}
+
+/// Scheduled kernels compute what the naive ones do: every outermost loop that may run in
+/// parallel does, every innermost loop is split by 4 and its inner part run in SIMD lanes where
+/// legal; compiled with OpenMP and compared with the reference like the naive kernels.
+#[test]
+fn scheduled_kernels_agree_with_the_reference() {
+    use ollie_loops::{apply_step, Step};
+    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
+    for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], |spec, seed| {
+        let graph = graph_of(spec)?;
+        let mut nest = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
+        let mut all = Vec::new();
+        loops(&nest.body, 0, &mut all);
+        let mut applied = 0;
+        for (var, depth, innermost) in all {
+            let mut steps = Vec::new();
+            if depth == 0 {
+                steps.push(Step::Parallel { var });
+            }
+            if innermost {
+                let inner = ollie_loops::VarId(1 + {
+                    let mut v = Vec::new();
+                    loops(&nest.body, 0, &mut v);
+                    v.iter().map(|(w, ..)| w.0).max().unwrap_or(0)
+                });
+                steps.push(Step::Split { var, factor: 4 });
+                steps.push(Step::Simd { var: inner });
+            }
+            for step in steps {
+                let mut attempt = nest.clone();
+                if apply_step(&mut attempt, &step).is_ok() {
+                    nest = attempt;
+                    applied += 1;
+                }
+            }
+        }
+        ollie_loops::check(&nest).map_err(|e| format!("the scheduled nest is invalid: {e}"))?;
+        let c = ollie_loops::emit_c(&nest);
+        let cache = tempfile::tempdir().unwrap();
+        let flags: Vec<String> = ["-O3", "-march=native", "-fopenmp", "-Wall", "-Werror"].iter().map(|f| f.to_string()).collect();
+        let library = match Compiler::new(cache.path()).compile(&c, &flags) {
+            Ok(compiled) => compiled.library,
+            Err(Ok(outcome)) => return Err(format!("{}\n{c}", outcome.summary())),
+            Err(Err(e)) => return Err(e.to_string()),
+        };
+        let inputs = Family::Normal.generate(&graph.params, seed);
+        let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
+        let spec_of = |ty: &ollie_graph::TensorType| BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() };
+        let args: Vec<(BufferSpec, &ArrayD<f64>)> = graph.params.iter().zip(&inputs).map(|(p, a)| (spec_of(&p.ty), a)).collect();
+        let outs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| spec_of(graph.ty(o))).collect();
+        let outputs = match runner.run(&library, &graph.name, &args, &outs).map_err(|e| e.to_string())? {
+            Outcome::Ran { outputs, .. } => outputs,
+            other => return Err(format!("{} ({applied} steps)", other.summary())),
+        };
+        for (k, (r, y)) in reference.iter().zip(&outputs).enumerate() {
+            let (mut err, mut norm) = (0.0f64, 0.0f64);
+            for (&yv, &rv) in y.iter().zip(r.iter()) {
+                if rv.is_nan() != yv.is_nan() {
+                    return Err(format!("output {k}: NaN differs ({applied} steps)"));
+                }
+                if rv.is_finite() {
+                    err += (yv - rv) * (yv - rv);
+                    norm += rv * rv;
+                }
+            }
+            if err.sqrt() > BOUND * norm.sqrt() {
+                return Err(format!("output {k}: error {:e} over {:e} after {applied} steps\n{nest}", err.sqrt(), norm.sqrt()));
+            }
+        }
+        Ok(())
+    });
+}
