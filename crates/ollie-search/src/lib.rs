@@ -1,0 +1,10 @@
+//! The stochastic optimizer (STOKE-style): Markov chain Monte Carlo over candidates with
+//! Metropolis–Hastings acceptance on log run time, restarts from the best, and a bandit that
+//! shifts effort between proposers by their accepted improvements.
+//!
+//! The search knows nothing of kernels, runners or stores: proposers and the evaluator are
+//! traits the driver implements (and so are its tests).
+
+mod search;
+
+pub use search::{Evaluation, Event, Evaluate, Propose, Search, SearchConfig, StopReason};

@@ -1,0 +1,168 @@
+//! The search loop.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Makes a new candidate from the current one (a random legal mutation, a rewrite, an LLM's
+/// kernel). `None` when it has nothing to offer this time.
+pub trait Propose<C> {
+    fn name(&self) -> &str;
+    fn propose(&mut self, current: &C, rng: &mut ChaCha8Rng) -> Option<C>;
+}
+
+/// Judges a candidate: verified and timed against the current one.
+pub trait Evaluate<C> {
+    fn evaluate(&mut self, candidate: &C, current: &C) -> Evaluation;
+}
+
+/// What the evaluator found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evaluation {
+    /// Verified; its median time, and the interleaved time ratio candidate/current as
+    /// (median, p10, p90) over pairs.
+    Timed { seconds: f64, ratio: (f64, f64, f64) },
+    /// Not a valid kernel (illegal schedule, compile error, rejected by the verifier).
+    Rejected { reason: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    pub seed: u64,
+    /// Metropolis–Hastings temperature on log time: a candidate `r` times slower than the
+    /// current one is accepted with probability `exp(−ln r / T)`. At 0.05 a 5% slower step is
+    /// taken about a third of the time.
+    pub temperature: f64,
+    /// Evaluations without a new best before the chain restarts from the best.
+    pub restart_after: usize,
+    pub max_evaluations: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200 }
+    }
+}
+
+/// Why the search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EvaluationBudget,
+    /// The caller's stop condition (wall time, roofline target, Ctrl-C).
+    Stopped,
+}
+
+/// One step of the search, for the store and the progress display.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event<C> {
+    pub evaluation: usize,
+    pub proposer: String,
+    pub candidate: C,
+    pub outcome: Evaluation,
+    /// Whether the chain moved to the candidate.
+    pub moved: bool,
+    /// Whether it is a new best (faster beyond the noise: the p90 ratio against the best is
+    /// below 1).
+    pub new_best: bool,
+}
+
+pub struct Search<C> {
+    pub config: SearchConfig,
+    pub best: C,
+    pub best_seconds: f64,
+    current: C,
+    current_seconds: f64,
+    rng: ChaCha8Rng,
+    /// Per proposer: (tries, improvements).
+    record: Vec<(usize, usize)>,
+    evaluations: usize,
+    since_best: usize,
+}
+
+impl<C: Clone> Search<C> {
+    /// Starts from `start` (the naive kernel) taking `seconds`.
+    pub fn new(config: SearchConfig, start: C, seconds: f64) -> Search<C> {
+        let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        Search { config, best: start.clone(), best_seconds: seconds, current: start, current_seconds: seconds, rng, record: Vec::new(), evaluations: 0, since_best: 0 }
+    }
+
+    /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
+    pub fn run(
+        &mut self,
+        proposers: &mut [&mut dyn Propose<C>],
+        evaluator: &mut dyn Evaluate<C>,
+        mut stop: impl FnMut(&Search<C>) -> bool,
+        mut on_event: impl FnMut(&Event<C>),
+    ) -> StopReason {
+        self.record.resize(proposers.len(), (0, 0));
+        loop {
+            if self.evaluations >= self.config.max_evaluations {
+                return StopReason::EvaluationBudget;
+            }
+            if stop(self) {
+                return StopReason::Stopped;
+            }
+            let k = self.choose_proposer();
+            let Some(candidate) = proposers[k].propose(&self.current, &mut self.rng) else {
+                self.record[k].0 += 1;
+                self.evaluations += 1;
+                continue;
+            };
+            self.evaluations += 1;
+            self.record[k].0 += 1;
+            let outcome = evaluator.evaluate(&candidate, &self.current);
+            let (mut moved, mut new_best) = (false, false);
+            if let Evaluation::Timed { seconds, ratio } = &outcome {
+                // Metropolis–Hastings on log time, with the interleaved ratio as the measure.
+                let log_ratio = ratio.0.ln();
+                moved = log_ratio <= 0.0 || self.rng.random_range(0.0..1.0) < (-log_ratio / self.config.temperature).exp();
+                // A new best must be faster than the current one beyond the noise, and faster
+                // than the best so far.
+                if ratio.2 < 1.0 && *seconds < self.best_seconds {
+                    new_best = true;
+                    self.best = candidate.clone();
+                    self.best_seconds = *seconds;
+                    self.record[k].1 += 1;
+                    self.since_best = 0;
+                }
+                if moved {
+                    self.current = candidate.clone();
+                    self.current_seconds = *seconds;
+                }
+            }
+            if !new_best {
+                self.since_best += 1;
+                if self.since_best >= self.config.restart_after {
+                    self.current = self.best.clone();
+                    self.current_seconds = self.best_seconds;
+                    self.since_best = 0;
+                }
+            }
+            let event = Event { evaluation: self.evaluations, proposer: proposers[k].name().to_string(), candidate, outcome, moved, new_best };
+            tracing::debug!(evaluation = event.evaluation, proposer = %event.proposer, moved, new_best, "search step");
+            on_event(&event);
+        }
+    }
+
+    /// A bandit: each proposer is drawn with weight (improvements + 1) / (tries + 2).
+    fn choose_proposer(&mut self) -> usize {
+        let weights: Vec<f64> = self.record.iter().map(|&(tries, wins)| (wins as f64 + 1.0) / (tries as f64 + 2.0)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut x = self.rng.random_range(0.0..total);
+        for (k, w) in weights.iter().enumerate() {
+            if x < *w {
+                return k;
+            }
+            x -= w;
+        }
+        weights.len() - 1
+    }
+
+    /// Tries and improvements per proposer, in the order they were given.
+    pub fn proposer_record(&self) -> &[(usize, usize)] {
+        &self.record
+    }
+
+    pub fn evaluations(&self) -> usize {
+        self.evaluations
+    }
+}

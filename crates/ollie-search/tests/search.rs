@@ -1,0 +1,76 @@
+//! The search on a toy problem whose answer is known: candidates are integers, the "time" of n
+//! is 1 + |n − 42| (with ±2% noise bands), one proposer steps by ±1 or ±5, another only offers
+//! what it was given. The search must find 42, reproducibly, favour the useful proposer, and
+//! never take a rejected candidate.
+
+use ollie_search::{Evaluate, Evaluation, Event, Propose, Search, SearchConfig, StopReason};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+struct Steps;
+impl Propose<i64> for Steps {
+    fn name(&self) -> &str {
+        "steps"
+    }
+    fn propose(&mut self, current: &i64, rng: &mut ChaCha8Rng) -> Option<i64> {
+        let step = [-5, -1, 1, 5][rng.random_range(0..4)];
+        Some(current + step)
+    }
+}
+
+struct Same;
+impl Propose<i64> for Same {
+    fn name(&self) -> &str {
+        "same"
+    }
+    fn propose(&mut self, current: &i64, _: &mut ChaCha8Rng) -> Option<i64> {
+        Some(*current)
+    }
+}
+
+/// Times n as 1 + |n − 42|; multiples of 7 other than 42 are rejected.
+struct Toy;
+impl Evaluate<i64> for Toy {
+    fn evaluate(&mut self, c: &i64, current: &i64) -> Evaluation {
+        if c % 7 == 0 && *c != 42 {
+            return Evaluation::Rejected { reason: "a multiple of 7".into() };
+        }
+        let t = |n: i64| 1.0 + (n - 42).abs() as f64;
+        let r = t(*c) / t(*current);
+        Evaluation::Timed { seconds: t(*c), ratio: (r, r * 0.98, r * 1.02) }
+    }
+}
+
+fn run(seed: u64) -> (i64, Vec<Event<i64>>, Vec<(usize, usize)>) {
+    let mut search = Search::new(SearchConfig { seed, max_evaluations: 400, ..Default::default() }, 0i64, 43.0);
+    let mut events = Vec::new();
+    let (mut steps, mut same) = (Steps, Same);
+    let reason = search.run(&mut [&mut steps, &mut same], &mut Toy, |_| false, |e| events.push(e.clone()));
+    assert_eq!(reason, StopReason::EvaluationBudget);
+    (search.best, events, search.proposer_record().to_vec())
+}
+
+#[test]
+fn the_search_finds_the_optimum_reproducibly() {
+    let (best, events, record) = run(7);
+    assert_eq!(best, 42);
+    assert_eq!(events.len(), 400);
+    let (again, events_again, _) = run(7);
+    assert_eq!((again, events_again), (best, events.clone()), "same seed, same search");
+    // The useful proposer gets most of the effort and all the improvements.
+    assert!(record[0].0 > record[1].0, "{record:?}");
+    assert!(record[0].1 > 0 && record[1].1 == 0, "{record:?}");
+    // Rejected candidates never move the chain; bests only improve.
+    assert!(events.iter().filter(|e| matches!(e.outcome, Evaluation::Rejected { .. })).all(|e| !e.moved && !e.new_best));
+    let bests: Vec<i64> = events.iter().filter(|e| e.new_best).map(|e| (e.candidate - 42).abs()).collect();
+    assert!(bests.windows(2).all(|w| w[1] < w[0]), "{bests:?}");
+}
+
+#[test]
+fn the_stop_condition_ends_the_search() {
+    let mut search = Search::new(SearchConfig { seed: 1, ..Default::default() }, 0i64, 43.0);
+    let mut steps = Steps;
+    let reason = search.run(&mut [&mut steps], &mut Toy, |s| s.evaluations() >= 10, |_| {});
+    assert_eq!(reason, StopReason::Stopped);
+    assert_eq!(search.evaluations(), 10);
+}
