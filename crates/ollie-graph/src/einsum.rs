@@ -192,7 +192,7 @@ fn arrange<'a>(array: ArrayViewD<'a, f64>, labels: &[u8], groups: [&[u8]; 3], di
         start += g.len();
     }
     // Zero-size arrays have no strides worth keeping; the copy below is empty anyway.
-    if ok && permuted.len() > 0 {
+    if ok && !permuted.is_empty() {
         for ax in (0..merged.ndim()).rev() {
             if !kept.contains(&Some(ax)) {
                 merged = merged.index_axis_move(Axis(ax), 0);

@@ -109,7 +109,7 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
     }
     let ty = parse_type(ty.trim())?;
     let rhs = rhs.trim();
-    let name_end = rhs.find(|c: char| c == '[' || c == ' ').unwrap_or(rhs.len());
+    let name_end = rhs.find(['[', ' ']).unwrap_or(rhs.len());
     let name = &rhs[..name_end];
     let mut rest = &rhs[name_end..];
     let mut attr = None;

@@ -508,7 +508,7 @@ impl Builder<'_> {
         };
         let mut dims: Vec<usize> = items.iter().map(|&d| d.max(0) as usize).collect();
         if let Some(&u) = unknown.first() {
-            if known == 0 || total % known != 0 {
+            if known == 0 || !total.is_multiple_of(known) {
                 return Err(bad());
             }
             dims[u] = total / known;

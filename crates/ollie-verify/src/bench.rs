@@ -105,9 +105,8 @@ pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path
     }
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); libraries.len()];
     let mut ratios = Vec::new();
-    let mut call = 0;
     for round in 0..config.warmups + config.calls {
-        call += 1;
+        let call = round + 1;
         let set = &sets[round % sets.len()];
         let mut times = Vec::new();
         for (k, session) in sessions.iter_mut().enumerate() {

@@ -171,7 +171,7 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
 /// Multiplies one element of one input by 1.5 and adds 0.25: a caching kernel keyed on the
 /// pointer or on a few sampled values misses it.
 fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
-    let candidates: Vec<usize> = (0..values.len()).filter(|&i| values[i].len() > 0).collect();
+    let candidates: Vec<usize> = (0..values.len()).filter(|&i| !values[i].is_empty()).collect();
     if candidates.is_empty() {
         return;
     }

@@ -100,7 +100,7 @@ fn wrong_outputs_are_rejected() {
     let zeros = ArrayD::zeros(c.r.raw_dim());
     assert!(matches!(judge(Tolerance::F32, &c.r, &c.m, &c.b, &zeros), Err(Inaccuracy::Elementwise { .. })));
     // A crude exp: right to about three digits.
-    let crude = softmax_f32(&c.x, true, |a| (a.exp() * (1.0 + 1e-3 * (a * 7.0).sin())), true);
+    let crude = softmax_f32(&c.x, true, |a| a.exp() * (1.0 + 1e-3 * (a * 7.0).sin()), true);
     assert!(judge(Tolerance::F32, &c.r, &c.m, &c.b, &crude).is_err());
     let mut one_off = c.b.clone();
     one_off[[3, 17]] *= 1.0 + 1e-4;
