@@ -28,7 +28,20 @@ pub struct BufferSpec {
     pub shape: Vec<usize>,
 }
 
+impl From<&ollie_graph::TensorType> for BufferSpec {
+    fn from(ty: &ollie_graph::TensorType) -> BufferSpec {
+        BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() }
+    }
+}
+
 impl BufferSpec {
+    /// The ABI's buffers of `graph`: its inputs, then its outputs.
+    pub fn of(graph: &ollie_graph::Graph) -> (Vec<BufferSpec>, Vec<BufferSpec>) {
+        let inputs = graph.params.iter().map(|p| BufferSpec::from(&p.ty)).collect();
+        let outputs = graph.outputs.iter().map(|&o| BufferSpec::from(graph.ty(o))).collect();
+        (inputs, outputs)
+    }
+
     pub(crate) fn element_size(&self) -> usize {
         if self.dtype == DType::F64 { 8 } else { 4 }
     }
@@ -64,9 +77,14 @@ pub struct Runner {
 const ADDRESS_SPACE: u64 = 16 << 30;
 
 impl Runner {
+    /// A runner whose worker is `program __worker` (`program` being an ollie executable).
+    pub fn new(program: impl Into<PathBuf>, timeout: Duration) -> Runner {
+        Runner { program: program.into(), args: vec![crate::WORKER_COMMAND.to_string()], timeout }
+    }
+
     /// A runner that re-runs the current executable as the worker.
     pub fn current_exe(timeout: Duration) -> std::io::Result<Runner> {
-        Ok(Runner { program: std::env::current_exe()?, args: vec![crate::WORKER_COMMAND.to_string()], timeout })
+        Ok(Runner::new(std::env::current_exe()?, timeout))
     }
 
     /// Calls `symbol` of `library` once in a fresh child process on `inputs`; outputs start as

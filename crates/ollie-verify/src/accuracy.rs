@@ -59,7 +59,7 @@ impl fmt::Display for Inaccuracy {
 /// `α·max(‖b−r‖, u·‖r‖)` in the Euclidean norm over the finite elements. `E` covers what a
 /// different order of summation typically costs, so reassociation passes elementwise; the
 /// normwise rule keeps the candidate as accurate as the baseline overall.
-pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tensor) -> Result<(), Inaccuracy> {
+pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tensor) -> Result<Figures, Inaccuracy> {
     assert_eq!(r.shape(), y.shape(), "the candidate's output has the reference's shape");
     let Tolerance { alpha, unit_roundoff: u } = tolerance;
     let index_of = |flat: usize| -> Vec<usize> {
@@ -72,7 +72,8 @@ pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tenso
         index
     };
     let (mut err2, mut base2, mut ref2) = (0.0f64, 0.0f64, 0.0f64);
-    let mut worst: Option<(f64, usize, f64, f64)> = None;
+    // The element with the largest error over its bound: (ratio, index, error, bound).
+    let mut worst: (f64, usize, f64, f64) = (0.0, 0, 0.0, 0.0);
     for (i, (((&rv, &mv), &bv), &yv)) in r.iter().zip(m.iter()).zip(b.iter()).zip(y.iter()).enumerate() {
         let same = |target: f64| (target.is_nan() && yv.is_nan()) || yv == target;
         let acceptable = if !rv.is_finite() {
@@ -92,22 +93,30 @@ pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tenso
         }
         let error = (yv - rv).abs();
         let bound = alpha * (bv - rv).abs().max(u * mv);
-        if error > bound {
-            let ratio = if bound > 0.0 { error / bound } else { f64::INFINITY };
-            if worst.is_none_or(|(w, ..)| ratio > w) {
-                worst = Some((ratio, i, error, bound));
-            }
+        let ratio = if error == 0.0 { 0.0 } else if bound > 0.0 { error / bound } else { f64::INFINITY };
+        if ratio > worst.0 {
+            worst = (ratio, i, error, bound);
         }
         err2 += error * error;
         base2 += (bv - rv) * (bv - rv);
         ref2 += rv * rv;
     }
-    if let Some((_, i, error, bound)) = worst {
+    let (ratio, i, error, bound) = worst;
+    if ratio > 1.0 {
         return Err(Inaccuracy::Elementwise { index: index_of(i), value: y.iter().nth(i).copied().unwrap(), reference: r.iter().nth(i).copied().unwrap(), error, bound });
     }
     let (error, bound) = (err2.sqrt(), alpha * base2.sqrt().max(u * ref2.sqrt()));
     if error > bound {
         return Err(Inaccuracy::Normwise { error, bound });
     }
-    Ok(())
+    Ok(Figures { worst_elementwise: ratio, normwise: if bound > 0.0 { error / bound } else { 0.0 } })
+}
+
+/// How close an accepted output came to the bounds (1 would be on them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figures {
+    /// The largest error over its elementwise bound.
+    pub worst_elementwise: f64,
+    /// The normwise error over its bound.
+    pub normwise: f64,
 }

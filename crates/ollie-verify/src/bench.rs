@@ -4,15 +4,14 @@
 
 use std::path::Path;
 
-use ollie_graph::{DType, Graph, Tensor};
-use ollie_runner::{BufferSpec, Call, Runner, Session};
+use ollie_graph::{Graph, Tensor};
+use ollie_runner::{BufferSpec, Runner, Session};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::accuracy::{judge, Tolerance};
 use crate::family::Family;
-use crate::verify::{inaccurate, rejection, Rejection, TestId, VerifyError};
+use crate::verify::{checked_call, rejection, Expected, Rejection, TestId, VerifyError};
 
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -65,16 +64,13 @@ pub struct BenchReport {
 
 struct Set {
     values: Vec<Tensor>,
-    reference: Vec<Tensor>,
-    bounds: Vec<Tensor>,
-    baseline: Vec<Tensor>,
+    expected: Expected,
     seed: u64,
 }
 
 /// Times the kernels in `libraries` (all implementing `graph`), interleaved.
 pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
-    let inputs: Vec<BufferSpec> = graph.params.iter().map(|p| BufferSpec { dtype: p.ty.dtype, shape: p.ty.shape.clone() }).collect();
-    let outputs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| { let t = graph.ty(o); BufferSpec { dtype: t.dtype, shape: t.shape.clone() } }).collect();
+    let (inputs, outputs) = BufferSpec::of(graph);
     let mut base = match runner.start(baseline, &graph.name, &inputs, &outputs)? {
         Ok(s) => s,
         Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
@@ -84,16 +80,8 @@ pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path
     for _ in 0..config.sets.max(1) {
         let seed: u64 = rng.random();
         let values = Family::Normal.generate(&graph.params, seed);
-        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, &values)?;
-        for (k, v) in values.iter().enumerate() {
-            base.set_input(k, v)?;
-        }
-        base.poison_outputs();
-        if let Call::Died(outcome) = base.call()? {
-            return Err(VerifyError::Baseline(outcome.summary()));
-        }
-        let baseline = (0..outputs.len()).map(|k| base.output(k)).collect();
-        sets.push(Set { values, reference, bounds, baseline, seed });
+        let expected = Expected::new(graph, &mut base, &values)?;
+        sets.push(Set { values, expected, seed });
     }
     base.finish();
     let mut sessions: Vec<Result<Session, Rejection>> = Vec::new();
@@ -112,8 +100,9 @@ pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path
         for (k, session) in sessions.iter_mut().enumerate() {
             let Ok(s) = session else { continue };
             let id = TestId { family: "normal".into(), seed: set.seed, kind: if round < config.warmups { "warm-up" } else { "timed" }.into(), call };
-            match timed_call(graph, s, set, &id, config.floor)? {
-                Ok(seconds) => {
+            match checked_call(graph, s, &set.values, &set.expected, &id, config.floor, None, None)? {
+                Ok(checked) => {
+                    let seconds = checked.elapsed.as_secs_f64();
                     if round >= config.warmups {
                         samples[k].push(seconds);
                         times.push(seconds);
@@ -139,35 +128,4 @@ pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path
         .collect();
     let ratios = (libraries.len() == 2 && !ratios.is_empty()).then(|| Timing::from_samples(ratios));
     Ok(BenchReport { kernels, ratios })
-}
-
-/// One call on `set`, its output checked like any verification call.
-fn timed_call(graph: &Graph, s: &mut Session, set: &Set, id: &TestId, floor: Option<f64>) -> Result<Result<f64, Rejection>, VerifyError> {
-    for (k, v) in set.values.iter().enumerate() {
-        s.set_input(k, v)?;
-    }
-    s.poison_outputs();
-    let elapsed = match s.call()? {
-        Call::Returned { elapsed } => elapsed.as_secs_f64(),
-        Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
-    };
-    if let Some(floor) = floor {
-        if elapsed < floor {
-            return Ok(Err(Rejection::TooFast { test: id.clone(), seconds: elapsed, floor }));
-        }
-    }
-    if let Some(buffer) = s.damaged_canary() {
-        return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
-    }
-    for k in 0..graph.outputs.len() {
-        let unwritten = s.unwritten(k);
-        if unwritten > 0 {
-            return Ok(Err(Rejection::Unwritten { test: id.clone(), output: k, count: unwritten }));
-        }
-        let tolerance = if graph.ty(graph.outputs[k]).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
-        if let Err(i) = judge(tolerance, &set.reference[k], &set.bounds[k], &set.baseline[k], &s.output(k)) {
-            return Ok(Err(inaccurate(id, k, i)));
-        }
-    }
-    Ok(Ok(elapsed))
 }

@@ -7,7 +7,7 @@ mod bench;
 mod family;
 mod verify;
 
-pub use accuracy::{judge, Inaccuracy, Tolerance};
+pub use accuracy::{judge, Figures, Inaccuracy, Tolerance};
 pub use bench::{bench, BenchConfig, BenchReport, Timing};
 pub use family::Family;
 pub use verify::{verify, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

@@ -12,7 +12,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::accuracy::{judge, Inaccuracy, Tolerance};
+use crate::accuracy::{judge, Figures, Inaccuracy, Tolerance};
 use crate::family::Family;
 
 
@@ -116,8 +116,7 @@ pub enum VerifyError {
 
 /// Verifies the kernel in `candidate` against `graph`, with the naive kernel in `baseline`.
 pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
-    let inputs: Vec<BufferSpec> = graph.params.iter().map(|p| BufferSpec { dtype: p.ty.dtype, shape: p.ty.shape.clone() }).collect();
-    let outputs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| { let t = graph.ty(o); BufferSpec { dtype: t.dtype, shape: t.shape.clone() } }).collect();
+    let (inputs, outputs) = BufferSpec::of(graph);
     let mut certificate = Certificate { kernel: graph.name.clone(), seed: config.seed, alpha: Tolerance::F32.alpha, tests: Vec::new() };
     let reject = |certificate: Certificate, rejection: Rejection, inputs: Option<Vec<Tensor>>| {
         Ok(Report { accepted: false, rejection: Some(rejection), certificate, counterexample: inputs })
@@ -153,8 +152,17 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
             }
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
-            match test(graph, &mut base, &mut cand, &values, &id, config, &mut previous)? {
-                Ok(record) => certificate.tests.push(record),
+            let expected = Expected::new(graph, &mut base, &values)?;
+            match checked_call(graph, &mut cand, &values, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref())? {
+                Ok(checked) => {
+                    certificate.tests.push(TestRecord {
+                        id,
+                        worst_elementwise: checked.figures.iter().map(|f| f.worst_elementwise).collect(),
+                        normwise: checked.figures.iter().map(|f| f.normwise).collect(),
+                        elapsed_seconds: checked.elapsed.as_secs_f64(),
+                    });
+                    previous = Some((expected.reference, checked.outputs));
+                }
                 Err(rejection) => {
                     cand.finish();
                     base.finish();
@@ -182,36 +190,63 @@ fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
     }
 }
 
-/// One call on `values`. `previous` holds the last call's reference and candidate outputs (to
-/// name a cache that returns them again).
-#[allow(clippy::type_complexity)]
-fn test(
+/// What a correct call on some inputs must produce: the reference, its error bounds and the
+/// naive kernel's outputs.
+pub(crate) struct Expected {
+    pub reference: Vec<Tensor>,
+    pub bounds: Vec<Tensor>,
+    pub baseline: Vec<Tensor>,
+}
+
+impl Expected {
+    /// Evaluates the reference on `values` and runs the naive kernel in `base` on them.
+    pub(crate) fn new(graph: &Graph, base: &mut Session, values: &[Tensor]) -> Result<Expected, VerifyError> {
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
+        for (k, v) in values.iter().enumerate() {
+            base.set_input(k, v)?;
+        }
+        base.poison_outputs();
+        if let Call::Died(outcome) = base.call()? {
+            return Err(VerifyError::Baseline(outcome.summary()));
+        }
+        let baseline = (0..graph.outputs.len()).map(|k| base.output(k)).collect();
+        Ok(Expected { reference, bounds, baseline })
+    }
+}
+
+/// A call that passed every check.
+pub(crate) struct Checked {
+    pub elapsed: Duration,
+    pub outputs: Vec<Tensor>,
+    pub figures: Vec<Figures>,
+}
+
+/// Calls the candidate once on `values` and checks the call as the contract says: returned, not
+/// faster than `floor`, memory around the buffers and the inputs untouched, (after
+/// `reread_delay`, if given) outputs unchanged since return, every element written, accurate.
+/// An inaccurate output bit-identical to `previous` (the last call's reference and outputs) is
+/// named a stale cache. Verification and timing both check every call through here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn checked_call(
     graph: &Graph,
-    base: &mut Session,
     cand: &mut Session,
     values: &[Tensor],
+    expected: &Expected,
     id: &TestId,
-    config: &VerifyConfig,
-    previous: &mut Option<(Vec<Tensor>, Vec<Tensor>)>,
-) -> Result<Result<TestRecord, Rejection>, VerifyError> {
-    let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
+    floor: Option<f64>,
+    reread_delay: Option<Duration>,
+    previous: Option<&(Vec<Tensor>, Vec<Tensor>)>,
+) -> Result<Result<Checked, Rejection>, VerifyError> {
     for (k, v) in values.iter().enumerate() {
-        base.set_input(k, v)?;
         cand.set_input(k, v)?;
     }
-    base.poison_outputs();
-    match base.call()? {
-        Call::Returned { .. } => {}
-        Call::Died(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
-    }
-    let baseline: Vec<Tensor> = (0..graph.outputs.len()).map(|k| base.output(k)).collect();
     cand.poison_outputs();
     let checksums: Vec<u64> = (0..values.len()).map(|k| cand.input_checksum(k)).collect();
     let elapsed = match cand.call()? {
         Call::Returned { elapsed } => elapsed,
         Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
     };
-    if let Some(floor) = config.floor {
+    if let Some(floor) = floor {
         if elapsed.as_secs_f64() < floor {
             return Ok(Err(Rejection::TooFast { test: id.clone(), seconds: elapsed.as_secs_f64(), floor }));
         }
@@ -222,56 +257,35 @@ fn test(
     if let Some(buffer) = (0..values.len()).find(|&k| cand.input_checksum(k) != checksums[k]) {
         return Ok(Err(Rejection::InputModified { test: id.clone(), buffer }));
     }
-    let first: Vec<Tensor> = (0..graph.outputs.len()).map(|k| cand.output(k)).collect();
-    std::thread::sleep(config.reread_delay);
-    let mut record = TestRecord { id: id.clone(), worst_elementwise: Vec::new(), normwise: Vec::new(), elapsed_seconds: elapsed.as_secs_f64() };
-    for (k, y) in first.iter().enumerate() {
-        let again = cand.output(k);
-        let same = y.iter().zip(again.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
-        if !same {
+    let outputs: Vec<Tensor> = (0..graph.outputs.len()).map(|k| cand.output(k)).collect();
+    let bits = |t: &Tensor| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    if let Some(delay) = reread_delay {
+        std::thread::sleep(delay);
+        if let Some(k) = (0..outputs.len()).find(|&k| bits(&cand.output(k)) != bits(&outputs[k])) {
             return Ok(Err(Rejection::ChangedAfterReturn { test: id.clone(), output: k }));
         }
-        let r = &reference[k];
+    }
+    let mut figures = Vec::new();
+    for (k, y) in outputs.iter().enumerate() {
         let unwritten = cand.unwritten(k);
         if unwritten > 0 {
             return Ok(Err(Rejection::Unwritten { test: id.clone(), output: k, count: unwritten }));
         }
+        let r = &expected.reference[k];
         let tolerance = if graph.ty(graph.outputs[k]).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
-        if let Err(inaccuracy) = judge(tolerance, r, &bounds[k], &baseline[k], y) {
-            let bits = |t: &Tensor| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            if let Some((last_reference, last_output)) = previous.as_ref() {
-                if bits(&last_output[k]) == bits(y) && bits(&last_reference[k]) != bits(r) {
-                    return Ok(Err(Rejection::StaleOutput { test: id.clone(), output: k }));
+        match judge(tolerance, r, &expected.bounds[k], &expected.baseline[k], y) {
+            Ok(f) => figures.push(f),
+            Err(inaccuracy) => {
+                if let Some((last_reference, last_outputs)) = previous {
+                    if bits(&last_outputs[k]) == bits(y) && bits(&last_reference[k]) != bits(r) {
+                        return Ok(Err(Rejection::StaleOutput { test: id.clone(), output: k }));
+                    }
                 }
+                return Ok(Err(inaccurate(id, k, inaccuracy)));
             }
-            return Ok(Err(inaccurate(id, k, inaccuracy)));
         }
-        let (worst, norm) = figures(tolerance, r, &bounds[k], &baseline[k], y);
-        record.worst_elementwise.push(worst);
-        record.normwise.push(norm);
     }
-    *previous = Some((reference, first));
-    Ok(Ok(record))
-}
-
-/// The largest elementwise error over bound, and the normwise error over bound.
-fn figures(t: Tolerance, r: &Tensor, e: &Tensor, b: &Tensor, y: &Tensor) -> (f64, f64) {
-    let (mut worst, mut err2, mut base2, mut ref2) = (0.0f64, 0.0, 0.0, 0.0);
-    for (((&rv, &ev), &bv), &yv) in r.iter().zip(e.iter()).zip(b.iter()).zip(y.iter()) {
-        if !(rv.is_finite() && bv.is_finite() && yv.is_finite()) {
-            continue;
-        }
-        let bound = t.alpha * (bv - rv).abs().max(t.unit_roundoff * ev);
-        let error = (yv - rv).abs();
-        if error > 0.0 {
-            worst = worst.max(if bound > 0.0 { error / bound } else { f64::INFINITY });
-        }
-        err2 += error * error;
-        base2 += (bv - rv) * (bv - rv);
-        ref2 += rv * rv;
-    }
-    let bound = t.alpha * base2.sqrt().max(t.unit_roundoff * ref2.sqrt());
-    (worst, if bound > 0.0 { err2.sqrt() / bound } else { 0.0 })
+    Ok(Ok(Checked { elapsed, outputs, figures }))
 }
 
 pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {

@@ -1,13 +1,13 @@
 //! The accuracy rule on small hand-made outputs: what it accepts and what it rejects, and why.
 
 use ndarray::{arr1, ArrayD};
-use ollie_verify::{judge, Inaccuracy, Tolerance};
+use ollie_verify::{judge, Figures, Inaccuracy, Tolerance};
 
 fn t(v: &[f64]) -> ArrayD<f64> {
     arr1(v).into_dyn()
 }
 
-fn check(r: &[f64], e: &[f64], b: &[f64], y: &[f64]) -> Result<(), Inaccuracy> {
+fn check(r: &[f64], e: &[f64], b: &[f64], y: &[f64]) -> Result<Figures, Inaccuracy> {
     judge(Tolerance::F32, &t(r), &t(e), &t(b), &t(y))
 }
 
@@ -18,7 +18,10 @@ fn the_baseline_and_the_rounded_reference_pass() {
     let r = [1.0, -2.5, 1e-3, 0.0];
     let e = [4.0, 10.0, 1e-2, 1.0];
     let b = [1.0 + 2.0 * U, -2.5, 1e-3 * (1.0 + U), 0.0];
-    check(&r, &e, &b, &b).unwrap();
+    let figures = check(&r, &e, &b, &b).unwrap();
+    // The baseline's own error is at most 1/α of its bound.
+    assert!(figures.worst_elementwise > 0.0 && figures.worst_elementwise <= 1.0 / 16.0, "{figures:?}");
+    assert!(figures.normwise <= 1.0 / 16.0, "{figures:?}");
     check(&r, &e, &b, &r.map(|v| v as f32 as f64)).unwrap();
 }
 

@@ -25,7 +25,7 @@ fn cases() -> Vec<Case> {
     let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap());
     let cache = tempfile::tempdir().unwrap();
     let library = Compiler::new(cache.path()).compile(&c, &["-O2".into()]).unwrap().library;
-    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(30) };
+    let runner = Runner::new(env!("CARGO_BIN_EXE_ollie"), Duration::from_secs(30));
     let spec = BufferSpec { dtype: DType::F32, shape: vec![16, 300] };
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut out = Vec::new();

@@ -65,6 +65,53 @@ fn for_every_spec(dirs: &[&str], check: impl Fn(&Path, u64) -> Result<(), String
     assert!(failures.is_empty(), "{} of {} specs failed:\n{}", failures.len(), specs.len(), failures.join("\n"));
 }
 
+/// The worker that runs every kernel here.
+fn runner() -> Runner {
+    Runner::new(env!("CARGO_BIN_EXE_ollie"), Duration::from_secs(60))
+}
+
+/// Compiles `c` with `flags` into a library under `cache`.
+fn compile(c: &str, flags: &[&str], cache: &Path) -> Result<PathBuf, String> {
+    let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    match Compiler::new(cache).compile(c, &flags) {
+        Ok(compiled) => Ok(compiled.library),
+        Err(Ok(outcome)) => Err(format!("{}\n{c}", outcome.summary())),
+        Err(Err(e)) => Err(e.to_string()),
+    }
+}
+
+/// Runs `graph`'s kernel in `library` once on `inputs`.
+fn run(runner: &Runner, library: &Path, graph: &ollie_graph::Graph, inputs: &[ArrayD<f64>]) -> Result<Vec<ArrayD<f64>>, String> {
+    let (specs, outs) = BufferSpec::of(graph);
+    let args: Vec<(BufferSpec, &ArrayD<f64>)> = specs.into_iter().zip(inputs).collect();
+    match runner.run(library, &graph.name, &args, &outs).map_err(|e| e.to_string())? {
+        Outcome::Ran { outputs, .. } => Ok(outputs),
+        other => Err(other.summary()),
+    }
+}
+
+/// Each output within `BOUND` of the reference normwise, finite exactly where it is.
+fn agrees(reference: &[ArrayD<f64>], outputs: &[ArrayD<f64>]) -> Result<(), String> {
+    for (k, (r, y)) in reference.iter().zip(outputs).enumerate() {
+        let name = if outputs.len() == 1 { "out".to_string() } else { format!("out{k}") };
+        let (mut err, mut norm) = (0.0f64, 0.0f64);
+        for (i, (&yv, &rv)) in y.iter().zip(r.iter()).enumerate() {
+            if rv.is_finite() != yv.is_finite() || rv.is_nan() != yv.is_nan() || (rv.is_infinite() && rv != yv) {
+                return Err(format!("{name}: element {i} is {yv}, the reference has {rv}"));
+            }
+            if rv.is_finite() {
+                err += (yv - rv) * (yv - rv);
+                norm += rv * rv;
+            }
+        }
+        let (err, norm) = (err.sqrt(), norm.sqrt());
+        if err > BOUND * norm {
+            return Err(format!("{name}: ‖y − r‖ = {err:e} exceeds {BOUND:e} · ‖r‖ = {:e}", BOUND * norm));
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn naive_kernels_agree_with_the_reference() {
     for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], check);
@@ -74,14 +121,8 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
     let graph = graph_of(spec)?;
     let nest = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
     ollie_loops::check(&nest).map_err(|e| format!("the lowered nest is invalid: {e}"))?;
-    let c = ollie_loops::emit_c(&nest);
     let cache = tempfile::tempdir().unwrap();
-    let flags: Vec<String> = ["-O3", "-march=native", "-Wall", "-Werror"].iter().map(|f| f.to_string()).collect();
-    let library = match Compiler::new(cache.path()).compile(&c, &flags) {
-        Ok(compiled) => compiled.library,
-        Err(Ok(outcome)) => return Err(format!("{}\n{c}", outcome.summary())),
-        Err(Err(e)) => return Err(e.to_string()),
-    };
+    let library = compile(&ollie_loops::emit_c(&nest), &["-O3", "-march=native", "-Wall", "-Werror"], cache.path())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let inputs: Vec<ArrayD<f64>> = graph
         .params
@@ -93,33 +134,8 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
             })
         })
         .collect();
-    let spec = |ty: &ollie_graph::TensorType| BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() };
-    let args: Vec<(BufferSpec, &ArrayD<f64>)> = graph.params.iter().zip(&inputs).map(|(p, a)| (spec(&p.ty), a)).collect();
-    let outs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| spec(graph.ty(o))).collect();
-    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
-    let outputs = match runner.run(&library, &graph.name, &args, &outs).map_err(|e| e.to_string())? {
-        Outcome::Ran { outputs, .. } => outputs,
-        other => return Err(other.summary()),
-    };
-    let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
-    for (k, (r, y)) in reference.iter().zip(&outputs).enumerate() {
-        let name = if outputs.len() == 1 { "out".to_string() } else { format!("out{k}") };
-        let (mut err, mut norm) = (0.0f64, 0.0f64);
-        for (i, (&yv, &rv)) in y.iter().zip(r.iter()).enumerate() {
-            if rv.is_finite() != yv.is_finite() || rv.is_nan() != yv.is_nan() || (rv.is_infinite() && rv != yv) {
-                return Err(format!("{}: element {i} is {yv}, the reference has {rv}", name));
-            }
-            if rv.is_finite() {
-                err += (yv - rv) * (yv - rv);
-                norm += rv * rv;
-            }
-        }
-        let (err, norm) = (err.sqrt(), norm.sqrt());
-        if err > BOUND * norm {
-            return Err(format!("{}: ‖y − r‖ = {err:e} exceeds {BOUND:e} · ‖r‖ = {:e}", name, BOUND * norm));
-        }
-    }
-    Ok(())
+    let outputs = run(&runner(), &library, &graph, &inputs)?;
+    agrees(&ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?, &outputs)
 }
 
 /// The best answer a float32 kernel can give, the reference rounded to float32, must pass the
@@ -134,19 +150,13 @@ fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
     let graph = graph_of(spec)?;
     let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).map_err(|e| e.to_string())?);
     let cache = tempfile::tempdir().unwrap();
-    let library = Compiler::new(cache.path()).compile(&c, &["-O3".to_string(), "-march=native".to_string()]).map_err(|_| "compile".to_string())?.library;
-    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
-    let spec_of = |ty: &ollie_graph::TensorType| BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() };
-    let outs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| spec_of(graph.ty(o))).collect();
+    let library = compile(&c, &["-O3", "-march=native"], cache.path())?;
+    let runner = runner();
     let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
     for family in Family::all(max_rank) {
         let inputs = family.generate(&graph.params, seed);
         let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(&graph, &inputs).map_err(|e| e.to_string())?;
-        let args: Vec<(BufferSpec, &ArrayD<f64>)> = graph.params.iter().zip(&inputs).map(|(p, a)| (spec_of(&p.ty), a)).collect();
-        let baseline = match runner.run(&library, &graph.name, &args, &outs).map_err(|e| e.to_string())? {
-            Outcome::Ran { outputs, .. } => outputs,
-            other => return Err(format!("{family}: {}", other.summary())),
-        };
+        let baseline = run(&runner, &library, &graph, &inputs).map_err(|e| format!("{family}: {e}"))?;
         for (k, &o) in graph.outputs.iter().enumerate() {
             let (tolerance, rounded) = match graph.ty(o).dtype {
                 DType::F64 => (Tolerance::F64, reference[k].clone()),
@@ -163,14 +173,13 @@ fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
 /// fresh-inputs rules on real kernels, not accuracy).
 #[test]
 fn naive_kernels_pass_the_verifier() {
-    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
+    let runner = runner();
     for_every_spec(&["test_data/corpus", "examples"], |spec, _| {
         let graph = graph_of(spec)?;
         let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).map_err(|e| e.to_string())?);
         let cache = tempfile::tempdir().unwrap();
         // (gcc 12 at plain -O2 hits an internal compiler error on comparisons.py's kernel.)
-        let flags = ["-O3".to_string(), "-march=native".to_string()];
-        let library = Compiler::new(cache.path()).compile(&c, &flags).map_err(|_| "the naive kernel does not compile".to_string())?.library;
+        let library = compile(&c, &["-O3", "-march=native"], cache.path())?;
         let config = ollie_verify::VerifyConfig { seed: 3, sets_per_family: 1, ..Default::default() };
         match ollie_verify::verify(&graph, &runner, &library, &library, &config) {
             Ok(report) if report.accepted => Ok(()),
@@ -197,7 +206,7 @@ fn loops(body: &[ollie_loops::Stmt], depth: usize, out: &mut Vec<(ollie_loops::V
 #[test]
 fn scheduled_kernels_agree_with_the_reference() {
     use ollie_loops::{apply_step, Step};
-    let runner = Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout: Duration::from_secs(60) };
+    let runner = runner();
     for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], |spec, seed| {
         let graph = graph_of(spec)?;
         let mut nest = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
@@ -227,38 +236,11 @@ fn scheduled_kernels_agree_with_the_reference() {
             }
         }
         ollie_loops::check(&nest).map_err(|e| format!("the scheduled nest is invalid: {e}"))?;
-        let c = ollie_loops::emit_c(&nest);
         let cache = tempfile::tempdir().unwrap();
-        let flags: Vec<String> = ["-O3", "-march=native", "-fopenmp", "-Wall", "-Werror"].iter().map(|f| f.to_string()).collect();
-        let library = match Compiler::new(cache.path()).compile(&c, &flags) {
-            Ok(compiled) => compiled.library,
-            Err(Ok(outcome)) => return Err(format!("{}\n{c}", outcome.summary())),
-            Err(Err(e)) => return Err(e.to_string()),
-        };
+        let library = compile(&ollie_loops::emit_c(&nest), &["-O3", "-march=native", "-fopenmp", "-Wall", "-Werror"], cache.path())?;
         let inputs = Family::Normal.generate(&graph.params, seed);
+        let outputs = run(&runner, &library, &graph, &inputs).map_err(|e| format!("{e} ({applied} steps)"))?;
         let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
-        let spec_of = |ty: &ollie_graph::TensorType| BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() };
-        let args: Vec<(BufferSpec, &ArrayD<f64>)> = graph.params.iter().zip(&inputs).map(|(p, a)| (spec_of(&p.ty), a)).collect();
-        let outs: Vec<BufferSpec> = graph.outputs.iter().map(|&o| spec_of(graph.ty(o))).collect();
-        let outputs = match runner.run(&library, &graph.name, &args, &outs).map_err(|e| e.to_string())? {
-            Outcome::Ran { outputs, .. } => outputs,
-            other => return Err(format!("{} ({applied} steps)", other.summary())),
-        };
-        for (k, (r, y)) in reference.iter().zip(&outputs).enumerate() {
-            let (mut err, mut norm) = (0.0f64, 0.0f64);
-            for (&yv, &rv) in y.iter().zip(r.iter()) {
-                if rv.is_nan() != yv.is_nan() {
-                    return Err(format!("output {k}: NaN differs ({applied} steps)"));
-                }
-                if rv.is_finite() {
-                    err += (yv - rv) * (yv - rv);
-                    norm += rv * rv;
-                }
-            }
-            if err.sqrt() > BOUND * norm.sqrt() {
-                return Err(format!("output {k}: error {:e} over {:e} after {applied} steps\n{nest}", err.sqrt(), norm.sqrt()));
-            }
-        }
-        Ok(())
+        agrees(&reference, &outputs).map_err(|e| format!("{e} after {applied} steps\n{nest}"))
     });
 }

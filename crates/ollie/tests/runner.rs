@@ -10,7 +10,7 @@ use ollie_graph::DType;
 use ollie_runner::{BufferSpec, Compiler, Outcome, Runner};
 
 fn runner(timeout: Duration) -> Runner {
-    Runner { program: env!("CARGO_BIN_EXE_ollie").into(), args: vec![ollie_runner::WORKER_COMMAND.into()], timeout }
+    Runner::new(env!("CARGO_BIN_EXE_ollie"), timeout)
 }
 
 fn f32s(shape: &[usize]) -> BufferSpec {
