@@ -103,6 +103,12 @@ impl Graph {
         op.infer(&tys)
     }
 
+    /// Output `k`'s name in the kernel ABI (and in `ollie eval`'s files): `out` when there is
+    /// one output, else `out0`, `out1`, ...
+    pub fn output_name(&self, k: usize) -> String {
+        if self.outputs.len() == 1 { "out".to_string() } else { format!("out{k}") }
+    }
+
     /// How many nodes use each node as an operand (outputs count as uses).
     pub fn use_counts(&self) -> Vec<usize> {
         let mut uses = vec![0; self.nodes.len()];

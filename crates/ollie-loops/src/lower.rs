@@ -36,12 +36,10 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
         }
     }
     // Each output gets its buffer; a node computed into it needs no copy.
-    let n_out = graph.outputs.len();
     let mut copies = Vec::new();
     for (k, &o) in graph.outputs.iter().enumerate() {
         let ty = graph.ty(o);
-        let name = if n_out == 1 { "out".to_string() } else { format!("out{k}") };
-        let b = l.add_buffer(name, BufferKind::Output(k), ty.dtype, ty.shape.clone());
+        let b = l.add_buffer(graph.output_name(k), BufferKind::Output(k), ty.dtype, ty.shape.clone());
         let computed_here = l.buffer_of[o.index()].is_none() && materialize[o.index()];
         if computed_here {
             l.buffer_of[o.index()] = Some(b);

@@ -20,6 +20,15 @@ pub struct Machine {
     pub measured_at: u64,
 }
 
+/// The roofline floor of some work, and the ceilings it was computed with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Floor {
+    pub seconds: f64,
+    /// Whether moving the bytes, not the arithmetic, sets the floor.
+    pub memory_bound: bool,
+    pub ceiling: Ceiling,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceiling {
     pub threads: usize,
@@ -77,6 +86,15 @@ impl Machine {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::write(path, serde_json::to_string_pretty(self).expect("serializable"))
+    }
+
+    /// The least time work of `flops` moving `bytes` can take on this machine (all threads):
+    /// the roofline floor.
+    pub fn floor(&self, flops: f64, bytes: f64) -> Option<Floor> {
+        let ceiling = self.ceilings.last()?.clone();
+        let compute = flops / (ceiling.peak_gflops * 1e9);
+        let memory = bytes / (ceiling.bandwidth_gbs * 1e9);
+        Some(Floor { seconds: compute.max(memory), memory_bound: memory >= compute, ceiling })
     }
 
     /// The ceiling for `threads`, or the largest thread count measured.

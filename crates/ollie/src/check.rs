@@ -24,21 +24,16 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let spec = load::load(&o.spec)?;
     let graph = &spec.graph;
     let source = std::fs::read_to_string(&o.kernel).map_err(|e| user_error(format!("error: cannot read kernel `{}`: {e}", o.kernel.display())))?;
-    if !(o.timeout > 0.0 && o.timeout.is_finite()) {
-        return Err(user_error("error: --timeout must be a positive number of seconds"));
-    }
     let compiler = Compiler::new(Compiler::default_cache_dir());
     let baseline = compile_naive(&compiler, graph)?;
     let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
-    let seed = o.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-    });
+    let seed = o.seed.unwrap_or_else(fresh_seed);
     let report = match compiler.compile(&source, &flags) {
         Ok(c) => {
             let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
             let saved = counterexamples::load(graph);
-            let floor = roofline_floor(graph)?;
-            let config = VerifyConfig { seed, saved, floor: Some(floor), ..VerifyConfig::default() };
+            let (_, floor) = roofline_floor(graph)?;
+            let config = VerifyConfig { seed, saved, floor: Some(floor.seconds), ..VerifyConfig::default() };
             ollie_verify::verify(graph, &runner, &baseline, &c.library, &config).context("verifying")?
         }
         Err(Ok(outcome)) => Report {
@@ -70,11 +65,16 @@ pub fn run(o: &Options) -> Result<(), Failure> {
 
 /// The least time `graph` can take on this machine: its FLOPs at the FMA peak or its compulsory
 /// bytes at the memory bandwidth, whichever is longer (all threads).
-pub fn roofline_floor(graph: &ollie_graph::Graph) -> Result<f64, Failure> {
+pub fn roofline_floor(graph: &ollie_graph::Graph) -> Result<(ollie_runner::Machine, ollie_runner::Floor), Failure> {
     let (machine, _, _) = crate::machine_ceilings(false, &ollie_runner::MachineConfig::default())?;
-    let ceiling = machine.ceilings.last().context("no machine ceilings")?;
     let cost = graph.cost();
-    Ok((cost.flops / (ceiling.peak_gflops * 1e9)).max(cost.min_bytes / (ceiling.bandwidth_gbs * 1e9)))
+    let floor = machine.floor(cost.flops, cost.min_bytes).context("no machine ceilings")?;
+    Ok((machine, floor))
+}
+
+/// A seed from the clock, for a fresh verification.
+pub fn fresh_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Compiles the naive kernel of `graph` (the baseline) at `-O3 -march=native`.

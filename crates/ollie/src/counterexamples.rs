@@ -3,9 +3,7 @@
 
 use std::path::PathBuf;
 
-use ndarray::ArrayD;
-use ndarray_npy::{ReadNpyExt, WriteNpyExt};
-use ollie_graph::{DType, Graph, Tensor};
+use ollie_graph::{Graph, Tensor};
 use sha2::{Digest, Sha256};
 
 /// The directory of this graph's counterexamples (the hash keeps specs with the same kernel
@@ -29,12 +27,7 @@ pub fn save(graph: &Graph, inputs: &[Tensor]) -> anyhow::Result<Option<PathBuf>>
     let at = base.join(n.to_string());
     std::fs::create_dir_all(&at)?;
     for (p, t) in graph.params.iter().zip(inputs) {
-        let file = std::io::BufWriter::new(std::fs::File::create(at.join(format!("{}.npy", p.name)))?);
-        if p.ty.dtype == DType::F64 {
-            t.write_npy(file)?;
-        } else {
-            t.mapv(|v| v as f32).write_npy(file)?;
-        }
+        crate::eval::write(&at.join(format!("{}.npy", p.name)), t, p.ty.dtype)?;
     }
     Ok(Some(at))
 }
@@ -46,19 +39,8 @@ pub fn load(graph: &Graph) -> Vec<Vec<Tensor>> {
     dirs.sort();
     dirs.iter()
         .filter_map(|d| {
-            graph
-                .params
-                .iter()
-                .map(|p| {
-                    let file = std::fs::File::open(d.join(format!("{}.npy", p.name))).ok()?;
-                    let t = if p.ty.dtype == DType::F64 {
-                        ArrayD::<f64>::read_npy(file).ok()?
-                    } else {
-                        ArrayD::<f32>::read_npy(file).ok()?.mapv(f64::from)
-                    };
-                    (t.shape() == p.ty.shape.as_slice()).then_some(t)
-                })
-                .collect::<Option<Vec<Tensor>>>()
+            let files: Vec<(String, PathBuf)> = graph.params.iter().map(|p| (p.name.clone(), d.join(format!("{}.npy", p.name)))).collect();
+            crate::inputs::from_files(&graph.params, &files).ok()
         })
         .collect()
 }

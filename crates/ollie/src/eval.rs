@@ -22,7 +22,7 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
         std::fs::create_dir_all(dir).map_err(|e| user_error(format!("error: cannot create {}: {e}", dir.display())))?;
     }
     for (k, value) in outputs.iter().enumerate() {
-        let name = output_name(k, outputs.len());
+        let name = graph.output_name(k);
         let ty = graph.ty(graph.outputs[k]);
         if let Some(dir) = out {
             let path = dir.join(format!("{name}.npy"));
@@ -33,12 +33,8 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
     Ok(())
 }
 
-/// The ABI's name for output `k` of `n`: `out`, or `out0`, `out1`, ...
-pub fn output_name(k: usize, n: usize) -> String {
-    if n == 1 { "out".to_string() } else { format!("out{k}") }
-}
-
-fn write(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
+/// Writes `value` as a .npy file of `dtype` (float32 unless float64).
+pub fn write(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
     let file = std::io::BufWriter::new(std::fs::File::create(path)?);
     match dtype {
         DType::F32 => value.mapv(|x| x as f32).write_npy(file)?,

@@ -58,7 +58,7 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
         /// Seconds one call may take.
-        #[arg(long, default_value_t = 30.0)]
+        #[arg(long, default_value_t = 30.0, value_parser = parse_seconds)]
         timeout: f64,
         /// Where to write the certificate (default: KERNEL.certificate.json beside the kernel).
         #[arg(long)]
@@ -87,7 +87,7 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         warmups: usize,
         /// Seconds one call may take.
-        #[arg(long, default_value_t = 30.0)]
+        #[arg(long, default_value_t = 30.0, value_parser = parse_seconds)]
         timeout: f64,
     },
     /// Measure and cache this machine's ceilings (memory bandwidth, FMA peak) for the roofline.
@@ -127,6 +127,14 @@ fn parse_dim(s: &str) -> Result<(String, i64), String> {
     let (name, value) = s.split_once('=').ok_or("expected NAME=VALUE, e.g. T=8192")?;
     let value = value.trim().parse::<i64>().map_err(|_| format!("`{value}` is not an integer"))?;
     Ok((name.trim().to_string(), value))
+}
+
+/// A positive, finite number of seconds.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }
 
 fn parse_input(s: &str) -> Result<(String, PathBuf), String> {

@@ -91,9 +91,9 @@ fn run(runner: &Runner, library: &Path, graph: &ollie_graph::Graph, inputs: &[Ar
 }
 
 /// Each output within `BOUND` of the reference normwise, finite exactly where it is.
-fn agrees(reference: &[ArrayD<f64>], outputs: &[ArrayD<f64>]) -> Result<(), String> {
+fn agrees(graph: &ollie_graph::Graph, reference: &[ArrayD<f64>], outputs: &[ArrayD<f64>]) -> Result<(), String> {
     for (k, (r, y)) in reference.iter().zip(outputs).enumerate() {
-        let name = if outputs.len() == 1 { "out".to_string() } else { format!("out{k}") };
+        let name = graph.output_name(k);
         let (mut err, mut norm) = (0.0f64, 0.0f64);
         for (i, (&yv, &rv)) in y.iter().zip(r.iter()).enumerate() {
             if rv.is_finite() != yv.is_finite() || rv.is_nan() != yv.is_nan() || (rv.is_infinite() && rv != yv) {
@@ -135,7 +135,7 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
         })
         .collect();
     let outputs = run(&runner(), &library, &graph, &inputs)?;
-    agrees(&ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?, &outputs)
+    agrees(&graph, &ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?, &outputs)
 }
 
 /// The best answer a float32 kernel can give, the reference rounded to float32, must pass the
@@ -241,6 +241,6 @@ fn scheduled_kernels_agree_with_the_reference() {
         let inputs = Family::Normal.generate(&graph.params, seed);
         let outputs = run(&runner, &library, &graph, &inputs).map_err(|e| format!("{e} ({applied} steps)"))?;
         let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
-        agrees(&reference, &outputs).map_err(|e| format!("{e} after {applied} steps\n{nest}"))
+        agrees(&graph, &reference, &outputs).map_err(|e| format!("{e} after {applied} steps\n{nest}"))
     });
 }

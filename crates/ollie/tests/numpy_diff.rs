@@ -84,7 +84,7 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
     run(&mut eval)?;
     run(&mut oracle)?;
     for k in 0..graph.outputs.len() {
-        let name = if graph.outputs.len() == 1 { "out".to_string() } else { format!("out{k}") };
+        let name = graph.output_name(k);
         let read = |dir: &Path| {
             let path = dir.join(format!("{name}.npy"));
             let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
