@@ -18,20 +18,7 @@ pub(crate) type Value<'a> = CowArray<'a, f64, IxDyn>;
 /// Evaluates `graph` on one array per parameter, in parameter order. Shapes must match the
 /// parameters' exactly; the element types of the inputs are not checked (they are all f64 here).
 pub fn evaluate(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphError> {
-    if inputs.len() != graph.params.len() {
-        return Err(GraphError::Op {
-            op: "input",
-            message: format!("the kernel takes {} inputs, got {}", graph.params.len(), inputs.len()),
-        });
-    }
-    for (param, input) in graph.params.iter().zip(inputs) {
-        if input.shape() != param.ty.shape.as_slice() {
-            return Err(GraphError::Op {
-                op: "input",
-                message: format!("`{}` must have shape {:?}, got {:?}", param.name, param.ty.shape, input.shape()),
-            });
-        }
-    }
+    check_inputs(graph, inputs)?;
     let mut remaining = graph.use_counts();
     let mut values: Vec<Option<Value>> = vec![None; graph.nodes.len()];
     for id in graph.ids() {
@@ -55,6 +42,25 @@ pub fn evaluate(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphEr
         outputs.push(v.expect("output evaluated").as_standard_layout().into_owned());
     }
     Ok(outputs)
+}
+
+/// One input per parameter, each of the parameter's shape.
+pub(crate) fn check_inputs(graph: &Graph, inputs: &[Tensor]) -> Result<(), GraphError> {
+    if inputs.len() != graph.params.len() {
+        return Err(GraphError::Op {
+            op: "input",
+            message: format!("the kernel takes {} inputs, got {}", graph.params.len(), inputs.len()),
+        });
+    }
+    for (param, input) in graph.params.iter().zip(inputs) {
+        if input.shape() != param.ty.shape.as_slice() {
+            return Err(GraphError::Op {
+                op: "input",
+                message: format!("`{}` must have shape {:?}, got {:?}", param.name, param.ty.shape, input.shape()),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `f` applied elementwise, in place when the value is not borrowed.
