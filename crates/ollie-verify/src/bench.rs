@@ -11,7 +11,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::family::Family;
-use crate::verify::{checked_call, rejection, Expected, Rejection, TestId, VerifyError};
+use crate::verify::{checked_call, rejection, Expected, Oracle, Rejection, TestId, VerifyError};
+use std::rc::Rc;
 
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -64,26 +65,27 @@ pub struct BenchReport {
 
 struct Set {
     values: Vec<Tensor>,
-    expected: Expected,
+    expected: Rc<Expected>,
     seed: u64,
 }
 
 /// Times the kernels in `libraries` (all implementing `graph`), interleaved.
 pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
+    bench_with(&mut Oracle::new(graph, runner, baseline), libraries, config)
+}
+
+/// [`bench`] with the expected outputs from (and remembered in) `oracle`.
+pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
+    let (graph, runner) = (oracle.graph, oracle.runner);
     let (inputs, outputs) = BufferSpec::of(graph);
-    let mut base = match runner.start(baseline, &graph.name, &inputs, &outputs)? {
-        Ok(s) => s,
-        Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
-    };
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut sets = Vec::new();
     for _ in 0..config.sets.max(1) {
         let seed: u64 = rng.random();
         let values = Family::Normal.generate(&graph.params, seed);
-        let expected = Expected::new(graph, &mut base, &values)?;
+        let expected = oracle.expected(&values)?;
         sets.push(Set { values, expected, seed });
     }
-    base.finish();
     let mut sessions: Vec<Result<Session, Rejection>> = Vec::new();
     for lib in libraries {
         sessions.push(match runner.start(lib, &graph.name, &inputs, &outputs)? {

@@ -8,6 +8,6 @@ mod family;
 mod verify;
 
 pub use accuracy::{judge, Figures, Inaccuracy, Tolerance};
-pub use bench::{bench, BenchConfig, BenchReport, Timing};
+pub use bench::{bench, bench_with, BenchConfig, BenchReport, Timing};
 pub use family::Family;
-pub use verify::{verify, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};
+pub use verify::{verify, verify_with, Certificate, Oracle, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

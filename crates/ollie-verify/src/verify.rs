@@ -3,7 +3,10 @@
 //! refilled, and on a copy with one element changed; each output is checked against the
 //! reference (accuracy, every element written, nothing changing after return).
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Duration;
 
 use ollie_graph::{DType, Graph, Tensor};
@@ -116,16 +119,72 @@ pub enum VerifyError {
 
 /// Verifies the kernel in `candidate` against `graph`, with the naive kernel in `baseline`.
 pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
+    let mut oracle = Oracle::new(graph, runner, baseline);
+    verify_with(&mut oracle, candidate, config)
+}
+
+/// What a correct kernel must produce, from the reference and the naive kernel (kept running in
+/// its sandbox), remembered by input: a search verifies and times many candidates on the same
+/// input sets, and recomputes nothing for them.
+pub struct Oracle<'a> {
+    pub(crate) graph: &'a Graph,
+    pub(crate) runner: &'a Runner,
+    baseline: PathBuf,
+    session: Option<Session>,
+    cache: HashMap<u64, Rc<Expected>>,
+}
+
+/// Input sets remembered at most (each holds the reference, its bounds and the naive outputs).
+const ORACLE_CAPACITY: usize = 64;
+
+impl<'a> Oracle<'a> {
+    pub fn new(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> Oracle<'a> {
+        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new() }
+    }
+
+    /// The expected outputs for `values`.
+    pub(crate) fn expected(&mut self, values: &[Tensor]) -> Result<Rc<Expected>, VerifyError> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for v in values {
+            v.shape().hash(&mut hasher);
+            v.iter().for_each(|x| x.to_bits().hash(&mut hasher));
+        }
+        let key = hasher.finish();
+        if let Some(e) = self.cache.get(&key) {
+            return Ok(e.clone());
+        }
+        if self.session.is_none() {
+            let (inputs, outputs) = BufferSpec::of(self.graph);
+            match self.runner.start(&self.baseline, &self.graph.name, &inputs, &outputs)? {
+                Ok(s) => self.session = Some(s),
+                Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+            }
+        }
+        let base = self.session.as_mut().expect("started above");
+        let expected = match Expected::new(self.graph, base, values) {
+            Ok(e) => Rc::new(e),
+            Err(e) => {
+                self.session = None;
+                return Err(e);
+            }
+        };
+        if self.cache.len() >= ORACLE_CAPACITY {
+            self.cache.clear();
+        }
+        self.cache.insert(key, expected.clone());
+        Ok(expected)
+    }
+}
+
+/// [`verify`] with the expected outputs from (and remembered in) `oracle`.
+pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
+    let graph = oracle.graph;
     let (inputs, outputs) = BufferSpec::of(graph);
     let mut certificate = Certificate { kernel: graph.name.clone(), seed: config.seed, alpha: Tolerance::F32.alpha, tests: Vec::new() };
     let reject = |certificate: Certificate, rejection: Rejection, inputs: Option<Vec<Tensor>>| {
         Ok(Report { accepted: false, rejection: Some(rejection), certificate, counterexample: inputs })
     };
-    let mut base = match runner.start(baseline, &graph.name, &inputs, &outputs)? {
-        Ok(s) => s,
-        Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
-    };
-    let mut cand = match runner.start(candidate, &graph.name, &inputs, &outputs)? {
+    let mut cand = match oracle.runner.start(candidate, &graph.name, &inputs, &outputs)? {
         Ok(s) => s,
         Err(outcome) => return reject(certificate, rejection(&outcome, None), None),
     };
@@ -152,7 +211,7 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
             }
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
-            let expected = Expected::new(graph, &mut base, &values)?;
+            let expected = oracle.expected(&values)?;
             match checked_call(graph, &mut cand, &values, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref())? {
                 Ok(checked) => {
                     certificate.tests.push(TestRecord {
@@ -161,18 +220,16 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
                         normwise: checked.figures.iter().map(|f| f.normwise).collect(),
                         elapsed_seconds: checked.elapsed.as_secs_f64(),
                     });
-                    previous = Some((expected.reference, checked.outputs));
+                    previous = Some((expected.reference.clone(), checked.outputs));
                 }
                 Err(rejection) => {
                     cand.finish();
-                    base.finish();
                     return reject(certificate, rejection, Some(values));
                 }
             }
         }
     }
     cand.finish();
-    base.finish();
     Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
 }
 
