@@ -68,6 +68,13 @@ impl<'a> Emitter<'a> {
         // numpy's maximum/minimum propagate NaN; C's fmax/fmin do not.
         writeln!(out, "static inline {s} ollie_max({s} a, {s} b) {{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }}").unwrap();
         writeln!(out, "static inline {s} ollie_min({s} a, {s} b) {{ return a != a ? a : (b != b ? b : (a < b ? a : b)); }}\n").unwrap();
+        let mut widths = Vec::new();
+        vector_widths(&self.nest.body, &mut widths);
+        widths.sort_unstable();
+        widths.dedup();
+        for w in widths {
+            out.push_str(&self.vector_helpers(w));
+        }
         let mut params = Vec::new();
         for (id, b) in self.nest.inputs() {
             params.push(format!("const {} *restrict {}", self.ctype(b.dtype), self.names[id.0 as usize]));
@@ -102,6 +109,7 @@ impl<'a> Emitter<'a> {
     fn stmt(&self, out: &mut String, stmt: &Stmt, depth: usize) {
         let pad = "    ".repeat(depth);
         match stmt {
+            Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, body, depth),
             Stmt::Loop { var, extent, kind, body } => {
                 let v = var_name(*var);
                 match kind {
@@ -109,6 +117,7 @@ impl<'a> Emitter<'a> {
                     LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for").unwrap(),
                     LoopKind::Simd => writeln!(out, "{pad}#pragma omp simd").unwrap(),
                     LoopKind::Unrolled(n) => writeln!(out, "{pad}#pragma GCC unroll {n}").unwrap(),
+                    LoopKind::Vector(_) => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
                 for s in body {
@@ -178,6 +187,88 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// Types and helpers for `w`-lane vectors of the compute type (GCC vector extensions).
+    fn vector_helpers(&self, w: u32) -> String {
+        let s = self.scalar();
+        let (bytes, mask) = if self.wide { (8, "long long") } else { (4, "int") };
+        let size = bytes * w;
+        let splat = vec!["x"; w as usize].join(", ");
+        let select = "return (V)((m & (M)a) | (~m & (M)b));";
+        let text = format!(
+            "typedef {s} V __attribute__((vector_size({size})));\n\
+             typedef {mask} M __attribute__((vector_size({size})));\n\
+             static inline V ollie_splatW({s} x) {{ V v = {{{splat}}}; return v; }}\n\
+             static inline V ollie_loadW(const {s} *p) {{ V v; __builtin_memcpy(&v, p, sizeof v); return v; }}\n\
+             static inline void ollie_storeW({s} *p, V v) {{ __builtin_memcpy(p, &v, sizeof v); }}\n\
+             static inline V ollie_selW(V c, V a, V b) {{ M m = c != (V){{0}}; {select} }}\n\
+             static inline V ollie_vmaxW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a > b)); {select} }}\n\
+             static inline V ollie_vminW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a < b)); {select} }}\n\n"
+        );
+        text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string())
+    }
+
+    /// A loop run `w` iterations at a time in vectors, then one at a time for the rest.
+    fn vector_loop(&self, out: &mut String, var: VarId, extent: usize, w: u32, body: &[Stmt], depth: usize) {
+        let pad = "    ".repeat(depth);
+        let v = var_name(var);
+        writeln!(out, "{pad}{{").unwrap();
+        writeln!(out, "{pad}    long {v} = 0;").unwrap();
+        writeln!(out, "{pad}    for (; {v} + {w} <= {extent}; {v} += {w}) {{").unwrap();
+        for stmt in body {
+            let Stmt::Store { buffer, offset, value } = stmt else { unreachable!("vectorized loops are innermost") };
+            let name = &self.names[buffer.0 as usize];
+            let value = self.vector_expr(value, var, w);
+            match offset.coefficient(var) {
+                1 => writeln!(out, "{pad}        ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
+                c => {
+                    writeln!(out, "{pad}        {{ ollie_v{w} ollie_lanes = {value};").unwrap();
+                    for lane in 0..w as i64 {
+                        writeln!(out, "{pad}          {name}[{}] = ollie_lanes[{lane}];", affine(&offset.add_scaled(&Affine::constant(c * lane), 1))).unwrap();
+                    }
+                    writeln!(out, "{pad}        }}").unwrap();
+                }
+            }
+        }
+        writeln!(out, "{pad}    }}").unwrap();
+        writeln!(out, "{pad}    for (; {v} < {extent}; {v}++) {{").unwrap();
+        for s in body {
+            self.stmt(out, s, depth + 2);
+        }
+        writeln!(out, "{pad}    }}").unwrap();
+        writeln!(out, "{pad}}}").unwrap();
+    }
+
+    /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, values that
+    /// do not move with `var` broadcast, anything else built lane by lane from the scalar form.
+    fn vector_expr(&self, e: &Expr, var: VarId, w: u32) -> String {
+        if !e.depends_on(var) {
+            return format!("ollie_splat{w}({})", self.expr(e));
+        }
+        let v = |x: &Expr| self.vector_expr(x, var, w);
+        match e {
+            Expr::Load { buffer, offset } if offset.coefficient(var) == 1 => format!("ollie_load{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
+            Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", v(a)),
+            Expr::Binary(op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div), a, b) => {
+                let sym = match op {
+                    BinaryOp::Add => "+",
+                    BinaryOp::Sub => "-",
+                    BinaryOp::Mul => "*",
+                    _ => "/",
+                };
+                format!("({} {sym} {})", v(a), v(b))
+            }
+            Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
+            Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
+            Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
+            _ => {
+                let lanes: Vec<String> = (0..w as i64)
+                    .map(|lane| self.expr(&e.map_affine(&|a| a.substitute(var, &Affine::var(var).add_scaled(&Affine::constant(lane), 1)))))
+                    .collect();
+                format!("((ollie_v{w}){{{}}})", lanes.join(", "))
+            }
+        }
+    }
+
     fn literal(&self, v: f64) -> String {
         let f = if self.wide { "" } else { "f" };
         if v.is_nan() {
@@ -188,6 +279,17 @@ impl<'a> Emitter<'a> {
             let text = format!("{v:?}");
             let text = if text.contains(['.', 'e']) { text } else { format!("{text}.0") };
             if v < 0.0 { format!("({text}{f})") } else { format!("{text}{f}") }
+        }
+    }
+}
+
+fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
+    for s in body {
+        if let Stmt::Loop { kind, body, .. } = s {
+            if let LoopKind::Vector(w) = kind {
+                out.push(*w);
+            }
+            vector_widths(body, out);
         }
     }
 }

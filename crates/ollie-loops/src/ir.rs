@@ -97,6 +97,55 @@ pub enum Expr {
     Cast(DType, Box<Expr>),
 }
 
+impl Expr {
+    /// The expression with every index (load offsets and index values) mapped by `f`.
+    pub fn map_affine(&self, f: &dyn Fn(&Affine) -> Affine) -> Expr {
+        let m = |x: &Expr| Box::new(x.map_affine(f));
+        match self {
+            Expr::Load { buffer, offset } => Expr::Load { buffer: *buffer, offset: f(offset) },
+            Expr::Index(a) => Expr::Index(f(a)),
+            Expr::Const(c) => Expr::Const(*c),
+            Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
+            Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
+            Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
+            Expr::Compare(op, a, b) => Expr::Compare(*op, m(a), m(b)),
+            Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
+        }
+    }
+
+    /// Whether any index in the expression moves with `v`.
+    pub fn depends_on(&self, v: VarId) -> bool {
+        match self {
+            Expr::Load { offset: a, .. } | Expr::Index(a) => a.coefficient(v) != 0,
+            Expr::Const(_) => false,
+            Expr::Unary(_, a) | Expr::Cast(_, a) => a.depends_on(v),
+            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => a.depends_on(v) || b.depends_on(v),
+            Expr::Select(c, a, b) => c.depends_on(v) || a.depends_on(v) || b.depends_on(v),
+        }
+    }
+}
+
+impl Affine {
+    /// The index with `v` replaced by `by`.
+    pub fn substitute(&self, v: VarId, by: &Affine) -> Affine {
+        let c = self.coefficient(v);
+        if c == 0 {
+            return self.clone();
+        }
+        self.add_scaled(&Affine::var(v), -c).add_scaled(by, c)
+    }
+}
+
+impl Stmt {
+    /// The statement with every index mapped by `f` (loop variables themselves unchanged).
+    pub fn map_affine(&self, f: &dyn Fn(&Affine) -> Affine) -> Stmt {
+        match self {
+            Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| s.map_affine(f)).collect() },
+            Stmt::Store { buffer, offset, value } => Stmt::Store { buffer: *buffer, offset: f(offset), value: value.map_affine(f) },
+        }
+    }
+}
+
 /// What a loop may do to its iterations. The naive lowering only makes serial loops; the
 /// schedule transforms add the others, each after its legality check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,6 +157,8 @@ pub enum LoopKind {
     Simd,
     /// The compiler is asked to unroll by this factor.
     Unrolled(u32),
+    /// Explicit SIMD: this many iterations at once in GCC vector types, then a scalar tail.
+    Vector(u32),
 }
 
 impl LoopKind {
@@ -118,6 +169,7 @@ impl LoopKind {
             LoopKind::Parallel => Some("parallel".into()),
             LoopKind::Simd => Some("simd".into()),
             LoopKind::Unrolled(n) => Some(format!("unroll{n}")),
+            LoopKind::Vector(n) => Some(format!("vector{n}")),
         }
     }
 
@@ -125,7 +177,10 @@ impl LoopKind {
         match word {
             "parallel" => Some(LoopKind::Parallel),
             "simd" => Some(LoopKind::Simd),
-            _ => word.strip_prefix("unroll").and_then(|n| n.parse().ok()).map(LoopKind::Unrolled),
+            _ => match word.strip_prefix("vector") {
+                Some(n) => n.parse().ok().map(LoopKind::Vector),
+                None => word.strip_prefix("unroll").and_then(|n| n.parse().ok()).map(LoopKind::Unrolled),
+            },
         }
     }
 }

@@ -2,8 +2,13 @@
 //! that print as text and replay on the naive nest.
 //!
 //! ```text
+//! distribute i1
+//! reorder i4 i2
+//! fuse i0 i2
+//! accumulators i1 8
 //! split i3 8
 //! parallel i0
+//! vectorize i3 8
 //! simd i9
 //! unroll i9 4
 //! flags -O3 -march=native -fopenmp
@@ -12,7 +17,9 @@
 use std::fmt;
 
 use crate::emit::var_name;
-use crate::ir::{Affine, BufferId, Expr, LoopKind, LoopNest, Stmt, VarId};
+use ollie_graph::{BinaryOp, DType};
+
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 /// One transformation of a loop, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -20,13 +27,42 @@ pub enum Step {
     /// `for v in 0..n` becomes `for v in 0..n/f { for w in 0..f }` with `v ↦ f·v + w`; `w` is the
     /// next unused variable. The order of iterations is unchanged, so it is always legal.
     Split { var: VarId, factor: usize },
+    /// Swaps a loop with the single loop that is its whole body (interchange). Legal when the
+    /// outer loop's iterations are independent: every dependence is then carried by the inner
+    /// loop alone, and keeps its direction.
+    Reorder { outer: VarId, inner: VarId },
+    /// A loop whose body has several statements becomes one loop per statement (loop fission);
+    /// the copies after the first get fresh variables. Legal when the iterations are independent.
+    Distribute { var: VarId },
+    /// A loop and the loop right after it, over the same extent, become one loop running both
+    /// bodies: the producer's iteration is computed at the consumer's (compute-at at the outer
+    /// level). Legal when the fused iterations are independent.
+    Fuse { first: VarId, second: VarId },
+    /// A reduction loop accumulates into `factor` partial results (a new temporary), combined
+    /// after the loop: floating-point reassociation, which lets the partials run in SIMD lanes.
+    Accumulators { var: VarId, factor: usize },
     /// Run the iterations on several threads: legal when iterations write disjoint elements and
     /// read no element another iteration writes.
     Parallel { var: VarId },
-    /// Run the iterations in SIMD lanes: an innermost loop with the same independence.
+    /// Run the iterations in SIMD lanes (OpenMP `simd`): an innermost loop with the same
+    /// independence.
     Simd { var: VarId },
+    /// Explicit SIMD in the emitted C: `width` iterations at once in GCC vector types, then the
+    /// remaining iterations one by one. Same legality as `simd`.
+    Vectorize { var: VarId, width: u32 },
     /// Ask the compiler to unroll by `factor`.
     Unroll { var: VarId, factor: u32 },
+}
+
+impl Step {
+    /// The loop the step is applied to.
+    pub fn var(&self) -> VarId {
+        match self {
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } => *var,
+            Step::Reorder { outer, .. } => *outer,
+            Step::Fuse { first, .. } => *first,
+        }
+    }
 }
 
 /// Steps applied in order, and the compiler flags the result is built with.
@@ -50,11 +86,17 @@ pub enum ScheduleError {
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = |v: &VarId| var_name(*v);
         match self {
-            Step::Split { var, factor } => write!(f, "split {} {factor}", var_name(*var)),
-            Step::Parallel { var } => write!(f, "parallel {}", var_name(*var)),
-            Step::Simd { var } => write!(f, "simd {}", var_name(*var)),
-            Step::Unroll { var, factor } => write!(f, "unroll {} {factor}", var_name(*var)),
+            Step::Split { var, factor } => write!(f, "split {} {factor}", v(var)),
+            Step::Reorder { outer, inner } => write!(f, "reorder {} {}", v(outer), v(inner)),
+            Step::Distribute { var } => write!(f, "distribute {}", v(var)),
+            Step::Fuse { first, second } => write!(f, "fuse {} {}", v(first), v(second)),
+            Step::Accumulators { var, factor } => write!(f, "accumulators {} {factor}", v(var)),
+            Step::Parallel { var } => write!(f, "parallel {}", v(var)),
+            Step::Simd { var } => write!(f, "simd {}", v(var)),
+            Step::Vectorize { var, width } => write!(f, "vectorize {} {width}", v(var)),
+            Step::Unroll { var, factor } => write!(f, "unroll {} {factor}", v(var)),
         }
     }
 }
@@ -84,15 +126,24 @@ impl Schedule {
             let number = |k: usize| -> Result<usize, ScheduleError> {
                 words.get(k).and_then(|w| w.parse().ok()).ok_or_else(|| err(format!("expected a number in `{line}`")))
             };
-            match words.first().copied() {
-                None => {}
-                Some("split") => schedule.steps.push(Step::Split { var: var(1)?, factor: number(2)? }),
-                Some("parallel") => schedule.steps.push(Step::Parallel { var: var(1)? }),
-                Some("simd") => schedule.steps.push(Step::Simd { var: var(1)? }),
-                Some("unroll") => schedule.steps.push(Step::Unroll { var: var(1)?, factor: number(2)? as u32 }),
-                Some("flags") => schedule.flags = words[1..].iter().map(|w| w.to_string()).collect(),
+            let step = match words.first().copied() {
+                None => continue,
+                Some("flags") => {
+                    schedule.flags = words[1..].iter().map(|w| w.to_string()).collect();
+                    continue;
+                }
+                Some("split") => Step::Split { var: var(1)?, factor: number(2)? },
+                Some("reorder") => Step::Reorder { outer: var(1)?, inner: var(2)? },
+                Some("distribute") => Step::Distribute { var: var(1)? },
+                Some("fuse") => Step::Fuse { first: var(1)?, second: var(2)? },
+                Some("accumulators") => Step::Accumulators { var: var(1)?, factor: number(2)? },
+                Some("parallel") => Step::Parallel { var: var(1)? },
+                Some("simd") => Step::Simd { var: var(1)? },
+                Some("vectorize") => Step::Vectorize { var: var(1)?, width: number(2)? as u32 },
+                Some("unroll") => Step::Unroll { var: var(1)?, factor: number(2)? as u32 },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
-            }
+            };
+            schedule.steps.push(step);
         }
         Ok(schedule)
     }
@@ -107,75 +158,192 @@ impl Schedule {
     }
 }
 
+/// Where a loop is: the statement indices from the nest's body down to it, and the kinds of the
+/// loops around it.
+fn locate(body: &[Stmt], var: VarId, path: &mut Vec<usize>, enclosing: &mut Vec<LoopKind>) -> bool {
+    for (i, s) in body.iter().enumerate() {
+        if let Stmt::Loop { var: v, kind, body, .. } = s {
+            path.push(i);
+            if *v == var {
+                return true;
+            }
+            enclosing.push(*kind);
+            if locate(body, var, path, enclosing) {
+                return true;
+            }
+            enclosing.pop();
+            path.pop();
+        }
+    }
+    false
+}
+
+/// The statement list holding the statement at `path`.
+fn parent<'a>(mut body: &'a mut Vec<Stmt>, path: &[usize]) -> &'a mut Vec<Stmt> {
+    for &i in &path[..path.len() - 1] {
+        body = match &mut body[i] {
+            Stmt::Loop { body, .. } => body,
+            Stmt::Store { .. } => unreachable!("paths go through loops"),
+        };
+    }
+    body
+}
+
 /// Applies one step in place.
 pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError> {
-    let var = match step {
-        Step::Split { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Unroll { var, .. } => *var,
-    };
-    let fresh = VarId(max_var(&nest.body).map_or(0, |v| v.0 + 1));
-    let mut found = false;
-    let mut result = Ok(());
-    let body = std::mem::take(&mut nest.body);
-    nest.body = body
-        .into_iter()
-        .map(|s| visit(s, var, &mut |stmt, enclosing| {
-            found = true;
-            result = transform(stmt, step, fresh, enclosing);
-        }, &mut Vec::new()))
-        .collect();
-    if !found {
-        return Err(ScheduleError::NoLoop(var_name(var)));
+    let (mut path, mut enclosing) = (Vec::new(), Vec::new());
+    if !locate(&nest.body, step.var(), &mut path, &mut enclosing) {
+        return Err(ScheduleError::NoLoop(var_name(step.var())));
     }
-    result
-}
-
-/// Finds the loop of `var` and calls `f` on it with the kinds of its enclosing loops.
-fn visit(mut s: Stmt, var: VarId, f: &mut dyn FnMut(&mut Stmt, &[LoopKind]), enclosing: &mut Vec<LoopKind>) -> Stmt {
-    if let Stmt::Loop { var: v, kind, body, .. } = &mut s {
-        if *v == var {
-            f(&mut s, enclosing);
-            return s;
-        }
-        enclosing.push(*kind);
-        let inner = std::mem::take(body);
-        *body = inner.into_iter().map(|b| visit(b, var, f, enclosing)).collect();
-        enclosing.pop();
-    }
-    s
-}
-
-fn transform(stmt: &mut Stmt, step: &Step, fresh: VarId, enclosing: &[LoopKind]) -> Result<(), ScheduleError> {
-    let Stmt::Loop { var, extent, kind, body } = stmt else { unreachable!("visit finds loops") };
+    let fresh = max_var(&nest.body).map_or(0, |v| v.0 + 1);
+    let wide = nest.buffers.iter().any(|b| b.dtype == DType::F64 && !matches!(b.kind, BufferKind::Temp));
+    let dtypes: Vec<DType> = nest.buffers.iter().map(|b| b.dtype).collect();
+    let lens: Vec<usize> = nest.buffers.iter().map(|b| b.len()).collect();
+    let next_buffer = BufferId(nest.buffers.len() as u32);
+    let at = *path.last().expect("located");
+    let siblings = parent(&mut nest.body, &path);
     let illegal = |reason: &str| ScheduleError::Illegal { step: step.to_string(), reason: reason.to_string() };
+    let Stmt::Loop { var, extent, kind, body } = &mut siblings[at] else { unreachable!("locate finds loops") };
+    let (var, extent_n) = (*var, *extent);
+    if *kind != LoopKind::Serial {
+        return Err(illegal("the loop is not serial"));
+    }
     match step {
         Step::Split { factor, .. } => {
-            if *factor < 2 || *extent % *factor != 0 {
-                return Err(ScheduleError::NotDivisible { var: var_name(*var), extent: *extent, factor: *factor });
+            if *factor < 2 || extent_n % *factor != 0 {
+                return Err(ScheduleError::NotDivisible { var: var_name(var), extent: extent_n, factor: *factor });
             }
-            let inner_body = std::mem::take(body).into_iter().map(|s| substitute(s, *var, *factor as i64, fresh)).collect();
-            *body = vec![Stmt::Loop { var: fresh, extent: *factor, kind: LoopKind::Serial, body: inner_body }];
+            let inner = VarId(fresh);
+            let by = Affine::var(var).scale(*factor as i64).add_scaled(&Affine::var(inner), 1);
+            let inner_body = body.iter().map(|s| s.map_affine(&|a| a.substitute(var, &by))).collect();
+            *body = vec![Stmt::Loop { var: inner, extent: *factor, kind: LoopKind::Serial, body: inner_body }];
             *extent /= *factor;
         }
-        Step::Parallel { .. } | Step::Simd { .. } => {
-            if *kind != LoopKind::Serial {
-                return Err(illegal("the loop is not serial"));
+        Step::Reorder { inner, .. } => {
+            let [Stmt::Loop { var: v2, kind: k2, .. }] = body.as_slice() else {
+                return Err(illegal("the loop's body is not a single loop"));
+            };
+            if v2 != inner {
+                return Err(illegal(&format!("the loop inside is `{}`", var_name(*v2))));
             }
-            let simd = matches!(step, Step::Simd { .. });
-            if !simd && (enclosing.contains(&LoopKind::Parallel) || contains_kind(body, LoopKind::Parallel)) {
+            if *k2 != LoopKind::Serial {
+                return Err(illegal("the inner loop is not serial"));
+            }
+            independent(var, body).map_err(|r| illegal(&r))?;
+            let Some(Stmt::Loop { var: v2, extent: e2, body: b2, .. }) = body.pop() else { unreachable!("matched above") };
+            let outer = Stmt::Loop { var, extent: extent_n, kind: LoopKind::Serial, body: b2 };
+            siblings[at] = Stmt::Loop { var: v2, extent: e2, kind: LoopKind::Serial, body: vec![outer] };
+        }
+        Step::Distribute { .. } => {
+            if body.len() < 2 {
+                return Err(illegal("the loop's body is a single statement"));
+            }
+            independent(var, body).map_err(|r| illegal(&r))?;
+            let stmts = std::mem::take(body);
+            let loops: Vec<Stmt> = stmts
+                .into_iter()
+                .enumerate()
+                .map(|(k, s)| {
+                    let v = if k == 0 { var } else { VarId(fresh + k as u32 - 1) };
+                    let s = s.map_affine(&|a| a.substitute(var, &Affine::var(v)));
+                    Stmt::Loop { var: v, extent: extent_n, kind: LoopKind::Serial, body: vec![s] }
+                })
+                .collect();
+            siblings.splice(at..=at, loops);
+        }
+        Step::Fuse { second, .. } => {
+            let Some(Stmt::Loop { var: v2, extent: e2, kind: k2, body: b2 }) = siblings.get(at + 1) else {
+                return Err(illegal("no loop follows it"));
+            };
+            if v2 != second {
+                return Err(illegal(&format!("the loop after it is `{}`", var_name(*v2))));
+            }
+            if *e2 != extent_n || *k2 != LoopKind::Serial {
+                return Err(illegal("the loops differ in extent or kind"));
+            }
+            let renamed: Vec<Stmt> = b2.iter().map(|s| s.map_affine(&|a| a.substitute(*second, &Affine::var(var)))).collect();
+            let Stmt::Loop { body, .. } = &siblings[at] else { unreachable!() };
+            let fused: Vec<Stmt> = body.iter().cloned().chain(renamed).collect();
+            independent(var, &fused).map_err(|r| illegal(&r))?;
+            siblings.splice(at..at + 2, [Stmt::Loop { var, extent: extent_n, kind: LoopKind::Serial, body: fused }]);
+        }
+        Step::Accumulators { factor, .. } => {
+            let f = *factor;
+            if f < 2 || extent_n % f != 0 {
+                return Err(ScheduleError::NotDivisible { var: var_name(var), extent: extent_n, factor: f });
+            }
+            let [Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) }] = body.as_slice() else {
+                return Err(illegal("the loop is not a reduction `a[k] = op(a[k], ...)`"));
+            };
+            let identity = match op {
+                BinaryOp::Add => 0.0,
+                BinaryOp::Mul => 1.0,
+                BinaryOp::Max => f64::NEG_INFINITY,
+                BinaryOp::Min => f64::INFINITY,
+                _ => return Err(illegal("the reduction is not a sum, product, max or min")),
+            };
+            let target = Expr::Load { buffer: *buffer, offset: offset.clone() };
+            if **acc != target || offset.coefficient(var) != 0 {
+                return Err(illegal("the loop is not a reduction `a[k] = op(a[k], ...)`"));
+            }
+            let mut loads = Vec::new();
+            loads_of(e, &mut loads);
+            if loads.iter().any(|(b, _)| b == buffer) {
+                return Err(illegal("the reduced value reads the accumulator"));
+            }
+            let (op, buffer, offset, e) = (*op, *buffer, offset.clone(), (**e).clone());
+            let partials = next_buffer;
+            let (k0, k1, k2) = (VarId(fresh), VarId(fresh + 1), VarId(fresh + 2));
+            let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
+            let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });
+            let by = Affine::var(var).scale(f as i64).add_scaled(&Affine::var(k1), 1);
+            let step_value = Expr::Binary(op, load(partials, slot(k1)), Box::new(e.map_affine(&|a| a.substitute(var, &by))));
+            let combine = Expr::Binary(op, load(buffer, offset.clone()), load(partials, slot(k2)));
+            let stmts = vec![
+                Stmt::Loop { var: k0, extent: f, kind: LoopKind::Serial, body: vec![Stmt::Store { buffer: partials, offset: slot(k0), value: Expr::Const(identity) }] },
+                Stmt::Loop {
+                    var,
+                    extent: extent_n / f,
+                    kind: LoopKind::Serial,
+                    body: vec![Stmt::Loop { var: k1, extent: f, kind: LoopKind::Serial, body: vec![Stmt::Store { buffer: partials, offset: slot(k1), value: step_value }] }],
+                },
+                Stmt::Loop { var: k2, extent: f, kind: LoopKind::Serial, body: vec![Stmt::Store { buffer, offset: offset.clone(), value: combine }] },
+            ];
+            siblings.splice(at..=at, stmts);
+            let name = format!("acc{}", partials.0);
+            nest.buffers.push(Buffer { name, kind: BufferKind::Temp, dtype: dtypes[buffer.0 as usize], shape: vec![lens[buffer.0 as usize] * f] });
+        }
+        Step::Parallel { .. } | Step::Simd { .. } | Step::Vectorize { .. } => {
+            let parallel = matches!(step, Step::Parallel { .. });
+            if parallel && (enclosing.contains(&LoopKind::Parallel) || contains_kind(body, LoopKind::Parallel)) {
                 return Err(illegal("parallel loops do not nest"));
             }
-            if simd && body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
+            if !parallel && body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
                 return Err(illegal("only an innermost loop runs in SIMD lanes"));
             }
-            independent(*var, body).map_err(|r| illegal(&r))?;
-            *kind = if simd { LoopKind::Simd } else { LoopKind::Parallel };
+            independent(var, body).map_err(|r| illegal(&r))?;
+            *kind = match step {
+                Step::Parallel { .. } => LoopKind::Parallel,
+                Step::Simd { .. } => LoopKind::Simd,
+                Step::Vectorize { width, .. } => {
+                    if !matches!(width, 2 | 4 | 8 | 16) {
+                        return Err(illegal("the vector width must be 2, 4, 8 or 16"));
+                    }
+                    let (mut stores, mut loads) = (Vec::new(), Vec::new());
+                    collect(body, &mut Vec::new(), &mut stores, &mut loads);
+                    // Vectors hold the kernel's compute type; a buffer of another C type would
+                    // need conversions the emitter does not make.
+                    if stores.iter().chain(&loads).any(|(b, _)| (dtypes[b.0 as usize] == DType::F64) != wide) {
+                        return Err(illegal("the loop touches buffers of another floating-point type"));
+                    }
+                    LoopKind::Vector(*width)
+                }
+                _ => unreachable!(),
+            };
         }
         Step::Unroll { factor, .. } => {
             if *factor < 2 {
                 return Err(illegal("the unroll factor must be at least 2"));
-            }
-            if *kind != LoopKind::Serial {
-                return Err(illegal("the loop is not serial"));
             }
             *kind = LoopKind::Unrolled(*factor);
         }
@@ -271,38 +439,6 @@ fn loads_of(e: &Expr, out: &mut Vec<(BufferId, Affine)>) {
             loads_of(a, out);
             loads_of(b, out);
         }
-    }
-}
-
-/// Replaces `var` by `factor·var + inner` in every index of `s`.
-fn substitute(s: Stmt, var: VarId, factor: i64, inner: VarId) -> Stmt {
-    let fix = |a: &Affine| -> Affine {
-        let c = a.coefficient(var);
-        if c == 0 {
-            return a.clone();
-        }
-        let without = a.add_scaled(&Affine::var(var), -c);
-        without.add_scaled(&Affine::var(var), c * factor).add_scaled(&Affine::var(inner), c)
-    };
-    match s {
-        Stmt::Loop { var: v, extent, kind, body } => {
-            Stmt::Loop { var: v, extent, kind, body: body.into_iter().map(|b| substitute(b, var, factor, inner)).collect() }
-        }
-        Stmt::Store { buffer, offset, value } => Stmt::Store { buffer, offset: fix(&offset), value: map_expr(value, &fix) },
-    }
-}
-
-fn map_expr(e: Expr, fix: &dyn Fn(&Affine) -> Affine) -> Expr {
-    let m = |x: Box<Expr>| Box::new(map_expr(*x, fix));
-    match e {
-        Expr::Load { buffer, offset } => Expr::Load { buffer, offset: fix(&offset) },
-        Expr::Index(a) => Expr::Index(fix(&a)),
-        Expr::Const(c) => Expr::Const(c),
-        Expr::Unary(op, a) => Expr::Unary(op, m(a)),
-        Expr::Cast(d, a) => Expr::Cast(d, m(a)),
-        Expr::Binary(op, a, b) => Expr::Binary(op, m(a), m(b)),
-        Expr::Compare(op, a, b) => Expr::Compare(op, m(a), m(b)),
-        Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
     }
 }
 

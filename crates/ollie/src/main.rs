@@ -43,6 +43,9 @@ enum Command {
         /// Print the loop-nest IR instead of C.
         #[arg(long)]
         ir: bool,
+        /// Apply the schedule in this file (its text form: one step per line) to the naive nest.
+        #[arg(long)]
+        schedule: Option<PathBuf>,
     },
     /// Verify a kernel against the spec: exit 0 if accepted, 1 if rejected (with the reason and
     /// the counterexample), 2 for a usage or spec error.
@@ -162,9 +165,14 @@ pub fn user_error(message: impl Into<String>) -> Failure {
     Failure::User(message.into())
 }
 
-fn lower(args: &SpecArgs, ir: bool) -> Result<(), Failure> {
+fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>) -> Result<(), Failure> {
     let spec = load::load(args)?;
-    let nest = ollie_loops::lower(&spec.graph).map_err(anyhow::Error::from)?;
+    let mut nest = ollie_loops::lower(&spec.graph).map_err(anyhow::Error::from)?;
+    if let Some(path) = schedule {
+        let text = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read schedule `{}`: {e}", path.display())))?;
+        let schedule = ollie_loops::Schedule::parse(&text).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?;
+        nest = schedule.apply(&nest).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?;
+    }
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
@@ -230,7 +238,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
-        Command::Lower { spec, ir } => lower(&spec, ir),
+        Command::Lower { spec, ir, schedule } => lower(&spec, ir, schedule.as_deref()),
         Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
             bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
         }
