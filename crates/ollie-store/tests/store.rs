@@ -1,0 +1,61 @@
+//! The store keeps what was recorded across reopening, and reads back what it wrote.
+
+use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Store, TimingRecord};
+
+fn candidate(evaluation: usize, accepted: bool) -> Candidate {
+    Candidate {
+        evaluation,
+        source_hash: format!("hash{evaluation}"),
+        source: format!("void k(void) {{ /* {evaluation} */ }}"),
+        flags: "-O3".into(),
+        schedule: "parallel i0\n".into(),
+        parent: None,
+        proposer: "mutate".into(),
+        at_seconds: evaluation as f64,
+        accepted,
+        reason: (!accepted).then(|| "inaccurate".to_string()),
+        detail: (!accepted).then(|| "off by one".to_string()),
+        timing: accepted.then_some(TimingRecord { seconds: 1e-3, p10: 0.9e-3, p90: 1.1e-3, ratio: 0.5, ratio_p10: 0.45, ratio_p90: 0.55 }),
+        moved: accepted,
+        new_best: accepted,
+    }
+}
+
+#[test]
+fn runs_and_candidates_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ollie.db");
+    let run = NewRun {
+        spec_path: "softmax.py".into(),
+        spec_source: "def softmax(x): ...".into(),
+        kernel: "softmax".into(),
+        options: "{}".into(),
+        seed: u64::MAX - 3,
+        naive_seconds: 2e-3,
+        floor_seconds: 1e-4,
+    };
+    let (run_id, first) = {
+        let mut store = Store::open(&path).unwrap();
+        let id = store.create_run(&run, 1_700_000_000).unwrap();
+        let first = store.record(id, &candidate(1, true), None, None, None, 1.5).unwrap();
+        let cex = Counterexample { shapes: vec![vec![2, 3], vec![]], data: vec![vec![1.0, -2.0, 3.5, f64::NAN, 0.0, 1e-300], vec![7.0]] };
+        store.record(id, &candidate(2, false), Some(&cex), Some(first), Some(first), 2.5).unwrap();
+        (id, first)
+    };
+    let store = Store::open(&path).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!((r.id, &r.new, r.evaluations, r.elapsed_seconds, r.best, r.current, r.finished), (run_id, &run, 2, 2.5, Some(first), Some(first), false));
+    let candidates = store.candidates(run_id).unwrap();
+    assert_eq!(candidates.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>(), vec![candidate(1, true), candidate(2, false)]);
+    assert_eq!(candidates[0].0, first);
+    assert!(candidates[1].0 > CandidateId(first.0));
+    let cex = store.counterexamples(run_id).unwrap();
+    assert_eq!(cex.len(), 1);
+    assert_eq!(cex[0].shapes, vec![vec![2, 3], vec![]]);
+    assert_eq!(cex[0].data[1], vec![7.0]);
+    assert!(cex[0].data[0][3].is_nan() && cex[0].data[0][5] == 1e-300);
+    assert_eq!(store.latest_run("softmax.py", "softmax").unwrap().map(|r| r.id), Some(run_id));
+    assert_eq!(store.latest_run("other.py", "softmax").unwrap(), None);
+}
