@@ -148,6 +148,16 @@ impl Schedule {
         Ok(schedule)
     }
 
+    /// The flags to compile `scheduled` (this schedule applied) with: the schedule's own, plus
+    /// `-fopenmp` when a loop runs on threads or in OpenMP SIMD lanes.
+    pub fn compile_flags(&self, scheduled: &LoopNest) -> Vec<String> {
+        let mut flags = self.flags.clone();
+        if contains_kind(&scheduled.body, LoopKind::Parallel) || contains_kind(&scheduled.body, LoopKind::Simd) {
+            flags.push("-fopenmp".into());
+        }
+        flags
+    }
+
     /// Replays the steps on `nest`; the first illegal step is an error.
     pub fn apply(&self, nest: &LoopNest) -> Result<LoopNest, ScheduleError> {
         let mut nest = nest.clone();

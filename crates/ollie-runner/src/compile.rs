@@ -61,11 +61,14 @@ impl Compiler {
         let src = self.cache_dir.join(format!("{key}.c"));
         std::fs::write(&src, source).map_err(|e| Err(RunnerError::Io(format!("writing {}", src.display()), e)))?;
         let partial = self.cache_dir.join(format!("{key}.{}.tmp", std::process::id()));
+        // Libraries go after the source, where the linker looks for them.
+        let (libraries, options): (Vec<&String>, Vec<&String>) = flags.iter().partition(|f| f.starts_with("-l"));
         let out = Command::new(&self.cc)
-            .args(flags)
+            .args(options)
             .args(["-shared", "-fPIC", "-o"])
             .arg(&partial)
             .arg(&src)
+            .args(libraries)
             .arg("-lm")
             .output()
             .map_err(|e| Err(RunnerError::Io(format!("running the C compiler `{}`", self.cc), e)))?;

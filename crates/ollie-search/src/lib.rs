@@ -2,9 +2,12 @@
 //! Metropolis–Hastings acceptance on log run time, restarts from the best, and a bandit that
 //! shifts effort between proposers by their accepted improvements.
 //!
-//! The search knows nothing of kernels, runners or stores: proposers and the evaluator are
-//! traits the driver implements (and so are its tests).
+//! The search knows nothing of runners or stores: proposers and the evaluator are traits the
+//! driver implements (and so are its tests). `mutate`, the proposer over schedules, lives here.
 
+mod mutate;
 mod search;
+
+pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
 
 pub use search::{Evaluation, Event, Evaluate, Propose, Search, SearchConfig, StopReason};

@@ -12,6 +12,9 @@ pub trait Propose<C> {
 
 /// Judges a candidate: verified and timed against the current one.
 pub trait Evaluate<C> {
+    /// Called with each batch before its candidates are evaluated one by one: the place to build
+    /// them in parallel (timing stays serial).
+    fn prepare(&mut self, _batch: &[C]) {}
     fn evaluate(&mut self, candidate: &C, current: &C) -> Evaluation;
 }
 
@@ -35,11 +38,13 @@ pub struct SearchConfig {
     /// Evaluations without a new best before the chain restarts from the best.
     pub restart_after: usize,
     pub max_evaluations: usize,
+    /// Candidates proposed from the same current one and prepared together.
+    pub batch: usize,
 }
 
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
-        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200 }
+        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1 }
     }
 }
 
@@ -63,6 +68,8 @@ pub struct Event<C> {
     /// Whether it is a new best (faster beyond the noise: the p90 ratio against the best is
     /// below 1).
     pub new_best: bool,
+    /// Whether the chain, long without a new best, went back to the best after this step.
+    pub restarted: bool,
 }
 
 pub struct Search<C> {
@@ -85,6 +92,18 @@ impl<C: Clone> Search<C> {
         Search { config, best: start.clone(), best_seconds: seconds, current: start, current_seconds: seconds, rng, record: Vec::new(), evaluations: 0, since_best: 0 }
     }
 
+    /// Continues a search that had made `evaluations` evaluations, with its best and current
+    /// candidates and its proposers' record, as a store keeps them.
+    pub fn resume(config: SearchConfig, best: (C, f64), current: (C, f64), evaluations: usize, record: Vec<(usize, usize)>) -> Search<C> {
+        // A different stream than the interrupted session's, reproducible from the same seed.
+        let rng = ChaCha8Rng::seed_from_u64(config.seed ^ (evaluations as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, evaluations, since_best: 0 }
+    }
+
+    pub fn current(&self) -> &C {
+        &self.current
+    }
+
     /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
     pub fn run(
         &mut self,
@@ -101,46 +120,61 @@ impl<C: Clone> Search<C> {
             if stop(self) {
                 return StopReason::Stopped;
             }
-            let k = self.choose_proposer();
-            let Some(candidate) = proposers[k].propose(&self.current, &mut self.rng) else {
+            let mut batch = Vec::new();
+            let budget = self.config.max_evaluations - self.evaluations;
+            for _ in 0..self.config.batch.clamp(1, budget) {
+                let k = self.choose_proposer();
                 self.record[k].0 += 1;
                 self.evaluations += 1;
-                continue;
-            };
-            self.evaluations += 1;
-            self.record[k].0 += 1;
-            let outcome = evaluator.evaluate(&candidate, &self.current);
-            let (mut moved, mut new_best) = (false, false);
-            if let Evaluation::Timed { seconds, ratio } = &outcome {
-                // Metropolis–Hastings on log time, with the interleaved ratio as the measure.
-                let log_ratio = ratio.0.ln();
-                moved = log_ratio <= 0.0 || self.rng.random_range(0.0..1.0) < (-log_ratio / self.config.temperature).exp();
-                // A new best must be faster than the current one beyond the noise, and faster
-                // than the best so far.
-                if ratio.2 < 1.0 && *seconds < self.best_seconds {
-                    new_best = true;
-                    self.best = candidate.clone();
-                    self.best_seconds = *seconds;
-                    self.record[k].1 += 1;
-                    self.since_best = 0;
-                }
-                if moved {
-                    self.current = candidate.clone();
-                    self.current_seconds = *seconds;
+                if let Some(candidate) = proposers[k].propose(&self.current, &mut self.rng) {
+                    batch.push((k, self.evaluations, candidate));
                 }
             }
-            if !new_best {
-                self.since_best += 1;
-                if self.since_best >= self.config.restart_after {
-                    self.current = self.best.clone();
-                    self.current_seconds = self.best_seconds;
-                    self.since_best = 0;
+            let candidates: Vec<C> = batch.iter().map(|(_, _, c)| c.clone()).collect();
+            evaluator.prepare(&candidates);
+            for (k, evaluation, candidate) in batch {
+                if stop(self) {
+                    return StopReason::Stopped;
                 }
+                let event = self.step(k, evaluation, proposers[k].name(), candidate, evaluator);
+                on_event(&event);
             }
-            let event = Event { evaluation: self.evaluations, proposer: proposers[k].name().to_string(), candidate, outcome, moved, new_best };
-            tracing::debug!(evaluation = event.evaluation, proposer = %event.proposer, moved, new_best, "search step");
-            on_event(&event);
         }
+    }
+
+    /// Evaluates one candidate and moves the chain.
+    fn step(&mut self, k: usize, evaluation: usize, proposer: &str, candidate: C, evaluator: &mut dyn Evaluate<C>) -> Event<C> {
+        let outcome = evaluator.evaluate(&candidate, &self.current);
+        let (mut moved, mut new_best, mut restarted) = (false, false, false);
+        if let Evaluation::Timed { seconds, ratio } = &outcome {
+            // Metropolis–Hastings on log time, with the interleaved ratio as the measure.
+            let log_ratio = ratio.0.ln();
+            moved = log_ratio <= 0.0 || self.rng.random_range(0.0..1.0) < (-log_ratio / self.config.temperature).exp();
+            // A new best must be faster than the current one beyond the noise, and faster
+            // than the best so far.
+            if ratio.2 < 1.0 && *seconds < self.best_seconds {
+                new_best = true;
+                self.best = candidate.clone();
+                self.best_seconds = *seconds;
+                self.record[k].1 += 1;
+                self.since_best = 0;
+            }
+            if moved {
+                self.current = candidate.clone();
+                self.current_seconds = *seconds;
+            }
+        }
+        if !new_best {
+            self.since_best += 1;
+            if self.since_best >= self.config.restart_after {
+                self.current = self.best.clone();
+                self.current_seconds = self.best_seconds;
+                self.since_best = 0;
+                restarted = true;
+            }
+        }
+        tracing::debug!(evaluation, proposer, moved, new_best, "search step");
+        Event { evaluation, proposer: proposer.to_string(), candidate, outcome, moved, new_best, restarted }
     }
 
     /// A bandit: each proposer is drawn with weight (improvements + 1) / (tries + 2).

@@ -48,6 +48,8 @@ pub struct Run {
     pub finished: bool,
     pub best: Option<CandidateId>,
     pub current: Option<CandidateId>,
+    /// The outcome written when the run finished (JSON, the driver's own format).
+    pub summary: Option<String>,
 }
 
 /// A candidate and what became of it.
@@ -110,7 +112,8 @@ CREATE TABLE IF NOT EXISTS runs (
     evaluations INTEGER NOT NULL DEFAULT 0,
     finished INTEGER NOT NULL DEFAULT 0,
     best INTEGER,
-    current INTEGER
+    current INTEGER,
+    summary TEXT
 );
 CREATE TABLE IF NOT EXISTS candidates (
     id INTEGER PRIMARY KEY,
@@ -213,15 +216,15 @@ impl Store {
         Ok(id)
     }
 
-    /// Marks the run finished (its outputs were written) with its total search time.
-    pub fn finish(&mut self, run: RunId, elapsed_seconds: f64) -> Result<(), StoreError> {
-        self.conn.execute("UPDATE runs SET finished = 1, elapsed_seconds = ?2 WHERE id = ?1", params![run.0, elapsed_seconds])?;
+    /// Marks the run finished with its total search time and its outcome.
+    pub fn finish(&mut self, run: RunId, elapsed_seconds: f64, summary: &str) -> Result<(), StoreError> {
+        self.conn.execute("UPDATE runs SET finished = 1, elapsed_seconds = ?2, summary = ?3 WHERE id = ?1", params![run.0, elapsed_seconds, summary])?;
         Ok(())
     }
 
     pub fn runs(&self) -> Result<Vec<Run>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT id, spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at, elapsed_seconds, evaluations, finished, best, current FROM runs ORDER BY id",
+            "SELECT id, spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at, elapsed_seconds, evaluations, finished, best, current, summary FROM runs ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(Run {
@@ -241,6 +244,7 @@ impl Store {
                 finished: r.get(11)?,
                 best: r.get::<_, Option<i64>>(12)?.map(CandidateId),
                 current: r.get::<_, Option<i64>>(13)?.map(CandidateId),
+                summary: r.get(14)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

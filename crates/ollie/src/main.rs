@@ -6,6 +6,8 @@ mod counterexamples;
 mod eval;
 mod inputs;
 mod load;
+mod optimize;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -106,6 +108,43 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         repetitions: usize,
     },
+    /// Search for a faster kernel: schedules proposed and mutated, every candidate verified and
+    /// timed, the best written to DIR with its report. Resumable after a kill (`--resume`).
+    Optimize {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Search time budget (`60`, `60s`, `2m`); a resumed search gets what is left.
+        #[arg(long, default_value = "60s", value_parser = parse_seconds)]
+        time: f64,
+        /// At most this many evaluations (over all sessions of the run).
+        #[arg(long, default_value_t = 100_000)]
+        evals: usize,
+        /// Stop once the best kernel is within this fraction of the roofline floor (e.g. 0.9).
+        #[arg(long, value_name = "FRACTION")]
+        roofline_target: Option<f64>,
+        /// The output directory (kernel, loader, report, certificate, and the store ollie.db).
+        #[arg(long, default_value = "ollie-out")]
+        out: PathBuf,
+        /// Continue the last search of this spec stored in the output directory.
+        #[arg(long)]
+        resume: bool,
+        /// The search's seed (default: fresh, recorded in the store).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Seconds one call may take.
+        #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
+        timeout: f64,
+    },
+    /// List the searches stored in an output directory.
+    Runs {
+        /// The output directory of `ollie optimize`.
+        #[arg(default_value = "ollie-out")]
+        dir: PathBuf,
+    },
+    /// Rebuild report.md, report.json and the plots of the last finished search in DIR from its store.
+    Report {
+        dir: PathBuf,
+    },
     /// Run the float64 reference on inputs from .npy files or on seeded random inputs.
     Eval {
         #[command(flatten)]
@@ -132,9 +171,21 @@ fn parse_dim(s: &str) -> Result<(String, i64), String> {
     Ok((name.trim().to_string(), value))
 }
 
-/// A positive, finite number of seconds.
+/// A positive, finite number of seconds: `90`, `90s`, `1.5m`, `250ms`.
 fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
+    let t = s.trim();
+    let (number, unit) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match number.trim().parse::<f64>().map(|v| v * unit) {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("`{s}` is not a positive number of seconds")),
     }
@@ -245,6 +296,11 @@ fn main() -> ExitCode {
         Command::Check { spec, kernel, flags, seed, timeout, certificate, json } => {
             check::run(&check::Options { spec, kernel, flags, seed, timeout, certificate, json })
         }
+        Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout } => {
+            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout })
+        }
+        Command::Runs { dir } => report::runs(&dir),
+        Command::Report { dir } => report::rebuild(&dir),
         Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)

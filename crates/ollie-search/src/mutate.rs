@@ -1,0 +1,163 @@
+//! The `mutate` proposer: a random legal change to a schedule — a new step on a loop of the
+//! scheduled nest, a step removed, or other compiler flags.
+
+use ollie_loops::{apply_step, LoopKind, LoopNest, Schedule, Step, Stmt, VarId};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use crate::Propose;
+
+/// Compiler flags the proposer chooses among; every schedule starts from [`BASE_FLAGS`].
+pub const BASE_FLAGS: &[&str] = &["-O3", "-march=native"];
+/// Flags switched on and off together. "Vector math" defines `__FAST_MATH__` only for glibc's
+/// headers, which then declare the SIMD variants of `expf`, `logf`, ... in libmvec: loops calling
+/// them vectorize without any of `-ffast-math`'s value-changing optimizations (the verifier
+/// judges libmvec's accuracy like any other kernel's).
+const OPTIONAL_FLAGS: &[&[&str]] = &[
+    &["-funroll-loops"],
+    &["-fno-math-errno"],
+    &["-fno-trapping-math"],
+    &["-ffast-math"],
+    &["-fno-tree-vectorize"],
+    &["-fno-math-errno", "-D__FAST_MATH__", "-lmvec"],
+];
+
+pub struct Mutate {
+    naive: LoopNest,
+}
+
+impl Mutate {
+    /// Mutates schedules of `naive`, the kernel's naive loop nest.
+    pub fn new(naive: LoopNest) -> Mutate {
+        Mutate { naive }
+    }
+}
+
+/// The schedule every search starts from: the naive nest at the base flags.
+pub fn initial_schedule() -> Schedule {
+    Schedule { steps: Vec::new(), flags: BASE_FLAGS.iter().map(|f| f.to_string()).collect() }
+}
+
+/// A loop of the scheduled nest, with what the proposer needs to pick a step for it.
+struct LoopSite {
+    var: VarId,
+    extent: usize,
+    innermost: bool,
+    /// The loop that is its whole body.
+    only_child: Option<VarId>,
+    /// The loop right after it.
+    next_sibling: Option<(VarId, usize)>,
+    statements: usize,
+}
+
+fn sites(body: &[Stmt], out: &mut Vec<LoopSite>) {
+    for (i, s) in body.iter().enumerate() {
+        if let Stmt::Loop { var, extent, kind, body: inner } = s {
+            if *kind == LoopKind::Serial {
+                let only_child = match inner.as_slice() {
+                    [Stmt::Loop { var, .. }] => Some(*var),
+                    _ => None,
+                };
+                let next_sibling = match body.get(i + 1) {
+                    Some(Stmt::Loop { var, extent, .. }) => Some((*var, *extent)),
+                    _ => None,
+                };
+                let innermost = !inner.iter().any(|s| matches!(s, Stmt::Loop { .. }));
+                out.push(LoopSite { var: *var, extent: *extent, innermost, only_child, next_sibling, statements: inner.len() });
+            }
+            sites(inner, out);
+        }
+    }
+}
+
+fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> Option<T> {
+    (!items.is_empty()).then(|| items[rng.random_range(0..items.len())])
+}
+
+/// A random step for one of the nest's loops (not yet checked for legality): a loop, then one
+/// of the kinds of step that fit its shape.
+fn random_step(nest: &LoopNest, rng: &mut ChaCha8Rng) -> Option<Step> {
+    let mut all = Vec::new();
+    sites(&nest.body, &mut all);
+    let site = all.get(rng.random_range(0..all.len().max(1)))?;
+    let var = site.var;
+    let factors = |options: &[usize]| -> Vec<usize> { options.iter().copied().filter(|f| site.extent % f == 0 && *f < site.extent).collect() };
+    let mut options: Vec<Step> = Vec::new();
+    if let Some(factor) = pick(rng, &factors(&[2, 4, 8, 16, 32, 64])) {
+        options.push(Step::Split { var, factor });
+    }
+    if let Some(inner) = site.only_child {
+        options.push(Step::Reorder { outer: var, inner });
+    }
+    if site.statements > 1 {
+        options.push(Step::Distribute { var });
+    }
+    if let Some((second, _)) = site.next_sibling.filter(|s| s.1 == site.extent) {
+        options.push(Step::Fuse { first: var, second });
+    }
+    if site.innermost {
+        if let Some(factor) = pick(rng, &factors(&[4, 8, 16, 32])) {
+            options.push(Step::Accumulators { var, factor });
+        }
+        options.push(Step::Vectorize { var, width: pick(rng, &[4, 8, 16])? });
+        options.push(Step::Simd { var });
+    }
+    options.push(Step::Parallel { var });
+    options.push(Step::Unroll { var, factor: pick(rng, &[2, 4, 8])? });
+    pick_owned(rng, options)
+}
+
+fn pick_owned<T>(rng: &mut ChaCha8Rng, mut items: Vec<T>) -> Option<T> {
+    (!items.is_empty()).then(|| items.swap_remove(rng.random_range(0..items.len())))
+}
+
+impl Propose<Schedule> for Mutate {
+    fn name(&self) -> &str {
+        "mutate"
+    }
+
+    fn propose(&mut self, current: &Schedule, rng: &mut ChaCha8Rng) -> Option<Schedule> {
+        let nest = current.apply(&self.naive).ok()?;
+        for _ in 0..64 {
+            let mut next = current.clone();
+            match rng.random_range(0..12) {
+                0 if !next.steps.is_empty() => {
+                    next.steps.remove(rng.random_range(0..next.steps.len()));
+                    if next.apply(&self.naive).is_err() {
+                        continue;
+                    }
+                }
+                1 => {
+                    let group = OPTIONAL_FLAGS[rng.random_range(0..OPTIONAL_FLAGS.len())];
+                    if group.iter().all(|f| next.flags.iter().any(|g| g == f)) {
+                        next.flags.retain(|g| !group.contains(&g.as_str()));
+                    } else {
+                        next.flags.extend(group.iter().filter(|f| !next.flags.iter().any(|g| g == *f)).map(|f| f.to_string()).collect::<Vec<_>>());
+                    }
+                }
+                2 => {
+                    let level = if next.flags.iter().any(|f| f == "-O3") { "-O2" } else { "-O3" };
+                    next.flags.retain(|f| !matches!(f.as_str(), "-O2" | "-O3"));
+                    next.flags.insert(0, level.to_string());
+                }
+                _ => {
+                    // One new step, sometimes a few in a row (a reduction split into
+                    // accumulators is only worth it with its lanes vectorized, a loop
+                    // distributed only with its parts reordered).
+                    let mut scheduled = nest.clone();
+                    let count = if rng.random_range(0..3) == 0 { rng.random_range(2..=3) } else { 1 };
+                    for _ in 0..count {
+                        let Some(step) = random_step(&scheduled, rng) else { break };
+                        if apply_step(&mut scheduled, &step).is_ok() {
+                            next.steps.push(step);
+                        }
+                    }
+                }
+            }
+            if next != *current {
+                return Some(next);
+            }
+        }
+        None
+    }
+}

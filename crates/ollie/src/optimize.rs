@@ -1,0 +1,513 @@
+//! `ollie optimize`: the search end to end — schedules proposed by `mutate`, built in parallel,
+//! verified and timed serially, every evaluation written to the store; at the end the best kernel
+//! is re-verified with fresh seeds, timed against the naive one and written out with its report.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ollie_graph::{Graph, Tensor};
+use ollie_loops::{LoopNest, Schedule};
+use ollie_runner::{Compiler, Runner};
+use ollie_search::{Evaluate, Evaluation, Mutate, Search, SearchConfig};
+use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, RunId, Store, TimingRecord};
+use ollie_verify::{BenchConfig, Oracle, Rejection, VerifyConfig};
+use sha2::Digest;
+
+use crate::{check, counterexamples, load, report, user_error, Failure, SpecArgs};
+
+pub struct Options {
+    pub spec: SpecArgs,
+    pub time: f64,
+    pub evals: usize,
+    pub roofline_target: Option<f64>,
+    pub out: PathBuf,
+    pub resume: bool,
+    pub seed: Option<u64>,
+    pub timeout: f64,
+}
+
+/// The store's file in the output directory.
+pub const STORE_FILE: &str = "ollie.db";
+
+/// A built candidate: its C source, flags and library, or why it could not be built.
+type Build = Result<(String, Vec<String>, PathBuf), (String, String)>;
+
+/// What the evaluator learned about the last candidate, for the store.
+struct Details {
+    source: String,
+    flags: Vec<String>,
+    reason: Option<(String, String)>,
+    timing: Option<TimingRecord>,
+    counterexample: Option<Vec<Tensor>>,
+}
+
+struct Evaluator<'a> {
+    naive: &'a LoopNest,
+    compiler: &'a Compiler,
+    oracle: Oracle<'a>,
+    builds: HashMap<Schedule, Build>,
+    /// Median time of each schedule timed so far.
+    seconds: HashMap<Schedule, f64>,
+    verify: VerifyConfig,
+    bench_seed: u64,
+    floor: f64,
+    last: Rc<RefCell<Option<Details>>>,
+}
+
+impl Evaluator<'_> {
+    /// Applies, checks and emits the schedule (cheap); compiling is the caller's.
+    fn emit(&self, schedule: &Schedule) -> Result<(String, Vec<String>), (String, String)> {
+        let nest = schedule.apply(self.naive).map_err(|e| ("illegal-schedule".to_string(), e.to_string()))?;
+        ollie_loops::check(&nest).map_err(|e| ("invalid-nest".to_string(), e.to_string()))?;
+        Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
+    }
+
+    fn compile(compiler: &Compiler, source: String, flags: Vec<String>) -> Build {
+        match compiler.compile(&source, &flags) {
+            Ok(c) => Ok((source, flags, c.library)),
+            Err(Ok(outcome)) => Err(("compile-error".into(), outcome.summary())),
+            Err(Err(e)) => Err(("compile-error".into(), e.to_string())),
+        }
+    }
+
+    fn build(&mut self, schedule: &Schedule) -> Build {
+        if let Some(b) = self.builds.get(schedule) {
+            return b.clone();
+        }
+        let b = self.emit(schedule).and_then(|(source, flags)| Self::compile(self.compiler, source, flags));
+        self.builds.insert(schedule.clone(), b.clone());
+        b
+    }
+
+    fn judge(&mut self, candidate: &Schedule, current: &Schedule) -> Result<Details, anyhow::Error> {
+        let (source, flags, library) = match self.build(candidate) {
+            Ok(b) => b,
+            Err(reason) => {
+                let (source, flags) = self.emit(candidate).unwrap_or_default();
+                return Ok(Details { source, flags, reason: Some(reason), timing: None, counterexample: None });
+            }
+        };
+        let mut details = Details { source, flags, reason: None, timing: None, counterexample: None };
+        let started = Instant::now();
+        let report = ollie_verify::verify_with(&mut self.oracle, &library, &self.verify)?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), "verified");
+        if let Some(r) = &report.rejection {
+            details.reason = Some(rejection_reason(r));
+            if let Some(inputs) = report.counterexample {
+                if self.verify.saved.len() < 8 {
+                    self.verify.saved.push(inputs.clone());
+                }
+                details.counterexample = Some(inputs);
+            }
+            return Ok(details);
+        }
+        let current_library = match self.build(current) {
+            Ok((_, _, lib)) => lib,
+            Err((_, detail)) => anyhow::bail!("the current kernel no longer builds: {detail}"),
+        };
+        // About a fifth of a second of calls per kernel, between 5 and 11 interleaved pairs.
+        let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.floor);
+        let calls = ((0.2 / guess) as usize).clamp(5, 11);
+        let config = BenchConfig { seed: self.bench_seed, sets: 2, warmups: 1, calls, floor: Some(self.floor) };
+        let started = Instant::now();
+        let timed = ollie_verify::bench_with(&mut self.oracle, &[&library, &current_library], &config)?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), calls, "timed");
+        match (&timed.kernels[0], &timed.ratios) {
+            (Ok(t), Some(ratio)) => {
+                self.seconds.insert(candidate.clone(), t.median);
+                details.timing = Some(TimingRecord { seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
+            }
+            (Err(r), _) => details.reason = Some(rejection_reason(r)),
+            (Ok(_), None) => anyhow::bail!("the current kernel failed while timing"),
+        }
+        Ok(details)
+    }
+}
+
+impl Evaluate<Schedule> for Evaluator<'_> {
+    fn prepare(&mut self, batch: &[Schedule]) {
+        let todo: Vec<(Schedule, Result<(String, Vec<String>), (String, String)>)> =
+            batch.iter().filter(|s| !self.builds.contains_key(*s)).map(|s| (s.clone(), self.emit(s))).collect();
+        let compiler = self.compiler;
+        let started = Instant::now();
+        let built: Vec<(Schedule, Build)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = todo
+                .into_iter()
+                .map(|(s, emitted)| scope.spawn(move || (s, emitted.and_then(|(source, flags)| Self::compile(compiler, source, flags)))))
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("compiling does not panic")).collect()
+        });
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), count = built.len(), "compiled");
+        self.builds.extend(built);
+    }
+
+    fn evaluate(&mut self, candidate: &Schedule, current: &Schedule) -> Evaluation {
+        let details = match self.judge(candidate, current) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!("evaluation failed: {e:#}");
+                Details { source: String::new(), flags: Vec::new(), reason: Some(("internal".into(), format!("{e:#}"))), timing: None, counterexample: None }
+            }
+        };
+        let evaluation = match (&details.reason, &details.timing) {
+            (None, Some(t)) => Evaluation::Timed { seconds: t.seconds, ratio: (t.ratio, t.ratio_p10, t.ratio_p90) },
+            (reason, _) => Evaluation::Rejected { reason: reason.as_ref().map_or_else(|| "untimed".into(), |r| r.0.clone()) },
+        };
+        *self.last.borrow_mut() = Some(details);
+        evaluation
+    }
+}
+
+/// A rejection's kind (`inaccurate`, `too-fast`, ...) and its description.
+fn rejection_reason(r: &Rejection) -> (String, String) {
+    let kind = serde_json::to_value(r).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str().map(str::to_string))).unwrap_or_else(|| "rejected".into());
+    (kind, check::describe(r))
+}
+
+fn hash(source: &str, flags: &[String]) -> String {
+    let digest = sha2::Sha256::digest(format!("{}\n{source}", flags.join(" ")).as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Running totals for the progress line and the final table.
+#[derive(Default)]
+pub struct Tally {
+    pub evaluations: usize,
+    pub accepted: usize,
+    pub rejected: std::collections::BTreeMap<String, usize>,
+}
+
+impl Tally {
+    pub fn add(&mut self, c: &Candidate) {
+        if c.proposer == "naive" {
+            return;
+        }
+        self.evaluations += 1;
+        match &c.reason {
+            None => self.accepted += 1,
+            Some(r) => *self.rejected.entry(r.clone()).or_default() += 1,
+        }
+    }
+
+    pub fn rejected_text(&self) -> String {
+        if self.rejected.is_empty() {
+            return "none".into();
+        }
+        self.rejected.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+pub fn run(o: &Options) -> Result<(), Failure> {
+    if !(o.time > 0.0) {
+        return Err(user_error("error: --time must be positive"));
+    }
+    if let Some(t) = o.roofline_target {
+        if !(t > 0.0 && t <= 1.0) {
+            return Err(user_error("error: --roofline-target is a fraction of the roofline, in (0, 1]"));
+        }
+    }
+    let spec = load::load(&o.spec)?;
+    let graph = &spec.graph;
+    let naive = ollie_loops::lower(graph).context("lowering the spec")?;
+    let compiler = Compiler::new(Compiler::default_cache_dir());
+    let baseline = check::compile_naive(&compiler, graph)?;
+    let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+    let (machine, floor) = check::roofline_floor(graph)?;
+    std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
+    let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
+    let mut oracle = Oracle::new(graph, &runner, &baseline);
+    let (spec_path, _) = ollie_spec::split_selector(&o.spec.spec);
+    let spec_path = spec_path.to_string();
+
+    let initial = ollie_search::initial_schedule();
+    let (run, history) = if o.resume {
+        let run = store.latest_run(&spec_path, &graph.name).context("reading the store")?.ok_or_else(|| {
+            user_error(format!("error: `{}` holds no search of `{}` to resume", o.out.display(), graph.name))
+        })?;
+        let history = store.candidates(run.id).context("reading the store")?;
+        eprintln!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds);
+        (run, history)
+    } else {
+        let seed = o.seed.unwrap_or_else(check::fresh_seed);
+        let naive_seconds = time_alone(&mut oracle, &baseline, seed, floor.seconds)?;
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.spec.dims });
+        let new = NewRun {
+            spec_path: spec_path.clone(),
+            spec_source: std::fs::read_to_string(&spec_path).unwrap_or_default(),
+            kernel: graph.name.clone(),
+            options: options.to_string(),
+            seed,
+            naive_seconds,
+            floor_seconds: floor.seconds,
+        };
+        let id = store.create_run(&new, unix_now()).context("writing the store")?;
+        let source = ollie_loops::emit_c(&naive);
+        let flags = initial.compile_flags(&naive);
+        let start = Candidate {
+            evaluation: 0,
+            source_hash: hash(&source, &flags),
+            source,
+            flags: flags.join(" "),
+            schedule: initial.to_string(),
+            parent: None,
+            proposer: "naive".into(),
+            at_seconds: 0.0,
+            accepted: true,
+            reason: None,
+            detail: None,
+            timing: Some(TimingRecord { seconds: naive_seconds, p10: naive_seconds, p90: naive_seconds, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0 }),
+            moved: true,
+            new_best: true,
+        };
+        let cid = store.record(id, &start, None, None, None, 0.0).context("writing the store")?;
+        let run = store.run(id).context("reading the store")?;
+        (run, vec![(cid, start)])
+    };
+
+    // The chain's state, from the store.
+    let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
+    let schedule_of = |id: Option<CandidateId>| -> Result<(Schedule, f64, CandidateId), Failure> {
+        let id = id.context("the store's run has no candidate")?;
+        let c = by_id.get(&id).context("the store's run names a missing candidate")?;
+        let s = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
+        Ok((s, c.timing.map_or(f64::INFINITY, |t| t.seconds), id))
+    };
+    let (best, best_seconds, best_id) = schedule_of(run.best)?;
+    let (current, current_seconds, current_id) = schedule_of(run.current)?;
+    let mut record = vec![(0usize, 0usize)];
+    for (_, c) in history.iter().filter(|(_, c)| c.proposer == "mutate") {
+        record[0].0 += 1;
+        record[0].1 += c.new_best as usize;
+    }
+    drop(by_id);
+
+    let mut verify = VerifyConfig { seed: run.new.seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.seconds), ..VerifyConfig::default() };
+    verify.saved = counterexamples::load(graph);
+    for c in store.counterexamples(run.id).context("reading the store")?.into_iter().take(8) {
+        verify.saved.push(c.shapes.into_iter().zip(c.data).map(|(s, d)| Tensor::from_shape_vec(s, d).expect("stored with its shape")).collect());
+    }
+    let last = Rc::new(RefCell::new(None));
+    let mut evaluator = Evaluator {
+        naive: &naive,
+        compiler: &compiler,
+        oracle,
+        builds: HashMap::new(),
+        seconds: HashMap::from([(current.clone(), current_seconds), (best.clone(), best_seconds)]),
+        verify,
+        bench_seed: run.new.seed ^ 0x5eed,
+        floor: floor.seconds,
+        last: last.clone(),
+    };
+    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, ..SearchConfig::default() };
+    let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
+    let mut mutate = Mutate::new(naive.clone());
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        let _ = ctrlc::set_handler(move || {
+            if flag.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("\nstopping after this evaluation (Ctrl-C again to quit at once)");
+        });
+    }
+    let mut tally = Tally::default();
+    history.iter().for_each(|(_, c)| tally.add(c));
+    let naive_seconds = run.new.naive_seconds;
+    let progress = Progress::new(o.time, run.elapsed_seconds);
+    progress.show(&tally, search.best_seconds, naive_seconds, floor.seconds);
+    let session = Instant::now();
+    let elapsed = |run: &Run| run.elapsed_seconds + session.elapsed().as_secs_f64();
+    let (mut best_id, mut current_id) = (best_id, current_id);
+    let mut store_error = None;
+    let target = o.roofline_target;
+    let stop_reason = search.run(
+        &mut [&mut mutate],
+        &mut evaluator,
+        |s| elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t),
+        |event| {
+            let Some(d) = last.borrow_mut().take() else { return };
+            let candidate = Candidate {
+                evaluation: event.evaluation,
+                source_hash: hash(&d.source, &d.flags),
+                source: d.source,
+                flags: d.flags.join(" "),
+                schedule: event.candidate.to_string(),
+                parent: Some(current_id),
+                proposer: event.proposer.clone(),
+                at_seconds: elapsed(&run),
+                accepted: d.reason.is_none(),
+                detail: d.reason.as_ref().map(|r| r.1.clone()),
+                reason: d.reason.map(|r| r.0),
+                timing: d.timing,
+                moved: event.moved,
+                new_best: event.new_best,
+            };
+            let cex = d.counterexample.map(|inputs| Counterexample { shapes: inputs.iter().map(|t| t.shape().to_vec()).collect(), data: inputs.iter().map(|t| t.iter().copied().collect()).collect() });
+            let next_best = event.new_best.then_some(None).unwrap_or(Some(best_id));
+            let next_current = if event.moved { None } else if event.restarted { Some(next_best.unwrap_or(best_id)) } else { Some(current_id) };
+            match store.record(run.id, &candidate, cex.as_ref(), next_best, next_current, elapsed(&run)) {
+                Ok(id) => {
+                    if event.new_best {
+                        best_id = id;
+                    }
+                    current_id = next_current.unwrap_or(id);
+                    if event.restarted {
+                        current_id = best_id;
+                    }
+                }
+                Err(e) => store_error = Some(e),
+            }
+            tally.add(&candidate);
+            progress.update(elapsed(&run));
+            progress.show(&tally, search_best(&candidate, event.new_best), naive_seconds, floor.seconds);
+        },
+    );
+    progress.finish();
+    if let Some(e) = store_error {
+        return Err(anyhow::Error::from(e).context("writing the store").into());
+    }
+    tracing::info!(?stop_reason, evaluations = search.evaluations(), "search stopped");
+    let elapsed_total = elapsed(&run);
+    let oracle = evaluator.oracle;
+    drop(evaluator.builds);
+    finish(FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed: elapsed_total }, oracle)
+}
+
+/// The best time so far for the progress line (the event's candidate when it is a new best).
+fn search_best(c: &Candidate, new_best: bool) -> Option<f64> {
+    new_best.then(|| c.timing.map(|t| t.seconds)).flatten()
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The naive kernel's median time, timed alone.
+fn time_alone(oracle: &mut Oracle, library: &Path, seed: u64, floor: f64) -> Result<f64, Failure> {
+    let config = BenchConfig { seed, sets: 2, warmups: 1, calls: 7, floor: Some(floor) };
+    let report = ollie_verify::bench_with(oracle, &[library], &config).context("timing the naive kernel")?;
+    match &report.kernels[0] {
+        Ok(t) => Ok(t.median),
+        Err(r) => Err(anyhow::anyhow!("the naive kernel failed while timing: {}", check::describe(r)).into()),
+    }
+}
+
+pub struct FinishContext<'a> {
+    pub graph: &'a Graph,
+    pub naive: &'a LoopNest,
+    pub compiler: &'a Compiler,
+    pub baseline: &'a Path,
+    pub machine: &'a ollie_runner::Machine,
+    pub floor: &'a ollie_runner::Floor,
+    pub out: &'a Path,
+    pub store: &'a mut Store,
+    pub run: RunId,
+    pub elapsed: f64,
+}
+
+/// Re-verifies the fastest candidates with fresh seeds until one passes, times it against the
+/// naive kernel, and writes every output.
+fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
+    let history = cx.store.candidates(cx.run).context("reading the store")?;
+    let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some() && (c.new_best || c.proposer == "naive")).collect();
+    timed.sort_by(|a, b| a.1.timing.map(|t| t.seconds).unwrap_or(f64::INFINITY).total_cmp(&b.1.timing.map(|t| t.seconds).unwrap_or(f64::INFINITY)));
+    let fresh = check::fresh_seed();
+    let mut chosen = None;
+    for (id, c) in timed.iter().take(5) {
+        let schedule = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
+        let nest = schedule.apply(cx.naive).context("a stored schedule no longer applies")?;
+        let flags = schedule.compile_flags(&nest);
+        let source = ollie_loops::emit_c(&nest);
+        let library = match cx.compiler.compile(&source, &flags) {
+            Ok(c) => c.library,
+            Err(_) => continue,
+        };
+        let config = VerifyConfig { seed: fresh, floor: Some(cx.floor.seconds), ..VerifyConfig::default() };
+        let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
+        if report.accepted {
+            chosen = Some((*id, schedule, source, flags, library, report));
+            break;
+        }
+        eprintln!("candidate {} failed re-verification with fresh seeds: {}", id.0, report.rejection.as_ref().map(check::describe).unwrap_or_default());
+    }
+    let Some((id, schedule, source, flags, library, report)) = chosen else {
+        return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
+    };
+    let config = BenchConfig { seed: fresh, sets: 4, warmups: 2, calls: 21, floor: Some(cx.floor.seconds) };
+    let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &config).context("timing the best kernel against the naive one")?;
+    let (best, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+        (Ok(b), Ok(_), Some(r)) => (b.clone(), r.clone()),
+        (Err(r), _, _) | (_, Err(r), _) => return Err(anyhow::anyhow!("the best kernel failed while timing: {}", check::describe(r)).into()),
+        _ => return Err(anyhow::anyhow!("no timing of the best kernel").into()),
+    };
+    let summary = report::Summary {
+        candidate: id.0,
+        schedule: schedule.to_string(),
+        flags: flags.join(" "),
+        best_seconds: best.median,
+        best_p10: best.p10,
+        best_p90: best.p90,
+        speedup: 1.0 / ratio.median,
+        speedup_p10: 1.0 / ratio.p90,
+        speedup_p90: 1.0 / ratio.p10,
+        pairs: ratio.samples.len(),
+        verify_seed: fresh,
+        search_seconds: cx.elapsed,
+    };
+    cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
+    let files = report::Files { source: &source, library: &library, certificate: &report };
+    report::write(cx.out, cx.graph, cx.machine, cx.floor, cx.store, cx.run, &summary, Some(files))
+}
+
+/// The progress bar: search time against the budget, and the tallies.
+struct Progress {
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    fn new(budget: f64, done: f64) -> Progress {
+        let bar = indicatif::ProgressBar::new((budget * 10.0).round() as u64);
+        bar.set_style(indicatif::ProgressStyle::with_template("{prefix} [{bar:24}] {msg}").expect("valid template").progress_chars("=> "));
+        bar.set_position((done * 10.0) as u64);
+        bar.set_prefix(format!("{done:>5.1}/{budget:.0}s"));
+        bar.enable_steady_tick(Duration::from_millis(500));
+        Progress { bar }
+    }
+
+    fn update(&self, elapsed: f64) {
+        self.bar.set_position((elapsed * 10.0) as u64);
+        let budget = self.bar.length().unwrap_or(0) as f64 / 10.0;
+        self.bar.set_prefix(format!("{elapsed:>5.1}/{budget:.0}s"));
+    }
+
+    fn show(&self, tally: &Tally, best: impl Into<Option<f64>>, naive: f64, floor: f64) {
+        if let Some(best) = best.into() {
+            self.bar.set_message(format!(
+                "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline",
+                tally.evaluations,
+                tally.accepted,
+                tally.rejected_text(),
+                report::seconds(best),
+                naive / best,
+                100.0 * floor / best
+            ));
+            self.bar.set_length(self.bar.length().unwrap_or(0));
+            return;
+        }
+        let message = self.bar.message();
+        let tail = message.split_once(" | ").map(|(_, t)| t.to_string()).unwrap_or_default();
+        self.bar.set_message(format!("{} evals, {} accepted, rejected: {} | {tail}", tally.evaluations, tally.accepted, tally.rejected_text()));
+    }
+
+    fn finish(&self) {
+        self.bar.finish();
+    }
+}

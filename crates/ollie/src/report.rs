@@ -1,0 +1,342 @@
+//! What `ollie optimize` leaves in its output directory — the kernel (`NAME.c`, `NAME.h`,
+//! `libNAME.so`), a numpy loader (`NAME.py`), `certificate.json`, and the report (`report.md`,
+//! `report.json`, `progress.svg`, `roofline.svg`) — and `ollie runs` / `ollie report DIR`, which
+//! read the store.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use ollie_graph::{DType, Graph};
+use ollie_runner::{Floor, Machine};
+use ollie_store::{Candidate, RunId, Store};
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::optimize::{Tally, STORE_FILE};
+use crate::{load, stdout, user_error, Failure, SpecArgs};
+
+/// The outcome of a finished run, kept in the store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub candidate: i64,
+    pub schedule: String,
+    pub flags: String,
+    pub best_seconds: f64,
+    pub best_p10: f64,
+    pub best_p90: f64,
+    /// Naive time over best time, from interleaved pairs (median, and p10..p90 of the pairs).
+    pub speedup: f64,
+    pub speedup_p10: f64,
+    pub speedup_p90: f64,
+    pub pairs: usize,
+    /// The fresh seed the best kernel was re-verified with.
+    pub verify_seed: u64,
+    pub search_seconds: f64,
+}
+
+/// The kernel's files, written once at the end of a search.
+pub struct Files<'a> {
+    pub source: &'a str,
+    pub library: &'a Path,
+    pub certificate: &'a ollie_verify::Report,
+}
+
+/// Writes `contents` to `path` through a temporary file, so a kill never leaves half a file.
+fn write_file(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("ollie-tmp");
+    std::fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, store: &Store, run: RunId, summary: &Summary, files: Option<Files>) -> Result<(), Failure> {
+    let name = &graph.name;
+    let r = store.run(run).context("reading the store")?;
+    let history: Vec<Candidate> = store.candidates(run).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
+    if let Some(f) = files {
+        write_file(&out.join(format!("{name}.c")), f.source.as_bytes())?;
+        write_file(&out.join(format!("{name}.h")), header(name, f.source).as_bytes())?;
+        let library = std::fs::read(f.library).context("reading the compiled kernel")?;
+        write_file(&out.join(format!("lib{name}.so")), &library)?;
+        write_file(&out.join(format!("{name}.py")), loader(graph).as_bytes())?;
+        write_file(&out.join("certificate.json"), serde_json::to_string_pretty(f.certificate).expect("serializable").as_bytes())?;
+    }
+    let mut tally = Tally::default();
+    history.iter().for_each(|c| tally.add(c));
+    let cost = graph.cost();
+    let json = serde_json::json!({
+        "kernel": name,
+        "spec": r.new.spec_path,
+        "run": r.id.0,
+        "search_seconds": summary.search_seconds,
+        "evaluations": tally.evaluations,
+        "accepted": tally.accepted,
+        "rejected": tally.rejected,
+        "naive_seconds": r.new.naive_seconds,
+        "best": summary,
+        "floor_seconds": floor.seconds,
+        "memory_bound": floor.memory_bound,
+        "fraction_of_roofline": floor.seconds / summary.best_seconds,
+        "flops": cost.flops,
+        "compulsory_bytes": cost.min_bytes,
+        "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs },
+        "proposers": proposer_table(&history).into_iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
+    });
+    write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
+    let table = table(graph, &r, summary, floor, &tally);
+    let mut md = format!("# ollie: `{name}`\n\nSpec `{}`, run {} ({:.0} s of search).\n\n```text\n{table}```\n\n", r.new.spec_path, r.id.0, summary.search_seconds);
+    writeln!(md, "## Best kernel (candidate {})\n\nSchedule, applied to the naive loop nest (`ollie lower SPEC --schedule FILE` replays it):\n\n```text\n{}```\n\nCompiled with `{}`.\n", summary.candidate, summary.schedule, summary.flags).unwrap();
+    writeln!(md, "Re-verified with fresh seed {} (see `certificate.json`); timed against the naive kernel over {} interleaved pairs.\n", summary.verify_seed, summary.pairs).unwrap();
+    md.push_str("## Proposers\n\n| proposer | evaluations | improvements |\n|---|---|---|\n");
+    for (p, tries, wins) in proposer_table(&history) {
+        writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
+    }
+    md.push_str("\n## Improvements\n\n| evaluation | at | time | schedule |\n|---|---|---|---|\n");
+    for c in history.iter().filter(|c| c.new_best) {
+        let t = c.timing.map(|t| seconds(t.seconds)).unwrap_or_default();
+        writeln!(md, "| {} | {:.1} s | {t} | `{}` |", c.evaluation, c.at_seconds, c.schedule.trim().replace('\n', "; ")).unwrap();
+    }
+    md.push_str(&format!("\n![progress](progress.svg)\n\n![roofline](roofline.svg)\n\nUse it from Python: `from {name} import {name}` in this directory.\n"));
+    write_file(&out.join("report.md"), md.as_bytes())?;
+    progress_svg(&out.join("progress.svg"), &history, r.new.naive_seconds).context("drawing progress.svg")?;
+    roofline_svg(&out.join("roofline.svg"), floor, cost.flops, cost.min_bytes, r.new.naive_seconds, summary.best_seconds).context("drawing roofline.svg")?;
+    stdout(&format!("{table}\nwrote {}: {name}.c {name}.h lib{name}.so {name}.py certificate.json report.md report.json progress.svg roofline.svg\n", out.display()))
+}
+
+/// The short table printed at the end and placed in the report.
+fn table(graph: &Graph, r: &ollie_store::Run, s: &Summary, floor: &Floor, tally: &Tally) -> String {
+    let cost = graph.cost();
+    let mut t = String::new();
+    writeln!(t, "{:<10} {:>11} {:>23} {:>9} {:>9}", "kernel", "median", "p10..p90", "GFLOP/s", "roofline").unwrap();
+    for (label, median, range) in [("naive", r.new.naive_seconds, String::new()), ("best", s.best_seconds, format!("{}..{}", seconds(s.best_p10), seconds(s.best_p90)))] {
+        writeln!(t, "{label:<10} {:>11} {range:>23} {:>9.2} {:>8.1}%", seconds(median), cost.flops / median / 1e9, 100.0 * floor.seconds / median).unwrap();
+    }
+    writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs)", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs).unwrap();
+    writeln!(t, "{} evaluations: {} accepted, rejected: {}", tally.evaluations, tally.accepted, tally.rejected_text()).unwrap();
+    t
+}
+
+fn proposer_table(history: &[Candidate]) -> Vec<(String, usize, usize)> {
+    let mut rows: Vec<(String, usize, usize)> = Vec::new();
+    for c in history.iter().filter(|c| c.proposer != "naive") {
+        match rows.iter_mut().find(|r| r.0 == c.proposer) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += c.new_best as usize;
+            }
+            None => rows.push((c.proposer.clone(), 1, c.new_best as usize)),
+        }
+    }
+    rows
+}
+
+/// `NAME.h`: the kernel's prototype, as the C file defines it.
+fn header(name: &str, source: &str) -> String {
+    let signature = source.lines().find(|l| l.starts_with(&format!("void {name}("))).map_or_else(String::new, |l| l.trim_end_matches(" {").to_string());
+    let guard = format!("OLLIE_{}_H", name.to_uppercase());
+    format!("/* {name}: the kernel ollie found; see report.md. */\n#ifndef {guard}\n#define {guard}\n\n{signature};\n\n#endif\n")
+}
+
+/// `NAME.py`: `from NAME import NAME; y = NAME(x)` with numpy arrays, shapes and dtypes checked.
+fn loader(graph: &Graph) -> String {
+    let name = &graph.name;
+    let np = |d: DType| match d {
+        DType::F32 => "np.float32",
+        DType::F64 => "np.float64",
+        DType::I64 => "np.int64",
+        DType::Bool => "np.bool_",
+    };
+    // The ABI passes float64 as double and every other dtype as float.
+    let abi = |d: DType| if d == DType::F64 { "np.float64" } else { "np.float32" };
+    let spec = |name: &str, ty: &ollie_graph::TensorType| {
+        let shape: Vec<String> = ty.shape.iter().map(|d| d.to_string()).collect();
+        let shape = if shape.len() == 1 { format!("({},)", shape[0]) } else { format!("({})", shape.join(", ")) };
+        format!("    ({name:?}, {shape}, {}, {}),\n", np(ty.dtype), abi(ty.dtype))
+    };
+    let inputs: String = graph.params.iter().map(|p| spec(&p.name, &p.ty)).collect();
+    let outputs: String = (0..graph.outputs.len()).map(|k| spec(&graph.output_name(k), graph.ty(graph.outputs[k]))).collect();
+    let params: Vec<&str> = graph.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        r#""""{name}: the kernel ollie found, callable with numpy arrays.
+
+    from {name} import {name}
+    y = {name}({args})
+"""
+import ctypes
+import os
+
+import numpy as np
+
+_lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib{name}.so"))
+_kernel = _lib.{name}
+_kernel.restype = None
+_kernel.argtypes = [ctypes.c_void_p] * {count}
+
+# (name, shape, dtype the spec declares, dtype the C kernel takes)
+_INPUTS = [
+{inputs}]
+_OUTPUTS = [
+{outputs}]
+
+
+def {name}(*args):
+    """Runs the kernel; returns its output (a tuple when there are several)."""
+    if len(args) != len(_INPUTS):
+        raise TypeError(f"{name}() takes {{len(_INPUTS)}} arrays ({params}), got {{len(args)}}")
+    buffers = []
+    for (arg_name, shape, dtype, abi), value in zip(_INPUTS, args):
+        a = np.asarray(value)
+        if a.shape != shape:
+            raise ValueError(f"{name}: `{{arg_name}}` must have shape {{shape}}, got {{a.shape}}")
+        if a.dtype != np.dtype(dtype):
+            raise TypeError(f"{name}: `{{arg_name}}` must be {{np.dtype(dtype).name}}, got {{a.dtype.name}}")
+        buffers.append(np.ascontiguousarray(a, dtype=abi))
+    outputs = [np.empty(shape, dtype=abi) for (_, shape, _, abi) in _OUTPUTS]
+    _kernel(*[b.ctypes.data for b in buffers + outputs])
+    results = tuple(o.astype(dtype, copy=False) for o, (_, _, dtype, _) in zip(outputs, _OUTPUTS))
+    return results[0] if len(results) == 1 else results
+"#,
+        args = params.join(", "),
+        params = params.join(", "),
+        count = graph.params.len() + graph.outputs.len(),
+    )
+}
+
+/// Best time over search time, with a mark per accepted candidate coloured by proposer.
+fn progress_svg(path: &Path, history: &[Candidate], naive: f64) -> anyhow::Result<()> {
+    let timed: Vec<(f64, f64, &str)> = history.iter().filter_map(|c| c.timing.filter(|_| c.accepted).map(|t| (c.at_seconds, t.seconds * 1e3, c.proposer.as_str()))).collect();
+    let end = history.iter().map(|c| c.at_seconds).fold(1.0, f64::max);
+    let lo = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::min) * 0.8;
+    let hi = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::max) * 1.25;
+    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("best kernel time during the search", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..end * 1.02, (lo..hi).log_scale())?;
+    chart.configure_mesh().x_desc("search time (s)").y_desc("time per call (ms)").draw()?;
+    let mut best = naive * 1e3;
+    let mut steps = vec![(0.0, best)];
+    for &(t, ms, _) in &timed {
+        if ms < best {
+            steps.push((t, best));
+            best = ms;
+            steps.push((t, best));
+        }
+    }
+    steps.push((end, best));
+    chart.draw_series(LineSeries::new(steps, BLACK.stroke_width(2)))?.label("best so far").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+    let mut proposers: Vec<&str> = timed.iter().map(|t| t.2).collect();
+    proposers.sort_unstable();
+    proposers.dedup();
+    for (i, p) in proposers.iter().enumerate() {
+        let colour = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(timed.iter().filter(|t| t.2 == *p).map(|&(t, ms, _)| Circle::new((t, ms), 4, colour.filled())))?
+            .label(*p)
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, colour.filled()));
+    }
+    chart.configure_series_labels().border_style(BLACK).background_style(WHITE).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The machine's roofline (all threads) with the naive and best kernels placed on it.
+fn roofline_svg(path: &Path, floor: &Floor, flops: f64, bytes: f64, naive: f64, best: f64) -> anyhow::Result<()> {
+    let (peak, bandwidth) = (floor.ceiling.peak_gflops, floor.ceiling.bandwidth_gbs);
+    let intensity = (flops / bytes.max(1.0)).max(1e-3);
+    let (x_lo, x_hi) = ((intensity / 10.0).min(peak / bandwidth / 10.0), (intensity * 10.0).max(peak / bandwidth * 10.0));
+    let points = [("naive", flops / naive / 1e9), ("best", flops / best / 1e9)];
+    let y_lo = points.iter().map(|p| p.1).fold(bandwidth * x_lo, f64::min) / 2.0;
+    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("roofline: {} threads, {peak:.0} GFLOP/s, {bandwidth:.1} GB/s", floor.ceiling.threads), ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo.max(1e-6)..peak * 2.0).log_scale())?;
+    chart.configure_mesh().x_desc("arithmetic intensity (FLOP/byte)").y_desc("GFLOP/s").draw()?;
+    let roof: Vec<(f64, f64)> = (0..=100).map(|i| x_lo * (x_hi / x_lo).powf(i as f64 / 100.0)).map(|x| (x, (bandwidth * x).min(peak))).collect();
+    chart.draw_series(LineSeries::new(roof, BLACK.stroke_width(2)))?.label("roofline").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+    for (i, (label, gflops)) in points.iter().enumerate() {
+        let colour = if i == 0 { RED } else { BLUE };
+        chart.draw_series([Circle::new((intensity, *gflops), 6, colour.filled())])?.label(format!("{label}: {gflops:.2} GFLOP/s")).legend(move |(x, y)| Circle::new((x + 8, y), 5, colour.filled()));
+    }
+    chart.configure_series_labels().border_style(BLACK).background_style(WHITE).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// A duration in the unit that reads best.
+pub fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.3} µs", s * 1e6)
+    }
+}
+
+/// `ollie runs [DIR]`: the searches stored in DIR.
+pub fn runs(dir: &Path) -> Result<(), Failure> {
+    let store = open(dir)?;
+    let mut text = format!("{:>4} {:<16} {:<28} {:>6} {:>8} {:>11} {:>9} {}\n", "run", "kernel", "spec", "evals", "searched", "best", "speedup", "state");
+    for r in store.runs().context("reading the store")? {
+        let summary: Option<Summary> = r.summary.as_deref().and_then(|s| serde_json::from_str(s).ok());
+        let (best, speedup) = match &summary {
+            Some(s) => (seconds(s.best_seconds), format!("{:.2}x", s.speedup)),
+            None => ("-".into(), "-".into()),
+        };
+        writeln!(
+            text,
+            "{:>4} {:<16} {:<28} {:>6} {:>7.1}s {:>11} {:>9} {}",
+            r.id.0,
+            r.new.kernel,
+            r.new.spec_path,
+            r.evaluations,
+            r.elapsed_seconds,
+            best,
+            speedup,
+            if r.finished { "finished" } else { "interrupted (--resume continues it)" }
+        )
+        .unwrap();
+    }
+    stdout(&text)
+}
+
+fn open(dir: &Path) -> Result<Store, Failure> {
+    let path = dir.join(STORE_FILE);
+    if !path.exists() {
+        return Err(user_error(format!("error: `{}` holds no ollie store ({STORE_FILE})", dir.display())));
+    }
+    Ok(Store::open(&path).context("opening the store")?)
+}
+
+/// `ollie report DIR`: rebuilds report.md, report.json and the plots from the store.
+pub fn rebuild(dir: &Path) -> Result<(), Failure> {
+    let store = open(dir)?;
+    let run = store.runs().context("reading the store")?.into_iter().filter(|r| r.finished).next_back().ok_or_else(|| {
+        user_error(format!("error: `{}` holds no finished search (resume an interrupted one with `ollie optimize ... --resume`)", dir.display()))
+    })?;
+    let summary: Summary = serde_json::from_str(run.summary.as_deref().unwrap_or_default()).context("the stored summary does not parse")?;
+    let options: serde_json::Value = serde_json::from_str(&run.new.options).context("the stored options do not parse")?;
+    let dims: Vec<(String, i64)> = serde_json::from_value(options["dims"].clone()).unwrap_or_default();
+    // The spec as it was searched, from the store (the file may have changed since).
+    let tmp = tempfile_path(dir, &run.new.spec_path)?;
+    std::fs::write(&tmp, &run.new.spec_source).context("writing the stored spec")?;
+    let spec = load::load(&SpecArgs { spec: format!("{}::{}", tmp.display(), run.new.kernel), dims });
+    let _ = std::fs::remove_file(&tmp);
+    let spec = spec?;
+    let (machine, floor) = crate::check::roofline_floor(&spec.graph)?;
+    write(dir, &spec.graph, &machine, &floor, &store, run.id, &summary, None)
+}
+
+fn tempfile_path(dir: &Path, spec_path: &str) -> Result<std::path::PathBuf, Failure> {
+    let stem = Path::new(spec_path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "spec.py".into());
+    Ok(dir.join(format!(".ollie-stored-{stem}")))
+}
