@@ -27,7 +27,9 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
         let v: Vec<&Tensor> = node.args.iter().map(|a| values[a.index()].as_ref().expect("evaluated")).collect();
         let e: Vec<&Tensor> = node.args.iter().map(|a| bounds[a.index()].as_ref().expect("evaluated")).collect();
         let value = apply(&node.op, &v, inputs);
-        let bound = error_bound(&node.op, &value, &v, &e, inputs);
+        // Where a first-order term is undefined (0·log 0, 0/0) the bound is unknown: infinite,
+        // never NaN (which the accuracy rule would read as "no error allowed").
+        let bound = error_bound(&node.op, &value, &v, &e, inputs).mapv_into(|b| if b.is_nan() { f64::INFINITY } else { b });
         for &a in &node.args {
             remaining[a.index()] -= 1;
             if remaining[a.index()] == 0 {
@@ -74,7 +76,8 @@ fn error_bound(op: &Op, value: &Tensor, v: &[&Tensor], e: &[&Tensor], inputs: &[
             BinaryOp::Div => f.abs() + ea / c.abs() + a.abs() * ec / (c * c),
             BinaryOp::Pow => {
                 let da = if ea == 0.0 { 0.0 } else { (c * a.powf(c - 1.0)).abs() * ea };
-                let dc = if ec == 0.0 { 0.0 } else { (f * a.abs().ln()).abs() * ec };
+                // f·ln|a| tends to 0 where f = a^c does (a → 0 with c > 0).
+                let dc = if ec == 0.0 || f == 0.0 { 0.0 } else { (f * a.abs().ln()).abs() * ec };
                 f.abs() + da + dc
             }
             BinaryOp::Max | BinaryOp::Min => ea.max(ec),
@@ -120,4 +123,23 @@ fn einsum_bound(spec: &EinsumSpec, v: &[&Tensor], e: &[&Tensor], inputs: &[Tenso
         bound = bound + apply(&op, &operands, inputs);
     }
     bound
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(x − x)²` is exactly 0 with a finite bound: the exponent's own error times `0·ln 0`
+    /// must not make it NaN (a NaN bound would allow no error at all).
+    #[test]
+    fn a_power_of_zero_has_a_finite_bound() {
+        let g = crate::parse(
+            "kernel k(x: f32[3]) {\n  %0: f32[3] = input[x]\n  %1: f32[3] = sub %0, %0\n  %2: f32[] = const[2.0]\n  %3: f32[3] = broadcast %2\n  %4: f32[3] = pow %1, %3\n  return %4\n}\n",
+        )
+        .unwrap();
+        let inputs = vec![ndarray::arr1(&[1.5, -2.0, 0.25]).into_dyn()];
+        let (r, e) = evaluate_with_error_bounds(&g, &inputs).unwrap();
+        assert!(r[0].iter().all(|&v| v == 0.0));
+        assert!(e[0].iter().all(|b| b.is_finite()), "bounds {:?}", e[0]);
+    }
 }

@@ -70,15 +70,24 @@ fn sites(body: &[Stmt], out: &mut Vec<LoopSite>) {
     }
 }
 
+fn loop_vars(nest: &LoopNest) -> Vec<VarId> {
+    let mut all = Vec::new();
+    sites(&nest.body, &mut all);
+    all.into_iter().map(|s| s.var).collect()
+}
+
 fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> Option<T> {
     (!items.is_empty()).then(|| items[rng.random_range(0..items.len())])
 }
 
 /// A random step for one of the nest's loops (not yet checked for legality): a loop, then one
 /// of the kinds of step that fit its shape.
-fn random_step(nest: &LoopNest, rng: &mut ChaCha8Rng) -> Option<Step> {
+fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -> Option<Step> {
     let mut all = Vec::new();
     sites(&nest.body, &mut all);
+    if let Some(vars) = focus {
+        all.retain(|s| vars.contains(&s.var));
+    }
     let site = all.get(rng.random_range(0..all.len().max(1)))?;
     let var = site.var;
     let factors = |options: &[usize]| -> Vec<usize> { options.iter().copied().filter(|f| site.extent % f == 0 && *f < site.extent).collect() };
@@ -141,15 +150,26 @@ impl Propose<Schedule> for Mutate {
                     next.flags.insert(0, level.to_string());
                 }
                 _ => {
-                    // One new step, sometimes a few in a row (a reduction split into
-                    // accumulators is only worth it with its lanes vectorized, a loop
-                    // distributed only with its parts reordered).
+                    // One new step; half the time followed by another on the loops it made or
+                    // moved, and so on (a reduction split into accumulators pays only with its
+                    // lanes vectorized, a loop distributed only with its parts reordered).
                     let mut scheduled = nest.clone();
-                    let count = if rng.random_range(0..3) == 0 { rng.random_range(2..=3) } else { 1 };
-                    for _ in 0..count {
-                        let Some(step) = random_step(&scheduled, rng) else { break };
-                        if apply_step(&mut scheduled, &step).is_ok() {
-                            next.steps.push(step);
+                    let mut focus: Option<Vec<VarId>> = None;
+                    for _ in 0..4 {
+                        let Some(step) = random_step(&scheduled, focus.as_deref(), rng) else { break };
+                        let before = loop_vars(&scheduled);
+                        if apply_step(&mut scheduled, &step).is_err() {
+                            break;
+                        }
+                        let mut touched: Vec<VarId> = loop_vars(&scheduled).into_iter().filter(|v| !before.contains(v)).collect();
+                        touched.push(step.var());
+                        if let Step::Reorder { inner, .. } = step {
+                            touched.push(inner);
+                        }
+                        next.steps.push(step);
+                        focus = Some(touched);
+                        if rng.random_range(0..2) == 0 {
+                            break;
                         }
                     }
                 }

@@ -32,11 +32,13 @@ pub struct VerifyConfig {
     pub saved: Vec<Vec<Tensor>>,
     /// No call can be faster than this (seconds): the roofline floor.
     pub floor: Option<f64>,
+    /// Only these families (a search's quick screen); `None`: every family.
+    pub families: Option<Vec<Family>>,
 }
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new(), floor: None }
+        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new(), floor: None, families: None }
     }
 }
 
@@ -194,7 +196,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
     // Saved counterexamples first, then every family: fresh inputs, then one element changed.
     let mut plan: Vec<(String, u64, Vec<Tensor>, bool)> =
         config.saved.iter().enumerate().map(|(i, v)| ("saved-counterexample".to_string(), i as u64, v.clone(), false)).collect();
-    for family in Family::all(max_rank) {
+    for family in config.families.clone().unwrap_or_else(|| Family::all(max_rank)) {
         for _ in 0..config.sets_per_family {
             let seed: u64 = rng.random();
             plan.push((family.to_string(), seed, family.generate(&graph.params, seed), true));

@@ -94,17 +94,10 @@ impl Evaluator<'_> {
             }
         };
         let mut details = Details { source, flags, reason: None, timing: None, counterexample: None };
-        let started = Instant::now();
-        let report = ollie_verify::verify_with(&mut self.oracle, &library, &self.verify)?;
-        tracing::debug!(seconds = started.elapsed().as_secs_f64(), "verified");
-        if let Some(r) = &report.rejection {
-            details.reason = Some(rejection_reason(r));
-            if let Some(inputs) = report.counterexample {
-                if self.verify.saved.len() < 8 {
-                    self.verify.saved.push(inputs.clone());
-                }
-                details.counterexample = Some(inputs);
-            }
+        // A quick screen (saved counterexamples, normal inputs) before timing; the whole
+        // protocol only for candidates the chain may move to.
+        let screen = VerifyConfig { families: Some(vec![ollie_verify::Family::Normal]), ..self.verify.clone() };
+        if !self.passes(&library, &screen, &mut details)? {
             return Ok(details);
         }
         let current_library = match self.build(current) {
@@ -119,9 +112,14 @@ impl Evaluator<'_> {
         let timed = ollie_verify::bench_with(&mut self.oracle, &[&library, &current_library], &config)?;
         tracing::debug!(seconds = started.elapsed().as_secs_f64(), calls, "timed");
         match (&timed.kernels[0], &timed.ratios) {
+            (Ok(_), Some(ratio)) if ratio.median > MOVE_RATIO => {
+                details.reason = Some(("slower".into(), format!("{:.2}x the current kernel's time (p10..p90 {:.2}..{:.2})", ratio.median, ratio.p10, ratio.p90)));
+            }
             (Ok(t), Some(ratio)) => {
-                self.seconds.insert(candidate.clone(), t.median);
-                details.timing = Some(TimingRecord { seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
+                if self.passes(&library, &self.verify.clone(), &mut details)? {
+                    self.seconds.insert(candidate.clone(), t.median);
+                    details.timing = Some(TimingRecord { seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
+                }
             }
             (Err(r), _) => details.reason = Some(rejection_reason(r)),
             (Ok(_), None) => anyhow::bail!("the current kernel failed while timing"),
@@ -129,6 +127,32 @@ impl Evaluator<'_> {
         Ok(details)
     }
 }
+
+impl Evaluator<'_> {
+    /// Runs the verifier; a rejection goes into `details` (its inputs saved as a counterexample).
+    fn passes(&mut self, library: &Path, config: &VerifyConfig, details: &mut Details) -> Result<bool, anyhow::Error> {
+        let started = Instant::now();
+        let report = ollie_verify::verify_with(&mut self.oracle, library, config)?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), calls = report.certificate.tests.len(), "verified");
+        let Some(r) = &report.rejection else { return Ok(true) };
+        details.reason = Some(rejection_reason(r));
+        if let Some(inputs) = report.counterexample {
+            if self.verify.saved.len() < MAX_SAVED {
+                self.verify.saved.push(inputs.clone());
+            }
+            details.counterexample = Some(inputs);
+        }
+        Ok(false)
+    }
+}
+
+/// Candidates slower than the current one by more than this are not verified in full: the chain
+/// would move to them with probability below e^-3 at the search's temperature (0.05), so they
+/// are recorded as `slower` instead.
+const MOVE_RATIO: f64 = 1.16;
+
+/// Counterexamples tried first by every verification, at most.
+const MAX_SAVED: usize = 8;
 
 impl Evaluate<Schedule> for Evaluator<'_> {
     fn prepare(&mut self, batch: &[Schedule]) {
@@ -288,8 +312,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     drop(by_id);
 
     let mut verify = VerifyConfig { seed: run.new.seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.seconds), ..VerifyConfig::default() };
-    verify.saved = counterexamples::load(graph);
-    for c in store.counterexamples(run.id).context("reading the store")?.into_iter().take(8) {
+    // The latest few counterexamples `ollie check` saved, then this run's own.
+    let saved = counterexamples::load(graph);
+    verify.saved = saved[saved.len().saturating_sub(MAX_SAVED / 2)..].to_vec();
+    for c in store.counterexamples(run.id).context("reading the store")?.into_iter().take(MAX_SAVED / 2) {
         verify.saved.push(c.shapes.into_iter().zip(c.data).map(|(s, d)| Tensor::from_shape_vec(s, d).expect("stored with its shape")).collect());
     }
     let last = Rc::new(RefCell::new(None));
@@ -420,8 +446,12 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some() && (c.new_best || c.proposer == "naive")).collect();
     timed.sort_by(|a, b| a.1.timing.map(|t| t.seconds).unwrap_or(f64::INFINITY).total_cmp(&b.1.timing.map(|t| t.seconds).unwrap_or(f64::INFINITY)));
     let fresh = check::fresh_seed();
+    // The fastest few, each re-verified with fresh seeds and timed against the naive kernel:
+    // the first that passes and is not slower than naive is the result (the naive kernel always
+    // qualifies, last).
+    let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
     let mut chosen = None;
-    for (id, c) in timed.iter().take(5) {
+    for (id, c) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()) {
         let schedule = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
         let nest = schedule.apply(cx.naive).context("a stored schedule no longer applies")?;
         let flags = schedule.compile_flags(&nest);
@@ -432,26 +462,35 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
         };
         let config = VerifyConfig { seed: fresh, floor: Some(cx.floor.seconds), ..VerifyConfig::default() };
         let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
-        if report.accepted {
-            chosen = Some((*id, schedule, source, flags, library, report));
-            break;
+        if !report.accepted {
+            eprintln!("candidate {} failed re-verification with fresh seeds: {}", id.0, report.rejection.as_ref().map(check::describe).unwrap_or_default());
+            continue;
         }
-        eprintln!("candidate {} failed re-verification with fresh seeds: {}", id.0, report.rejection.as_ref().map(check::describe).unwrap_or_default());
+        let bench = BenchConfig { seed: fresh, sets: 4, warmups: 2, calls: 21, floor: Some(cx.floor.seconds) };
+        let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
+        let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+            (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),
+            (Err(r), _, _) => {
+                eprintln!("candidate {} failed while timing: {}", id.0, check::describe(r));
+                continue;
+            }
+            _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+        };
+        if ratio.median > 1.0 && c.proposer != "naive" {
+            eprintln!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median);
+            continue;
+        }
+        chosen = Some((*id, schedule, source, flags, library, report, best, naive, ratio));
+        break;
     }
-    let Some((id, schedule, source, flags, library, report)) = chosen else {
+    let Some((id, schedule, source, flags, library, report, best, naive, ratio)) = chosen else {
         return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
-    };
-    let config = BenchConfig { seed: fresh, sets: 4, warmups: 2, calls: 21, floor: Some(cx.floor.seconds) };
-    let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &config).context("timing the best kernel against the naive one")?;
-    let (best, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
-        (Ok(b), Ok(_), Some(r)) => (b.clone(), r.clone()),
-        (Err(r), _, _) | (_, Err(r), _) => return Err(anyhow::anyhow!("the best kernel failed while timing: {}", check::describe(r)).into()),
-        _ => return Err(anyhow::anyhow!("no timing of the best kernel").into()),
     };
     let summary = report::Summary {
         candidate: id.0,
         schedule: schedule.to_string(),
         flags: flags.join(" "),
+        naive_seconds: naive,
         best_seconds: best.median,
         best_p10: best.p10,
         best_p90: best.p90,
