@@ -148,6 +148,10 @@ impl Runner {
             .arg((self.timeout.as_secs() * 100 + 60).to_string())
             .current_dir(&workdir)
             .env_clear()
+            // OpenMP threads sleep between calls instead of spinning: several kernels share the
+            // machine's cores while they are timed interleaved, and a spinning idle team would
+            // slow whichever kernel runs next.
+            .env("OMP_WAIT_POLICY", "PASSIVE")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

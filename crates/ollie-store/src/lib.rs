@@ -75,9 +75,12 @@ pub struct Candidate {
 }
 
 /// The candidate's median call time and its interleaved ratio against the chain's current
-/// candidate (median, p10, p90).
+/// candidate (median, p10, p90), and its time on the chain's scale: the current candidate's
+/// estimate times the ratio (interleaved ratios are steadier than times measured minutes apart
+/// on a shared machine).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TimingRecord {
+    pub estimate: f64,
     pub seconds: f64,
     pub p10: f64,
     pub p90: f64,
@@ -137,6 +140,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 );
 CREATE TABLE IF NOT EXISTS timings (
     candidate INTEGER PRIMARY KEY REFERENCES candidates(id),
+    estimate REAL NOT NULL,
     seconds REAL NOT NULL, p10 REAL NOT NULL, p90 REAL NOT NULL,
     ratio REAL NOT NULL, ratio_p10 REAL NOT NULL, ratio_p90 REAL NOT NULL
 );
@@ -199,8 +203,8 @@ impl Store {
         tx.execute("INSERT INTO verdicts (candidate, accepted, reason, detail) VALUES (?1, ?2, ?3, ?4)", params![id.0, candidate.accepted, candidate.reason, candidate.detail])?;
         if let Some(t) = &candidate.timing {
             tx.execute(
-                "INSERT INTO timings (candidate, seconds, p10, p90, ratio, ratio_p10, ratio_p90) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![id.0, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90],
+                "INSERT INTO timings (candidate, estimate, seconds, p10, p90, ratio, ratio_p10, ratio_p90) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![id.0, t.estimate, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90],
             )?;
         }
         if let Some(c) = counterexample {
@@ -258,13 +262,13 @@ impl Store {
     pub fn candidates(&self, run: RunId) -> Result<Vec<(CandidateId, Candidate)>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT c.id, c.evaluation, c.source_hash, c.source, c.flags, c.schedule, c.parent, c.proposer, c.at_seconds, c.moved, c.new_best,
-                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90
+                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate
              FROM candidates c JOIN verdicts v ON v.candidate = c.id LEFT JOIN timings t ON t.candidate = c.id
              WHERE c.run = ?1 ORDER BY c.id",
         )?;
         let rows = stmt.query_map([run.0], |r| {
             let timing = match r.get::<_, Option<f64>>(14)? {
-                Some(seconds) => Some(TimingRecord { seconds, p10: r.get(15)?, p90: r.get(16)?, ratio: r.get(17)?, ratio_p10: r.get(18)?, ratio_p90: r.get(19)? }),
+                Some(seconds) => Some(TimingRecord { estimate: r.get(20)?, seconds, p10: r.get(15)?, p90: r.get(16)?, ratio: r.get(17)?, ratio_p10: r.get(18)?, ratio_p90: r.get(19)? }),
                 None => None,
             };
             Ok((

@@ -96,7 +96,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, store:
     }
     md.push_str("\n## Improvements\n\n| evaluation | at | time | schedule |\n|---|---|---|---|\n");
     for c in history.iter().filter(|c| c.new_best) {
-        let t = c.timing.map(|t| seconds(t.seconds)).unwrap_or_default();
+        let t = c.timing.map(|t| seconds(t.estimate)).unwrap_or_default();
         writeln!(md, "| {} | {:.1} s | {t} | `{}` |", c.evaluation, c.at_seconds, c.schedule.trim().replace('\n', "; ")).unwrap();
     }
     md.push_str(&format!("\n![progress](progress.svg)\n\n![roofline](roofline.svg)\n\nUse it from Python: `from {name} import {name}` in this directory.\n"));
@@ -207,7 +207,7 @@ def {name}(*args):
 
 /// Best time over search time, with a mark per accepted candidate coloured by proposer.
 fn progress_svg(path: &Path, history: &[Candidate], naive: f64) -> anyhow::Result<()> {
-    let timed: Vec<(f64, f64, &str)> = history.iter().filter_map(|c| c.timing.filter(|_| c.accepted).map(|t| (c.at_seconds, t.seconds * 1e3, c.proposer.as_str()))).collect();
+    let timed: Vec<(f64, f64, &str)> = history.iter().filter_map(|c| c.timing.filter(|_| c.accepted).map(|t| (c.at_seconds, t.estimate * 1e3, c.proposer.as_str()))).collect();
     let end = history.iter().map(|c| c.at_seconds).fold(1.0, f64::max);
     let lo = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::min) * 0.8;
     let hi = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::max) * 1.25;
