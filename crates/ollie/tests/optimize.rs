@@ -1,0 +1,175 @@
+//! `ollie optimize` end to end on a small softmax: killed with SIGKILL mid-search and resumed
+//! (nothing recorded is lost, the best is kept), interrupted with SIGINT (stops cleanly and
+//! writes its outputs), every output file present, the Python loader agreeing with numpy, and
+//! `ollie runs` / `ollie report` reading the store.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// A private cache with this machine's ceilings written down (no measuring in tests).
+fn cache() -> tempfile::TempDir {
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(cache.path().join("ollie")).unwrap();
+    let json = r#"{"cpu":"test","isa":"avx2","last_level_cache_bytes":1048576,"ceilings":[{"threads":1,"bandwidth_gbs":25.0,"peak_gflops":100.0},{"threads":2,"bandwidth_gbs":40.0,"peak_gflops":200.0}],"measured_at":0}"#;
+    std::fs::write(cache.path().join("ollie/machine.json"), json).unwrap();
+    cache
+}
+
+fn optimize(cache: &Path, out: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ollie"));
+    c.args(["optimize", "examples/softmax.py", "--dim", "B=16", "--dim", "N=512", "--seed", "7", "--out"])
+        .arg(out)
+        .args(extra)
+        .env("XDG_CACHE_HOME", cache)
+        .current_dir(root());
+    c
+}
+
+/// (id, evaluation, source hash, schedule, estimate) of every stored candidate.
+type Row = (i64, i64, String, String, Option<f64>);
+
+fn candidates(db: &Path) -> Vec<Row> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT c.id, c.evaluation, c.source_hash, c.schedule, t.estimate FROM candidates c LEFT JOIN timings t ON t.candidate = c.id ORDER BY c.id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap().collect::<Result<_, _>>().unwrap()
+}
+
+fn best_estimate(db: &Path) -> f64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("SELECT t.estimate FROM runs r JOIN timings t ON t.candidate = r.best ORDER BY r.id DESC LIMIT 1", [], |r| r.get(0)).unwrap()
+}
+
+/// Waits until the store holds at least `n` candidates.
+fn wait_for(db: &Path, n: usize, child: &mut std::process::Child) {
+    let start = Instant::now();
+    loop {
+        if db.exists() && std::panic::catch_unwind(|| candidates(db).len()).unwrap_or(0) >= n {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("ollie optimize exited ({status}) before {n} candidates were stored");
+        }
+        assert!(start.elapsed() < Duration::from_secs(300), "no {n} candidates after 300 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+const OUTPUTS: &[&str] = &["softmax.c", "softmax.h", "libsoftmax.so", "softmax.py", "report.md", "report.json", "progress.svg", "roofline.svg", "certificate.json"];
+
+fn check_outputs(out: &Path) {
+    for name in OUTPUTS {
+        let path = out.join(name);
+        assert!(path.exists(), "{name} is missing");
+        assert!(std::fs::metadata(&path).unwrap().len() > 0, "{name} is empty");
+    }
+    for svg in ["progress.svg", "roofline.svg"] {
+        let text = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(text.trim_start().starts_with("<svg") && text.trim_end().ends_with("</svg>"), "{svg} is not an SVG document");
+    }
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(report["best"]["speedup"].as_f64().unwrap() > 0.0);
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("certificate.json")).unwrap()).unwrap();
+    assert_eq!(certificate["accepted"], true);
+    assert!(std::fs::read_to_string(out.join("softmax.h")).unwrap().contains("void softmax(const float *restrict x, float *restrict out);"));
+    // The loader returns what numpy returns, and names wrong shapes and dtypes.
+    let script = r#"
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from softmax import softmax
+x = np.random.default_rng(0).standard_normal((16, 512)).astype(np.float32)
+y = softmax(x)
+e = np.exp(x - x.max(axis=-1, keepdims=True))
+r = e / e.sum(axis=-1, keepdims=True)
+assert y.dtype == np.float32 and y.shape == (16, 512), (y.dtype, y.shape)
+assert np.allclose(y, r, rtol=1e-5, atol=1e-7), np.abs(y - r).max()
+for bad, kind in [(x[:3], ValueError), (x.astype(np.float64), TypeError)]:
+    try:
+        softmax(bad)
+    except kind as err:
+        print("refused:", err)
+    else:
+        raise SystemExit(f"accepted a bad argument {bad.shape} {bad.dtype}")
+print("loader ok")
+"#;
+    let py = Command::new("python3").arg("-c").arg(script).arg(out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&py.stdout);
+    assert!(py.status.success() && stdout.contains("loader ok"), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
+    assert!(stdout.contains("must have shape (16, 512)") && stdout.contains("must be float32"), "{stdout}");
+}
+
+#[test]
+fn a_killed_search_resumes_with_nothing_lost_and_writes_every_output() {
+    let cache = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let db = out.join("ollie.db");
+    // A user's file in the output directory survives.
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+
+    let mut child = optimize(cache.path(), &out, &["--evals", "24", "--time", "600"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for(&db, 6, &mut child);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = candidates(&db);
+    let best_before = best_estimate(&db);
+    assert!(before.len() >= 6);
+
+    let resumed = optimize(cache.path(), &out, &["--evals", "24", "--time", "600", "--resume"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "resume failed:\n{stderr}");
+    assert!(stderr.contains("resuming run 1"), "{stderr}");
+    let after = candidates(&db);
+    assert_eq!(&after[..before.len()], &before[..], "stored candidates changed on resume");
+    assert!(after.len() > before.len(), "the resumed search evaluated nothing");
+    assert!(after.iter().map(|r| r.1).max().unwrap() <= 24, "the evaluation budget spans both sessions");
+    assert!(best_estimate(&db) <= best_before, "the best was lost");
+    check_outputs(&out);
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine");
+
+    // `ollie runs` lists it finished; `ollie report` rebuilds the report from the store.
+    let runs = Command::new(env!("CARGO_BIN_EXE_ollie")).arg("runs").arg(&out).env("XDG_CACHE_HOME", cache.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&runs.stdout);
+    assert!(runs.status.success() && text.contains("softmax") && text.contains("finished"), "{text}");
+    std::fs::remove_file(out.join("report.md")).unwrap();
+    let report = Command::new(env!("CARGO_BIN_EXE_ollie")).arg("report").arg(&out).env("XDG_CACHE_HOME", cache.path()).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("speedup"));
+}
+
+#[test]
+fn ctrl_c_stops_the_search_cleanly_and_writes_the_outputs() {
+    let cache = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = optimize(cache.path(), &out, &["--time", "600"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for(&out.join("ollie.db"), 3, &mut child);
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    check_outputs(&out);
+}
+
+#[test]
+fn resume_without_a_stored_search_and_bad_budgets_are_usage_errors() {
+    let cache = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let o = optimize(cache.path(), dir.path(), &["--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no search of `softmax` to resume"));
+    let o = optimize(cache.path(), dir.path(), &["--roofline-target", "1.5"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = optimize(cache.path(), dir.path(), &["--time", "soon"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = Command::new(env!("CARGO_BIN_EXE_ollie")).args(["report"]).arg(dir.path().join("nothing")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
