@@ -72,6 +72,11 @@ impl<'a> Emitter<'a> {
         vector_widths(&self.nest.body, &mut widths);
         widths.sort_unstable();
         widths.dedup();
+        if !widths.is_empty() {
+            // Vectors wider than the machine's registers are fine in static functions; GCC warns
+            // about their (here irrelevant) calling convention.
+            out.push_str("#pragma GCC diagnostic ignored \"-Wpsabi\"\n");
+        }
         for w in widths {
             out.push_str(&self.vector_helpers(w));
         }

@@ -27,9 +27,10 @@ pub enum Step {
     /// `for v in 0..n` becomes `for v in 0..n/f { for w in 0..f }` with `v ↦ f·v + w`; `w` is the
     /// next unused variable. The order of iterations is unchanged, so it is always legal.
     Split { var: VarId, factor: usize },
-    /// Swaps a loop with the single loop that is its whole body (interchange). Legal when the
-    /// outer loop's iterations are independent: every dependence is then carried by the inner
-    /// loop alone, and keeps its direction.
+    /// Swaps a loop with a loop directly inside it (interchange); statements beside the inner
+    /// loop move to loops of their own before and after it (distribution). Legal when the outer
+    /// loop's iterations are independent: every dependence is then carried by the inner loop
+    /// alone, and keeps its direction.
     Reorder { outer: VarId, inner: VarId },
     /// A loop whose body has several statements becomes one loop per statement (loop fission);
     /// the copies after the first get fresh variables. Legal when the iterations are independent.
@@ -230,19 +231,32 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
             *extent /= *factor;
         }
         Step::Reorder { inner, .. } => {
-            let [Stmt::Loop { var: v2, kind: k2, .. }] = body.as_slice() else {
-                return Err(illegal("the loop's body is not a single loop"));
+            let Some(k) = body.iter().position(|s| matches!(s, Stmt::Loop { var, .. } if var == inner)) else {
+                return Err(illegal(&format!("`{}` is not a loop directly inside it", var_name(*inner))));
             };
-            if v2 != inner {
-                return Err(illegal(&format!("the loop inside is `{}`", var_name(*v2))));
-            }
-            if *k2 != LoopKind::Serial {
+            if !matches!(&body[k], Stmt::Loop { kind: LoopKind::Serial, .. }) {
                 return Err(illegal("the inner loop is not serial"));
             }
             independent(var, body).map_err(|r| illegal(&r))?;
-            let Some(Stmt::Loop { var: v2, extent: e2, body: b2, .. }) = body.pop() else { unreachable!("matched above") };
-            let outer = Stmt::Loop { var, extent: extent_n, kind: LoopKind::Serial, body: b2 };
-            siblings[at] = Stmt::Loop { var: v2, extent: e2, kind: LoopKind::Serial, body: vec![outer] };
+            // Statements beside the inner loop keep their order in loops of their own (fresh
+            // variables): legal, as the iterations are independent.
+            let mut stmts = std::mem::take(body);
+            let after: Vec<Stmt> = stmts.split_off(k + 1);
+            let Some(Stmt::Loop { var: v2, extent: e2, body: b2, .. }) = stmts.pop() else { unreachable!("found above") };
+            let before = stmts;
+            let mut fresh_vars = (fresh..).map(VarId);
+            let mut copy = |group: Vec<Stmt>| -> Option<Stmt> {
+                if group.is_empty() {
+                    return None;
+                }
+                let v = fresh_vars.next().expect("unbounded");
+                let body = group.iter().map(|s| s.map_affine(&|a| a.substitute(var, &Affine::var(v)))).collect();
+                Some(Stmt::Loop { var: v, extent: extent_n, kind: LoopKind::Serial, body })
+            };
+            let (before, after) = (copy(before), copy(after));
+            let swapped = Stmt::Loop { var: v2, extent: e2, kind: LoopKind::Serial, body: vec![Stmt::Loop { var, extent: extent_n, kind: LoopKind::Serial, body: b2 }] };
+            let replacement: Vec<Stmt> = before.into_iter().chain([swapped]).chain(after).collect();
+            siblings.splice(at..=at, replacement);
         }
         Step::Distribute { .. } => {
             if body.len() < 2 {

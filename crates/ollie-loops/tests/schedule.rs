@@ -66,3 +66,74 @@ fn a_loop_whose_iterations_read_each_others_writes_is_not_parallel() {
     assert_eq!(err.to_string(), "cannot parallel i1: an iteration reads elements another iteration writes");
     assert!(Schedule::parse("parallel i0").unwrap().apply(&nest).is_ok());
 }
+
+#[test]
+fn every_step_prints_and_reads_back() {
+    let text = "split i3 4\nreorder i0 i1\ndistribute i2\nfuse i0 i2\naccumulators i1 4\nparallel i0\nsimd i8\nvectorize i9 8\nunroll i8 2\nflags -O3\n";
+    assert_eq!(Schedule::parse(text).unwrap().to_string(), text);
+}
+
+#[test]
+fn reorder_interchanges_and_moves_the_statements_beside_the_inner_loop_out() {
+    // The row max: `t1[i0] = -inf` beside the reduction over i1.
+    let nest = apply("reorder i0 i1\n").unwrap();
+    check(&nest).unwrap();
+    let text = nest.to_string();
+    assert!(text.contains("for i8 in 0..4 {\n  t1[i8] = -inf\n}\nfor i1 in 0..8 {\n  for i0 in 0..4 {\n    t1[i0] = max(t1[i0], x[8 * i0 + i1])"), "{text}");
+    let reason = |text: &str| apply(text).unwrap_err().to_string();
+    assert_eq!(reason("reorder i1 i0"), "cannot reorder i1 i0: `i0` is not a loop directly inside it");
+}
+
+#[test]
+fn distribute_gives_each_statement_its_own_loop() {
+    let nest = apply("distribute i0\n").unwrap();
+    check(&nest).unwrap();
+    assert!(nest.to_string().starts_with("kernel softmax(x: f32[4,8]) -> (out: f32[4,8])\ntemp t1: f32[4]\ntemp t5: f32[4,8]\ntemp t6: f32[4]\nfor i0 in 0..4 {\n  t1[i0] = -inf\n}\nfor i8 in 0..4 {\n  for i1 in 0..8 {\n    t1[i8] = max(t1[i8], x[i1 + 8 * i8])"), "{nest}");
+    assert_eq!(apply("distribute i1").unwrap_err().to_string(), "cannot distribute i1: the loop's body is a single statement");
+}
+
+#[test]
+fn fuse_computes_a_producer_at_its_consumer_when_iterations_stay_independent() {
+    let nest = apply("fuse i0 i2\nfuse i0 i4\nfuse i0 i6\nparallel i0\n").unwrap();
+    check(&nest).unwrap();
+    let text = nest.to_string();
+    assert_eq!(text.matches("for parallel i0 in 0..4 {").count(), 1, "{text}");
+    assert!(text.contains("t5[8 * i0 + i3] = exp(sub(x[8 * i0 + i3], t1[i0]))"), "{text}");
+    let reason = |text: &str| apply(text).unwrap_err().to_string();
+    assert_eq!(reason("fuse i0 i4"), "cannot fuse i0 i4: the loop after it is `i2`");
+    assert_eq!(reason("fuse i1 i3"), "cannot fuse i1 i3: no loop follows it");
+    // A consumer reading an element another iteration writes would see it too early.
+    let racy = ollie_loops::parse(
+        "kernel k(x: f32[4]) -> (out: f32[3])\ntemp t: f32[4]\nfor i0 in 0..3 {\n  t[i0 + 1] = x[i0 + 1]\n}\nfor i1 in 0..3 {\n  out[i1] = add(t[i1 + 1], t[1])\n}\n",
+    )
+    .unwrap();
+    let err = Schedule::parse("fuse i0 i1").unwrap().apply(&racy).unwrap_err();
+    assert_eq!(err.to_string(), "cannot fuse i0 i1: an iteration reads elements another iteration writes");
+}
+
+#[test]
+fn accumulators_split_a_reduction_and_refuse_anything_else() {
+    let nest = apply("accumulators i1 4\nvectorize i9 4\n").unwrap();
+    check(&nest).unwrap();
+    let text = nest.to_string();
+    assert!(text.contains("temp acc5: f32[16]"), "{text}");
+    assert!(text.contains("for i8 in 0..4 {\n    acc5[4 * i0 + i8] = -inf\n  }"), "{text}");
+    assert!(text.contains("for i1 in 0..2 {\n    for vector4 i9 in 0..4 {\n      acc5[4 * i0 + i9] = max(acc5[4 * i0 + i9], x[8 * i0 + 4 * i1 + i9])"), "{text}");
+    assert!(text.contains("for i10 in 0..4 {\n    t1[i0] = max(t1[i0], acc5[4 * i0 + i10])"), "{text}");
+    let reason = |text: &str| apply(text).unwrap_err().to_string();
+    assert_eq!(reason("accumulators i3 2"), "cannot accumulators i3 2: the loop is not a reduction `a[k] = op(a[k], ...)`");
+    assert_eq!(reason("accumulators i1 3"), "`i1` has 8 iterations, which 3 does not divide");
+}
+
+#[test]
+fn vectorize_emits_vector_code_with_a_scalar_tail() {
+    let nest = apply("vectorize i7 8\n").unwrap();
+    let c = ollie_loops::emit_c(&nest);
+    assert!(c.contains("typedef float ollie_v8 __attribute__((vector_size(32)));"), "{c}");
+    assert!(c.contains("for (; i7 + 8 <= 8; i7 += 8) {"), "{c}");
+    assert!(c.contains("ollie_store8(&out[8 * i6 + i7], (ollie_load8(&t5[8 * i6 + i7]) / ollie_splat8(t6[i6])));"), "{c}");
+    assert!(c.contains("for (; i7 < 8; i7++) {"), "{c}");
+    let reason = |text: &str| apply(text).unwrap_err().to_string();
+    assert_eq!(reason("vectorize i1 8"), "cannot vectorize i1 8: every iteration writes the same elements (a reduction over this loop)");
+    assert_eq!(reason("vectorize i7 3"), "cannot vectorize i7 3: the vector width must be 2, 4, 8 or 16");
+}

@@ -1,7 +1,8 @@
 //! Compiling C source to a shared library with the system compiler, cached by content hash.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
@@ -31,12 +32,15 @@ pub struct Compiled {
 pub struct Compiler {
     pub cc: String,
     pub cache_dir: PathBuf,
+    /// A compilation taking longer is stopped and reported as a compile error (compilers do
+    /// sometimes take forever on generated loop nests).
+    pub timeout: std::time::Duration,
 }
 
 impl Compiler {
     /// The compiler from `$CC` (default `cc`), caching in `cache_dir`.
     pub fn new(cache_dir: impl Into<PathBuf>) -> Compiler {
-        Compiler { cc: std::env::var("CC").unwrap_or_else(|_| "cc".into()), cache_dir: cache_dir.into() }
+        Compiler { cc: std::env::var("CC").unwrap_or_else(|_| "cc".into()), cache_dir: cache_dir.into(), timeout: std::time::Duration::from_secs(60) }
     }
 
     /// The user's cache directory for compiled kernels: `kernels/` under [`cache_root`].
@@ -63,19 +67,45 @@ impl Compiler {
         let partial = self.cache_dir.join(format!("{key}.{}.tmp", std::process::id()));
         // Libraries go after the source, where the linker looks for them.
         let (libraries, options): (Vec<&String>, Vec<&String>) = flags.iter().partition(|f| f.starts_with("-l"));
-        let out = Command::new(&self.cc)
+        let log_path = self.cache_dir.join(format!("{key}.{}.log", std::process::id()));
+        let io = |what: &str, e| Err(RunnerError::Io(format!("{what} {}", log_path.display()), e));
+        let log_file = std::fs::File::create(&log_path).map_err(|e| io("creating", e))?;
+        let mut child = Command::new(&self.cc)
             .args(options)
             .args(["-shared", "-fPIC", "-o"])
             .arg(&partial)
             .arg(&src)
             .args(libraries)
             .arg("-lm")
-            .output()
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().map_err(|e| io("opening", e))?)
+            .stderr(log_file)
+            // Its own process group, so that a timeout stops the compiler's children too.
+            .process_group(0)
+            .spawn()
             .map_err(|e| Err(RunnerError::Io(format!("running the C compiler `{}`", self.cc), e)))?;
-        if !out.status.success() {
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(|e| Err(RunnerError::Io("waiting for the C compiler".into(), e)))? {
+                break Some(status);
+            }
+            if started.elapsed() > self.timeout {
+                // SAFETY: signals the process group the compiler leads.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let _ = std::fs::remove_file(&log_path);
+        let failure = match status {
+            Some(s) if s.success() => None,
+            Some(_) => Some(log),
+            None => Some(format!("the C compiler did not finish within {} s\n{log}", self.timeout.as_secs())),
+        };
+        if let Some(log) = failure {
             let _ = std::fs::remove_file(&partial);
-            let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
-            log.push_str(&String::from_utf8_lossy(&out.stdout));
             return Err(Ok(Outcome::CompileError { log }));
         }
         std::fs::rename(&partial, &library).map_err(|e| Err(RunnerError::Io(format!("storing {}", library.display()), e)))?;

@@ -43,29 +43,32 @@ struct LoopSite {
     var: VarId,
     extent: usize,
     innermost: bool,
-    /// The loop that is its whole body.
-    only_child: Option<VarId>,
+    /// The loops directly inside it.
+    children: Vec<VarId>,
     /// The loop right after it.
     next_sibling: Option<(VarId, usize)>,
     statements: usize,
+    /// Loops around it.
+    depth: usize,
 }
 
 fn sites(body: &[Stmt], out: &mut Vec<LoopSite>) {
+    sites_at(body, 0, out)
+}
+
+fn sites_at(body: &[Stmt], depth: usize, out: &mut Vec<LoopSite>) {
     for (i, s) in body.iter().enumerate() {
         if let Stmt::Loop { var, extent, kind, body: inner } = s {
             if *kind == LoopKind::Serial {
-                let only_child = match inner.as_slice() {
-                    [Stmt::Loop { var, .. }] => Some(*var),
-                    _ => None,
-                };
+                let children = inner.iter().filter_map(|s| if let Stmt::Loop { var, .. } = s { Some(*var) } else { None }).collect();
                 let next_sibling = match body.get(i + 1) {
                     Some(Stmt::Loop { var, extent, .. }) => Some((*var, *extent)),
                     _ => None,
                 };
                 let innermost = !inner.iter().any(|s| matches!(s, Stmt::Loop { .. }));
-                out.push(LoopSite { var: *var, extent: *extent, innermost, only_child, next_sibling, statements: inner.len() });
+                out.push(LoopSite { var: *var, extent: *extent, innermost, children, next_sibling, statements: inner.len(), depth });
             }
-            sites(inner, out);
+            sites_at(inner, depth + 1, out);
         }
     }
 }
@@ -95,7 +98,7 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     if let Some(factor) = pick(rng, &factors(&[2, 4, 8, 16, 32, 64])) {
         options.push(Step::Split { var, factor });
     }
-    if let Some(inner) = site.only_child {
+    if let Some(inner) = pick(rng, &site.children) {
         options.push(Step::Reorder { outer: var, inner });
     }
     if site.statements > 1 {
@@ -111,7 +114,10 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
         options.push(Step::Vectorize { var, width: pick(rng, &[4, 8, 16])? });
         options.push(Step::Simd { var });
     }
-    options.push(Step::Parallel { var });
+    // Threads pay a wake-up per parallel loop entered: only outermost loops are worth it.
+    if site.depth == 0 {
+        options.push(Step::Parallel { var });
+    }
     options.push(Step::Unroll { var, factor: pick(rng, &[2, 4, 8])? });
     pick_owned(rng, options)
 }
@@ -129,14 +135,16 @@ impl Propose<Schedule> for Mutate {
         let nest = current.apply(&self.naive).ok()?;
         for _ in 0..64 {
             let mut next = current.clone();
-            match rng.random_range(0..12) {
+            // A tenth removals, a fifth flag groups, a tenth the optimization level, the rest new
+            // steps.
+            match rng.random_range(0..10) {
                 0 if !next.steps.is_empty() => {
                     next.steps.remove(rng.random_range(0..next.steps.len()));
                     if next.apply(&self.naive).is_err() {
                         continue;
                     }
                 }
-                1 => {
+                1 | 2 => {
                     let group = OPTIONAL_FLAGS[rng.random_range(0..OPTIONAL_FLAGS.len())];
                     if group.iter().all(|f| next.flags.iter().any(|g| g == f)) {
                         next.flags.retain(|g| !group.contains(&g.as_str()));
@@ -144,7 +152,7 @@ impl Propose<Schedule> for Mutate {
                         next.flags.extend(group.iter().filter(|f| !next.flags.iter().any(|g| g == *f)).map(|f| f.to_string()).collect::<Vec<_>>());
                     }
                 }
-                2 => {
+                3 => {
                     let level = if next.flags.iter().any(|f| f == "-O3") { "-O2" } else { "-O3" };
                     next.flags.retain(|f| !matches!(f.as_str(), "-O2" | "-O3"));
                     next.flags.insert(0, level.to_string());

@@ -52,6 +52,8 @@ struct Evaluator<'a> {
     compiler: &'a Compiler,
     oracle: Oracle<'a>,
     builds: HashMap<Schedule, Build>,
+    /// Schedules rejected (not merely slower), with the reason.
+    rejected: HashMap<Schedule, (String, String)>,
     /// Median time of each schedule timed so far.
     seconds: HashMap<Schedule, f64>,
     verify: VerifyConfig,
@@ -178,6 +180,12 @@ impl Evaluate<Schedule> for Evaluator<'_> {
     }
 
     fn evaluate(&mut self, candidate: &Schedule, current: &Schedule) -> Evaluation {
+        // A schedule rejected before is rejected again (proposals repeat), without rerunning.
+        if let Some((reason, detail)) = self.rejected.get(candidate) {
+            let (source, flags) = self.emit(candidate).unwrap_or_default();
+            *self.last.borrow_mut() = Some(Details { source, flags, reason: Some((reason.clone(), format!("as before: {detail}"))), timing: None, counterexample: None });
+            return Evaluation::Rejected { reason: reason.clone() };
+        }
         let details = match self.judge(candidate, current) {
             Ok(d) => d,
             Err(e) => {
@@ -185,6 +193,9 @@ impl Evaluate<Schedule> for Evaluator<'_> {
                 Details { source: String::new(), flags: Vec::new(), reason: Some(("internal".into(), format!("{e:#}"))), timing: None, counterexample: None }
             }
         };
+        if let Some(reason) = details.reason.as_ref().filter(|r| r.0 != "slower" && r.0 != "internal") {
+            self.rejected.insert(candidate.clone(), reason.clone());
+        }
         let evaluation = match (&details.reason, &details.timing) {
             (None, Some(t)) => Evaluation::Timed { seconds: t.estimate, ratio: (t.ratio, t.ratio_p10, t.ratio_p90) },
             (reason, _) => Evaluation::Rejected { reason: reason.as_ref().map_or_else(|| "untimed".into(), |r| r.0.clone()) },
@@ -245,13 +256,13 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let spec = load::load(&o.spec)?;
     let graph = &spec.graph;
     let naive = ollie_loops::lower(graph).context("lowering the spec")?;
-    let compiler = Compiler::new(Compiler::default_cache_dir());
+    // A candidate's compilation gets 20 s: gcc sometimes never finishes on a generated nest.
+    let compiler = Compiler { timeout: Duration::from_secs(20), ..Compiler::new(Compiler::default_cache_dir()) };
     let baseline = check::compile_naive(&compiler, graph)?;
-    let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+    let patient = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
     let (machine, floor) = check::roofline_floor(graph)?;
     std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
     let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
-    let mut oracle = Oracle::new(graph, &runner, &baseline);
     let (spec_path, _) = ollie_spec::split_selector(&o.spec.spec);
     let spec_path = spec_path.to_string();
 
@@ -265,7 +276,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         (run, history)
     } else {
         let seed = o.seed.unwrap_or_else(check::fresh_seed);
-        let naive_seconds = time_alone(&mut oracle, &baseline, seed, floor.seconds)?;
+        let naive_seconds = time_alone(&mut Oracle::new(graph, &patient, &baseline), &baseline, seed, floor.seconds)?;
         let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.spec.dims });
         let new = NewRun {
             spec_path: spec_path.clone(),
@@ -300,6 +311,11 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         (run, vec![(cid, start)])
     };
 
+    // A candidate's call may take 20 times the naive kernel's (at least a quarter second, at most
+    // --timeout): anything slower is of no use, and a hung one costs no more.
+    let limit = (20.0 * run.new.naive_seconds).clamp(0.25, o.timeout);
+    let runner = Runner::current_exe(Duration::from_secs_f64(limit)).context("locating ollie's executable")?;
+    let oracle = Oracle::new(graph, &runner, &baseline);
     // The chain's state, from the store.
     let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
     let schedule_of = |id: Option<CandidateId>| -> Result<(Schedule, f64, CandidateId), Failure> {
@@ -330,6 +346,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         compiler: &compiler,
         oracle,
         builds: HashMap::new(),
+        rejected: HashMap::new(),
         seconds: HashMap::from([(current.clone(), current_seconds), (best.clone(), best_seconds)]),
         verify,
         bench_seed: run.new.seed ^ 0x5eed,
