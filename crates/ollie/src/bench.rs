@@ -8,6 +8,7 @@ use anyhow::Context;
 use ollie_runner::{Compiler, Runner};
 use ollie_verify::{BenchConfig, Timing};
 
+use crate::report::seconds;
 use crate::{check, load, stdout, user_error, Failure, SpecArgs};
 
 pub struct Options {
@@ -96,16 +97,5 @@ fn outcome_log(outcome: &ollie_runner::Outcome) -> String {
     match outcome {
         ollie_runner::Outcome::CompileError { log } => log.clone(),
         other => other.summary(),
-    }
-}
-
-/// A duration in the unit that reads best.
-fn seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.3} µs", s * 1e6)
     }
 }

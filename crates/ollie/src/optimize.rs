@@ -62,12 +62,17 @@ struct Evaluator<'a> {
     last: Rc<RefCell<Option<Details>>>,
 }
 
+/// Applies the schedule to the naive nest, checks the result and emits its C and flags; a
+/// failure is (reason, detail).
+fn emit(naive: &LoopNest, schedule: &Schedule) -> Result<(String, Vec<String>), (String, String)> {
+    let nest = schedule.apply(naive).map_err(|e| ("illegal-schedule".to_string(), e.to_string()))?;
+    ollie_loops::check(&nest).map_err(|e| ("invalid-nest".to_string(), e.to_string()))?;
+    Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
+}
+
 impl Evaluator<'_> {
-    /// Applies, checks and emits the schedule (cheap); compiling is the caller's.
     fn emit(&self, schedule: &Schedule) -> Result<(String, Vec<String>), (String, String)> {
-        let nest = schedule.apply(self.naive).map_err(|e| ("illegal-schedule".to_string(), e.to_string()))?;
-        ollie_loops::check(&nest).map_err(|e| ("invalid-nest".to_string(), e.to_string()))?;
-        Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
+        emit(self.naive, schedule)
     }
 
     fn compile(compiler: &Compiler, source: String, flags: Vec<String>) -> Build {
@@ -313,7 +318,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
 
     // A candidate's call may take 20 times the naive kernel's (at least a quarter second, at most
     // --timeout): anything slower is of no use, and a hung one costs no more.
-    let limit = (20.0 * run.new.naive_seconds).clamp(0.25, o.timeout);
+    let limit = (20.0 * run.new.naive_seconds).max(0.25).min(o.timeout);
     let runner = Runner::current_exe(Duration::from_secs_f64(limit)).context("locating ollie's executable")?;
     let oracle = Oracle::new(graph, &runner, &baseline);
     // The chain's state, from the store.
@@ -375,12 +380,13 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let session = Instant::now();
     let elapsed = |run: &Run| run.elapsed_seconds + session.elapsed().as_secs_f64();
     let (mut best_id, mut current_id) = (best_id, current_id);
-    let mut store_error = None;
+    // A failed write stops the search: what is not stored could not be resumed.
+    let store_error = RefCell::new(None);
     let target = o.roofline_target;
     let stop_reason = search.run(
         &mut [&mut mutate],
         &mut evaluator,
-        |s| elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t),
+        |s| store_error.borrow().is_some() || elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t),
         |event| {
             let Some(d) = last.borrow_mut().take() else { return };
             let candidate = Candidate {
@@ -400,19 +406,16 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 new_best: event.new_best,
             };
             let cex = d.counterexample.map(|inputs| Counterexample { shapes: inputs.iter().map(|t| t.shape().to_vec()).collect(), data: inputs.iter().map(|t| t.iter().copied().collect()).collect() });
-            let next_best = event.new_best.then_some(None).unwrap_or(Some(best_id));
-            let next_current = if event.moved { None } else if event.restarted { Some(next_best.unwrap_or(best_id)) } else { Some(current_id) };
+            // The chain after this step (`None`: this candidate). A restart, which only follows a
+            // step without a new best, goes back to the best.
+            let next_best = if event.new_best { None } else { Some(best_id) };
+            let next_current = if event.restarted { Some(best_id) } else if event.moved { None } else { Some(current_id) };
             match store.record(run.id, &candidate, cex.as_ref(), next_best, next_current, elapsed(&run)) {
                 Ok(id) => {
-                    if event.new_best {
-                        best_id = id;
-                    }
+                    best_id = next_best.unwrap_or(id);
                     current_id = next_current.unwrap_or(id);
-                    if event.restarted {
-                        current_id = best_id;
-                    }
                 }
-                Err(e) => store_error = Some(e),
+                Err(e) => *store_error.borrow_mut() = Some(e),
             }
             tally.add(&candidate);
             progress.update(elapsed(&run));
@@ -420,13 +423,12 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         },
     );
     progress.finish();
-    if let Some(e) = store_error {
+    if let Some(e) = store_error.into_inner() {
         return Err(anyhow::Error::from(e).context("writing the store").into());
     }
     tracing::info!(?stop_reason, evaluations = search.evaluations(), "search stopped");
     let elapsed_total = elapsed(&run);
     let oracle = evaluator.oracle;
-    drop(evaluator.builds);
     finish(FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed: elapsed_total }, oracle)
 }
 
@@ -477,12 +479,12 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     let mut chosen = None;
     for (id, c) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()) {
         let schedule = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
-        let nest = schedule.apply(cx.naive).context("a stored schedule no longer applies")?;
-        let flags = schedule.compile_flags(&nest);
-        let source = ollie_loops::emit_c(&nest);
-        let library = match cx.compiler.compile(&source, &flags) {
-            Ok(c) => c.library,
-            Err(_) => continue,
+        let (source, flags, library) = match emit(cx.naive, &schedule).and_then(|(source, flags)| Evaluator::compile(cx.compiler, source, flags)) {
+            Ok(built) => built,
+            Err((_, detail)) => {
+                eprintln!("candidate {} no longer builds: {detail}", id.0);
+                continue;
+            }
         };
         let config = VerifyConfig { seed: fresh, floor: Some(cx.floor.seconds), ..VerifyConfig::default() };
         let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;

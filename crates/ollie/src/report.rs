@@ -209,8 +209,7 @@ def {name}(*args):
 fn progress_svg(path: &Path, history: &[Candidate], naive: f64) -> anyhow::Result<()> {
     let timed: Vec<(f64, f64, &str)> = history.iter().filter_map(|c| c.timing.filter(|_| c.accepted).map(|t| (c.at_seconds, t.estimate * 1e3, c.proposer.as_str()))).collect();
     let end = history.iter().map(|c| c.at_seconds).fold(1.0, f64::max);
-    let lo = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::min) * 0.8;
-    let hi = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::max) * 1.25;
+    let hi = timed.iter().map(|t| t.1).fold(naive * 1e3, f64::max) * 1.1;
     let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -218,7 +217,7 @@ fn progress_svg(path: &Path, history: &[Candidate], naive: f64) -> anyhow::Resul
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..end * 1.02, (lo..hi).log_scale())?;
+        .build_cartesian_2d(0.0..end * 1.02, 0.0..hi)?;
     chart.configure_mesh().x_desc("search time (s)").y_desc("time per call (ms)").draw()?;
     let mut best = naive * 1e3;
     let mut steps = vec![(0.0, best)];

@@ -173,3 +173,16 @@ fn resume_without_a_stored_search_and_bad_budgets_are_usage_errors() {
     let o = Command::new(env!("CARGO_BIN_EXE_ollie")).args(["report"]).arg(dir.path().join("nothing")).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn a_met_roofline_target_stops_the_search_at_once() {
+    let cache = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // Any kernel is within a millionth of this machine's roofline.
+    let o = optimize(cache.path(), &out, &["--roofline-target", "0.000001", "--time", "600"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["evaluations"], 0, "{report}");
+    assert!(report["search_seconds"].as_f64().unwrap() < 60.0);
+}
