@@ -353,6 +353,9 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
                     if !matches!(width, 2 | 4 | 8 | 16) {
                         return Err(illegal("the vector width must be 2, 4, 8 or 16"));
                     }
+                    if (*width as usize) > extent_n {
+                        return Err(illegal("the loop has fewer iterations than vector lanes"));
+                    }
                     let (mut stores, mut loads) = (Vec::new(), Vec::new());
                     collect(body, &mut Vec::new(), &mut stores, &mut loads);
                     // Vectors hold the kernel's compute type; a buffer of another C type would

@@ -130,10 +130,17 @@ fn vectorize_emits_vector_code_with_a_scalar_tail() {
     let nest = apply("vectorize i7 8\n").unwrap();
     let c = ollie_loops::emit_c(&nest);
     assert!(c.contains("typedef float ollie_v8 __attribute__((vector_size(32)));"), "{c}");
-    assert!(c.contains("for (; i7 + 8 <= 8; i7 += 8) {"), "{c}");
+    assert!(c.contains("for (long i7 = 0; i7 < 8; i7 += 8) {"), "{c}");
     assert!(c.contains("ollie_store8(&out[8 * i6 + i7], (ollie_load8(&t5[8 * i6 + i7]) / ollie_splat8(t6[i6])));"), "{c}");
-    assert!(c.contains("for (; i7 < 8; i7++) {"), "{c}");
+    assert!(!c.contains("i7++"), "8 lanes cover 8 iterations: no tail\n{c}");
+    // Ten iterations in four lanes: two vector steps, then a scalar tail of two; a gather where
+    // the index does not move by one.
+    let nest = ollie_loops::parse("kernel k(x: f32[20]) -> (out: f32[10])\nfor i0 in 0..10 {\n  out[i0] = exp(x[2 * i0])\n}\n").unwrap();
+    let c = ollie_loops::emit_c(&Schedule::parse("vectorize i0 4").unwrap().apply(&nest).unwrap());
+    assert!(c.contains("for (long i0 = 0; i0 < 8; i0 += 4) {\n        ollie_store4(&out[i0], ((ollie_v4){expf(x[2 * i0]), expf(x[2 * i0 + 2]), expf(x[2 * i0 + 4]), expf(x[2 * i0 + 6])}));"), "{c}");
+    assert!(c.contains("for (long i0 = 8; i0 < 10; i0++) {\n        out[i0] = expf(x[2 * i0]);"), "{c}");
     let reason = |text: &str| apply(text).unwrap_err().to_string();
     assert_eq!(reason("vectorize i1 8"), "cannot vectorize i1 8: every iteration writes the same elements (a reduction over this loop)");
     assert_eq!(reason("vectorize i7 3"), "cannot vectorize i7 3: the vector width must be 2, 4, 8 or 16");
+    assert_eq!(reason("vectorize i7 16"), "cannot vectorize i7 16: the loop has fewer iterations than vector lanes");
 }

@@ -113,7 +113,9 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
         if let Some(factor) = pick(rng, &factors(&[4, 8, 16, 32])) {
             options.push(Step::Accumulators { var, factor });
         }
-        options.push(Step::Vectorize { var, width: pick(rng, &[4, 8, 16])? });
+        if let Some(width) = pick(rng, &[4, 8, 16].into_iter().filter(|w| *w as usize <= site.extent).collect::<Vec<u32>>()) {
+            options.push(Step::Vectorize { var, width });
+        }
         options.push(Step::Simd { var });
     }
     // Threads pay a wake-up per parallel loop entered: only outermost loops are worth it.

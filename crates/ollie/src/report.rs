@@ -94,7 +94,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, store:
     for (p, tries, wins) in proposer_table(&history) {
         writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
     }
-    md.push_str("\n## Improvements\n\n| evaluation | at | time | schedule |\n|---|---|---|---|\n");
+    md.push_str("\n## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | schedule |\n|---|---|---|---|\n");
     for c in history.iter().filter(|c| c.new_best) {
         let t = c.timing.map(|t| seconds(t.estimate)).unwrap_or_default();
         writeln!(md, "| {} | {:.1} s | {t} | `{}` |", c.evaluation, c.at_seconds, c.schedule.trim().replace('\n', "; ")).unwrap();
