@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -312,14 +312,5 @@ impl Store {
             out.push(Counterexample { shapes, data });
         }
         Ok(out)
-    }
-
-    /// The most recent run of `kernel` from `spec_path`, if any.
-    pub fn latest_run(&self, spec_path: &str, kernel: &str) -> Result<Option<Run>, StoreError> {
-        let id: Option<i64> = self
-            .conn
-            .query_row("SELECT id FROM runs WHERE spec_path = ?1 AND kernel = ?2 ORDER BY id DESC LIMIT 1", params![spec_path, kernel], |r| r.get(0))
-            .optional()?;
-        id.map(|id| self.run(RunId(id))).transpose()
     }
 }

@@ -273,8 +273,20 @@ pub fn run(o: &Options) -> Result<(), Failure> {
 
     let initial = ollie_search::initial_schedule();
     let (run, history) = if o.resume {
-        let run = store.latest_run(&spec_path, &graph.name).context("reading the store")?.ok_or_else(|| {
-            user_error(format!("error: `{}` holds no search of `{}` to resume", o.out.display(), graph.name))
+        // The latest run of this kernel searched on the same spec text with the same --dim
+        // values (the file may be named differently, relative to another directory).
+        let source = std::fs::read_to_string(&spec_path).unwrap_or_default();
+        let same = |r: &Run| {
+            let dims: Vec<(String, i64)> = serde_json::from_str::<serde_json::Value>(&r.new.options).ok().and_then(|v| serde_json::from_value(v["dims"].clone()).ok()).unwrap_or_default();
+            r.new.kernel == graph.name && r.new.spec_source == source && dims == o.spec.dims
+        };
+        let runs = store.runs().context("reading the store")?;
+        let run = runs.into_iter().filter(|r| same(r)).next_back().ok_or_else(|| {
+            user_error(format!(
+                "error: `{}` holds no search of `{}` from this spec text and these --dim values to resume (start a new one without --resume)",
+                o.out.display(),
+                graph.name
+            ))
         })?;
         let history = store.candidates(run.id).context("reading the store")?;
         eprintln!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds);

@@ -165,7 +165,7 @@ fn resume_without_a_stored_search_and_bad_budgets_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let o = optimize(cache.path(), dir.path(), &["--resume"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no search of `softmax` to resume"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no search of `softmax` from this spec text and these --dim values to resume"));
     let o = optimize(cache.path(), dir.path(), &["--roofline-target", "1.5"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let o = optimize(cache.path(), dir.path(), &["--time", "soon"]).output().unwrap();
