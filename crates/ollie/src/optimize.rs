@@ -518,10 +518,10 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
             eprintln!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median);
             continue;
         }
-        chosen = Some((*id, schedule, source, flags, library, report, best, naive, ratio));
+        chosen = Some((*id, c.proposer == "naive", schedule, source, flags, library, report, best, naive, ratio));
         break;
     }
-    let Some((id, schedule, source, flags, library, report, best, naive, ratio)) = chosen else {
+    let Some((id, naive_is_best, schedule, source, flags, library, report, best, naive, ratio)) = chosen else {
         return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
     };
     let summary = report::Summary {
@@ -538,6 +538,7 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
         pairs: ratio.samples.len(),
         verify_seed: fresh,
         search_seconds: cx.elapsed,
+        naive_is_best,
     };
     cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
     let files = report::Files { source: &source, library: &library, certificate: &report };
@@ -551,18 +552,16 @@ struct Progress {
 
 impl Progress {
     fn new(budget: f64, done: f64) -> Progress {
-        let bar = indicatif::ProgressBar::new((budget * 10.0).round() as u64);
-        bar.set_style(indicatif::ProgressStyle::with_template("{prefix} [{bar:24}] {msg}").expect("valid template").progress_chars("=> "));
+        let bar = indicatif::ProgressBar::new((budget * 10.0).round() as u64).with_elapsed(Duration::from_secs_f64(done));
+        bar.set_style(indicatif::ProgressStyle::with_template("{elapsed:>4} of {prefix} [{bar:24}] {msg}").expect("valid template").progress_chars("=> "));
         bar.set_position((done * 10.0) as u64);
-        bar.set_prefix(format!("{done:>5.1}/{budget:.0}s"));
+        bar.set_prefix(format!("{budget:.0}s"));
         bar.enable_steady_tick(Duration::from_millis(500));
         Progress { bar }
     }
 
     fn update(&self, elapsed: f64) {
         self.bar.set_position((elapsed * 10.0) as u64);
-        let budget = self.bar.length().unwrap_or(0) as f64 / 10.0;
-        self.bar.set_prefix(format!("{elapsed:>5.1}/{budget:.0}s"));
     }
 
     fn show(&self, tally: &Tally, best: impl Into<Option<f64>>, naive: f64, floor: f64) {
@@ -576,7 +575,6 @@ impl Progress {
                 naive / best,
                 100.0 * floor / best
             ));
-            self.bar.set_length(self.bar.length().unwrap_or(0));
             return;
         }
         let message = self.bar.message();

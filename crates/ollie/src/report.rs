@@ -35,6 +35,10 @@ pub struct Summary {
     /// The fresh seed the best kernel was re-verified with.
     pub verify_seed: u64,
     pub search_seconds: f64,
+    /// No candidate beat the naive kernel in the final timing: the result is the naive kernel,
+    /// and the ratio above is the naive kernel against itself (the timing noise).
+    #[serde(default)]
+    pub naive_is_best: bool,
 }
 
 /// The kernel's files, written once at the end of a search.
@@ -114,7 +118,11 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally) -> String {
     for (label, median, range) in [("naive", s.naive_seconds, String::new()), ("best", s.best_seconds, format!("{}..{}", seconds(s.best_p10), seconds(s.best_p90)))] {
         writeln!(t, "{label:<10} {:>11} {range:>23} {:>9.2} {:>8.1}%", seconds(median), cost.flops / median / 1e9, 100.0 * floor.seconds / median).unwrap();
     }
-    writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs)", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs).unwrap();
+    if s.naive_is_best {
+        writeln!(t, "no candidate beat the naive kernel: the result is the naive kernel (against itself {:.2}x, p10..p90 {:.2}..{:.2}: the timing noise)", s.speedup, s.speedup_p10, s.speedup_p90).unwrap();
+    } else {
+        writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs)", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs).unwrap();
+    }
     writeln!(t, "{} evaluations: {} accepted, rejected: {}", tally.evaluations, tally.accepted, tally.rejected_text()).unwrap();
     t
 }
@@ -290,6 +298,7 @@ pub fn runs(dir: &Path) -> Result<(), Failure> {
     for r in store.runs().context("reading the store")? {
         let summary: Option<Summary> = r.summary.as_deref().and_then(|s| serde_json::from_str(s).ok());
         let (best, speedup) = match &summary {
+            Some(s) if s.naive_is_best => (seconds(s.best_seconds), "none".to_string()),
             Some(s) => (seconds(s.best_seconds), format!("{:.2}x", s.speedup)),
             None => ("-".into(), "-".into()),
         };
