@@ -35,6 +35,9 @@ pub struct Options {
 /// The store's file in the output directory.
 pub const STORE_FILE: &str = "ollie.db";
 
+/// A schedule's C source and flags, or why it has none: (reason, detail).
+type Emitted = Result<(String, Vec<String>), (String, String)>;
+
 /// A built candidate: its C source, flags and library, or why it could not be built.
 type Build = Result<(String, Vec<String>, PathBuf), (String, String)>;
 
@@ -64,14 +67,14 @@ struct Evaluator<'a> {
 
 /// Applies the schedule to the naive nest, checks the result and emits its C and flags; a
 /// failure is (reason, detail).
-fn emit(naive: &LoopNest, schedule: &Schedule) -> Result<(String, Vec<String>), (String, String)> {
+fn emit(naive: &LoopNest, schedule: &Schedule) -> Emitted {
     let nest = schedule.apply(naive).map_err(|e| ("illegal-schedule".to_string(), e.to_string()))?;
     ollie_loops::check(&nest).map_err(|e| ("invalid-nest".to_string(), e.to_string()))?;
     Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
 }
 
 impl Evaluator<'_> {
-    fn emit(&self, schedule: &Schedule) -> Result<(String, Vec<String>), (String, String)> {
+    fn emit(&self, schedule: &Schedule) -> Emitted {
         emit(self.naive, schedule)
     }
 
@@ -169,7 +172,7 @@ const MAX_SAVED: usize = 8;
 
 impl Evaluate<Schedule> for Evaluator<'_> {
     fn prepare(&mut self, batch: &[Schedule]) {
-        let todo: Vec<(Schedule, Result<(String, Vec<String>), (String, String)>)> =
+        let todo: Vec<(Schedule, Emitted)> =
             batch.iter().filter(|s| !self.builds.contains_key(*s)).map(|s| (s.clone(), self.emit(s))).collect();
         let compiler = self.compiler;
         let started = Instant::now();
@@ -250,7 +253,7 @@ impl Tally {
 }
 
 pub fn run(o: &Options) -> Result<(), Failure> {
-    if !(o.time > 0.0) {
+    if o.time.is_nan() || o.time <= 0.0 {
         return Err(user_error("error: --time must be positive"));
     }
     if let Some(t) = o.roofline_target {
@@ -281,7 +284,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             r.new.kernel == graph.name && r.new.spec_source == source && dims == o.spec.dims
         };
         let runs = store.runs().context("reading the store")?;
-        let run = runs.into_iter().filter(|r| same(r)).next_back().ok_or_else(|| {
+        let run = runs.into_iter().rfind(|r| same(r)).ok_or_else(|| {
             user_error(format!(
                 "error: `{}` holds no search of `{}` from this spec text and these --dim values to resume (start a new one without --resume)",
                 o.out.display(),

@@ -330,7 +330,7 @@ fn open(dir: &Path) -> Result<Store, Failure> {
 /// `ollie report DIR`: rebuilds report.md, report.json and the plots from the store.
 pub fn rebuild(dir: &Path) -> Result<(), Failure> {
     let store = open(dir)?;
-    let run = store.runs().context("reading the store")?.into_iter().filter(|r| r.finished).next_back().ok_or_else(|| {
+    let run = store.runs().context("reading the store")?.into_iter().rfind(|r| r.finished).ok_or_else(|| {
         user_error(format!("error: `{}` holds no finished search (resume an interrupted one with `ollie optimize ... --resume`)", dir.display()))
     })?;
     let summary: Summary = serde_json::from_str(run.summary.as_deref().unwrap_or_default()).context("the stored summary does not parse")?;
