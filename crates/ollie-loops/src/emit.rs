@@ -157,10 +157,7 @@ impl<'a> Emitter<'a> {
             Expr::Binary(op, a, b) => {
                 let (a, b) = (self.expr(a), self.expr(b));
                 match op {
-                    BinaryOp::Add => format!("({a} + {b})"),
-                    BinaryOp::Sub => format!("({a} - {b})"),
-                    BinaryOp::Mul => format!("({a} * {b})"),
-                    BinaryOp::Div => format!("({a} / {b})"),
+                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => format!("({a} {} {b})", arithmetic(*op).expect("arithmetic")),
                     BinaryOp::Pow => format!("pow{f}({a}, {b})"),
                     BinaryOp::Max => format!("ollie_max({a}, {b})"),
                     BinaryOp::Min => format!("ollie_min({a}, {b})"),
@@ -256,15 +253,7 @@ impl<'a> Emitter<'a> {
         match e {
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 => format!("ollie_load{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
             Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", v(a)),
-            Expr::Binary(op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div), a, b) => {
-                let sym = match op {
-                    BinaryOp::Add => "+",
-                    BinaryOp::Sub => "-",
-                    BinaryOp::Mul => "*",
-                    _ => "/",
-                };
-                format!("({} {sym} {})", v(a), v(b))
-            }
+            Expr::Binary(op, a, b) if arithmetic(*op).is_some() => format!("({} {} {})", v(a), arithmetic(*op).expect("checked"), v(b)),
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
             Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
             Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
@@ -288,6 +277,17 @@ impl<'a> Emitter<'a> {
             let text = if text.contains(['.', 'e']) { text } else { format!("{text}.0") };
             if v < 0.0 { format!("({text}{f})") } else { format!("{text}{f}") }
         }
+    }
+}
+
+/// C's operator for the four arithmetic operations, which scalars and GCC vectors share.
+fn arithmetic(op: BinaryOp) -> Option<&'static str> {
+    match op {
+        BinaryOp::Add => Some("+"),
+        BinaryOp::Sub => Some("-"),
+        BinaryOp::Mul => Some("*"),
+        BinaryOp::Div => Some("/"),
+        BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => None,
     }
 }
 
