@@ -81,8 +81,8 @@ fn loop_vars(nest: &LoopNest) -> Vec<VarId> {
     all.into_iter().map(|s| s.var).collect()
 }
 
-fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> Option<T> {
-    (!items.is_empty()).then(|| items[rng.random_range(0..items.len())])
+fn pick<T: Clone>(rng: &mut ChaCha8Rng, items: &[T]) -> Option<T> {
+    (!items.is_empty()).then(|| items[rng.random_range(0..items.len())].clone())
 }
 
 /// A random step for one of the nest's loops (not yet checked for legality): a loop, then one
@@ -127,11 +127,7 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     // independent accumulators) are drawn twice as often as the ones that mostly reshape it.
     let heavy: Vec<Step> = options.iter().filter(|s| matches!(s, Step::Reorder { .. } | Step::Fuse { .. } | Step::Parallel { .. } | Step::Vectorize { .. } | Step::Accumulators { .. })).cloned().collect();
     options.extend(heavy);
-    pick_owned(rng, options)
-}
-
-fn pick_owned<T>(rng: &mut ChaCha8Rng, mut items: Vec<T>) -> Option<T> {
-    (!items.is_empty()).then(|| items.swap_remove(rng.random_range(0..items.len())))
+    pick(rng, &options)
 }
 
 impl Propose<Schedule> for Mutate {
