@@ -14,7 +14,7 @@ use anyhow::Context;
 use ollie_graph::{Graph, Tensor};
 use ollie_loops::{LoopNest, Schedule};
 use ollie_runner::{Compiler, Runner};
-use ollie_search::{Evaluate, Evaluation, Mutate, Search, SearchConfig};
+use ollie_search::{Evaluate, Evaluation, Mutate, Propose, Search, SearchConfig};
 use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, RunId, Store, TimingRecord};
 use ollie_verify::{BenchConfig, Oracle, Rejection, VerifyConfig};
 use sha2::Digest;
@@ -73,24 +73,22 @@ fn emit(naive: &LoopNest, schedule: &Schedule) -> Emitted {
     Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
 }
 
+/// [`emit`], then compile (the compiler's cache makes a rebuild cheap).
+fn build(compiler: &Compiler, naive: &LoopNest, schedule: &Schedule) -> Build {
+    let (source, flags) = emit(naive, schedule)?;
+    match compiler.compile(&source, &flags) {
+        Ok(c) => Ok((source, flags, c.library)),
+        Err(Ok(outcome)) => Err(("compile-error".into(), outcome.summary())),
+        Err(Err(e)) => Err(("compile-error".into(), e.to_string())),
+    }
+}
+
 impl Evaluator<'_> {
-    fn emit(&self, schedule: &Schedule) -> Emitted {
-        emit(self.naive, schedule)
-    }
-
-    fn compile(compiler: &Compiler, source: String, flags: Vec<String>) -> Build {
-        match compiler.compile(&source, &flags) {
-            Ok(c) => Ok((source, flags, c.library)),
-            Err(Ok(outcome)) => Err(("compile-error".into(), outcome.summary())),
-            Err(Err(e)) => Err(("compile-error".into(), e.to_string())),
-        }
-    }
-
     fn build(&mut self, schedule: &Schedule) -> Build {
         if let Some(b) = self.builds.get(schedule) {
             return b.clone();
         }
-        let b = self.emit(schedule).and_then(|(source, flags)| Self::compile(self.compiler, source, flags));
+        let b = build(self.compiler, self.naive, schedule);
         self.builds.insert(schedule.clone(), b.clone());
         b
     }
@@ -99,7 +97,7 @@ impl Evaluator<'_> {
         let (source, flags, library) = match self.build(candidate) {
             Ok(b) => b,
             Err(reason) => {
-                let (source, flags) = self.emit(candidate).unwrap_or_default();
+                let (source, flags) = emit(self.naive, candidate).unwrap_or_default();
                 return Ok(Details { source, flags, reason: Some(reason), timing: None, counterexample: None });
             }
         };
@@ -172,15 +170,11 @@ const MAX_SAVED: usize = 8;
 
 impl Evaluate<Schedule> for Evaluator<'_> {
     fn prepare(&mut self, batch: &[Schedule]) {
-        let todo: Vec<(Schedule, Emitted)> =
-            batch.iter().filter(|s| !self.builds.contains_key(*s)).map(|s| (s.clone(), self.emit(s))).collect();
-        let compiler = self.compiler;
+        let todo: Vec<&Schedule> = batch.iter().filter(|s| !self.builds.contains_key(*s)).collect();
+        let (compiler, naive) = (self.compiler, self.naive);
         let started = Instant::now();
         let built: Vec<(Schedule, Build)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = todo
-                .into_iter()
-                .map(|(s, emitted)| scope.spawn(move || (s, emitted.and_then(|(source, flags)| Self::compile(compiler, source, flags)))))
-                .collect();
+            let handles: Vec<_> = todo.into_iter().map(|s| scope.spawn(move || (s.clone(), build(compiler, naive, s)))).collect();
             handles.into_iter().map(|h| h.join().expect("compiling does not panic")).collect()
         });
         tracing::debug!(seconds = started.elapsed().as_secs_f64(), count = built.len(), "compiled");
@@ -190,7 +184,7 @@ impl Evaluate<Schedule> for Evaluator<'_> {
     fn evaluate(&mut self, candidate: &Schedule, current: &Schedule) -> Evaluation {
         // A schedule rejected before is rejected again (proposals repeat), without rerunning.
         if let Some((reason, detail)) = self.rejected.get(candidate) {
-            let (source, flags) = self.emit(candidate).unwrap_or_default();
+            let (source, flags) = emit(self.naive, candidate).unwrap_or_default();
             *self.last.borrow_mut() = Some(Details { source, flags, reason: Some((reason.clone(), format!("as before: {detail}"))), timing: None, counterexample: None });
             return Evaluation::Rejected { reason: reason.clone() };
         }
@@ -279,10 +273,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         // The latest run of this kernel searched on the same spec text with the same --dim
         // values (the file may be named differently, relative to another directory).
         let source = std::fs::read_to_string(&spec_path).unwrap_or_default();
-        let same = |r: &Run| {
-            let dims: Vec<(String, i64)> = serde_json::from_str::<serde_json::Value>(&r.new.options).ok().and_then(|v| serde_json::from_value(v["dims"].clone()).ok()).unwrap_or_default();
-            r.new.kernel == graph.name && r.new.spec_source == source && dims == o.spec.dims
-        };
+        let same = |r: &Run| r.new.kernel == graph.name && r.new.spec_source == source && stored_dims(r) == o.spec.dims;
         let runs = store.runs().context("reading the store")?;
         let run = runs.into_iter().rfind(|r| same(r)).ok_or_else(|| {
             user_error(format!(
@@ -346,12 +337,14 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     };
     let (best, best_seconds, best_id) = schedule_of(run.best)?;
     let (current, current_seconds, current_id) = schedule_of(run.current)?;
-    let mut record = vec![(0usize, 0usize)];
-    for (_, c) in history.iter().filter(|(_, c)| c.proposer == "mutate") {
-        record[0].0 += 1;
-        record[0].1 += c.new_best as usize;
-    }
     drop(by_id);
+    let mut mutate = Mutate::new(naive.clone());
+    // The bandit's record per proposer (tries, improvements), from the store.
+    let names = [mutate.name().to_string()];
+    let record: Vec<(usize, usize)> = names
+        .iter()
+        .map(|name| history.iter().filter(|(_, c)| c.proposer == *name).fold((0, 0), |(tries, wins), (_, c)| (tries + 1, wins + c.new_best as usize)))
+        .collect();
 
     let mut verify = VerifyConfig { seed: run.new.seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.seconds), ..VerifyConfig::default() };
     // The latest few counterexamples `ollie check` saved, then this run's own.
@@ -375,7 +368,6 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     };
     let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, ..SearchConfig::default() };
     let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
-    let mut mutate = Mutate::new(naive.clone());
 
     let interrupted = Arc::new(AtomicBool::new(false));
     {
@@ -391,7 +383,8 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     history.iter().for_each(|(_, c)| tally.add(c));
     let naive_seconds = run.new.naive_seconds;
     let progress = Progress::new(o.time, run.elapsed_seconds);
-    progress.show(&tally, search.best_seconds, naive_seconds, floor.seconds);
+    let mut best_seconds = search.best_seconds;
+    progress.show(run.elapsed_seconds, &tally, best_seconds, naive_seconds, floor.seconds);
     let session = Instant::now();
     let elapsed = |run: &Run| run.elapsed_seconds + session.elapsed().as_secs_f64();
     let (mut best_id, mut current_id) = (best_id, current_id);
@@ -433,8 +426,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 Err(e) => *store_error.borrow_mut() = Some(e),
             }
             tally.add(&candidate);
-            progress.update(elapsed(&run));
-            progress.show(&tally, search_best(&candidate, event.new_best), naive_seconds, floor.seconds);
+            if let (true, Evaluation::Timed { seconds, .. }) = (event.new_best, &event.outcome) {
+                best_seconds = *seconds;
+            }
+            progress.show(elapsed(&run), &tally, best_seconds, naive_seconds, floor.seconds);
         },
     );
     progress.finish();
@@ -447,9 +442,9 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     finish(FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed: elapsed_total }, oracle)
 }
 
-/// The best time so far for the progress line (the event's candidate when it is a new best).
-fn search_best(c: &Candidate, new_best: bool) -> Option<f64> {
-    new_best.then(|| c.timing.map(|t| t.estimate)).flatten()
+/// The `--dim` values a run was started with (kept in its options).
+pub fn stored_dims(run: &Run) -> Vec<(String, i64)> {
+    serde_json::from_str::<serde_json::Value>(&run.new.options).ok().and_then(|v| serde_json::from_value(v["dims"].clone()).ok()).unwrap_or_default()
 }
 
 fn unix_now() -> i64 {
@@ -494,7 +489,7 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     let mut chosen = None;
     for (id, c) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()) {
         let schedule = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
-        let (source, flags, library) = match emit(cx.naive, &schedule).and_then(|(source, flags)| Evaluator::compile(cx.compiler, source, flags)) {
+        let (source, flags, library) = match build(cx.compiler, cx.naive, &schedule) {
             Ok(built) => built,
             Err((_, detail)) => {
                 eprintln!("candidate {} no longer builds: {detail}", id.0);
@@ -545,7 +540,9 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     };
     cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
     let files = report::Files { source: &source, library: &library, certificate: &report };
-    report::write(cx.out, cx.graph, cx.machine, cx.floor, cx.store, cx.run, &summary, Some(files))
+    let run = cx.store.run(cx.run).context("reading the store")?;
+    let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
+    report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &summary, Some(files))
 }
 
 /// The progress bar: search time against the budget, and the tallies.
@@ -563,26 +560,18 @@ impl Progress {
         Progress { bar }
     }
 
-    fn update(&self, elapsed: f64) {
+    /// The search time so far, the tallies and the best time (on the chain's scale).
+    fn show(&self, elapsed: f64, tally: &Tally, best: f64, naive: f64, floor: f64) {
         self.bar.set_position((elapsed * 10.0) as u64);
-    }
-
-    fn show(&self, tally: &Tally, best: impl Into<Option<f64>>, naive: f64, floor: f64) {
-        if let Some(best) = best.into() {
-            self.bar.set_message(format!(
-                "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline",
-                tally.evaluations,
-                tally.accepted,
-                tally.rejected_text(),
-                report::seconds(best),
-                naive / best,
-                100.0 * floor / best
-            ));
-            return;
-        }
-        let message = self.bar.message();
-        let tail = message.split_once(" | ").map(|(_, t)| t.to_string()).unwrap_or_default();
-        self.bar.set_message(format!("{} evals, {} accepted, rejected: {} | {tail}", tally.evaluations, tally.accepted, tally.rejected_text()));
+        self.bar.set_message(format!(
+            "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline",
+            tally.evaluations,
+            tally.accepted,
+            tally.rejected_text(),
+            report::seconds(best),
+            naive / best,
+            100.0 * floor / best
+        ));
     }
 
     fn finish(&self) {

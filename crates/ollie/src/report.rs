@@ -9,12 +9,12 @@ use std::path::Path;
 use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
-use ollie_store::{Candidate, RunId, Store};
+use ollie_store::{Candidate, Run, Store};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::optimize::{Tally, STORE_FILE};
-use crate::{load, stdout, user_error, Failure, SpecArgs};
+use crate::{stdout, user_error, Failure};
 
 /// The outcome of a finished run, kept in the store.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,10 +56,8 @@ fn write_file(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, store: &Store, run: RunId, summary: &Summary, files: Option<Files>) -> Result<(), Failure> {
+pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, history: &[Candidate], summary: &Summary, files: Option<Files>) -> Result<(), Failure> {
     let name = &graph.name;
-    let r = store.run(run).context("reading the store")?;
-    let history: Vec<Candidate> = store.candidates(run).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
     if let Some(f) = files {
         write_file(&out.join(format!("{name}.c")), f.source.as_bytes())?;
         write_file(&out.join(format!("{name}.h")), header(name, f.source).as_bytes())?;
@@ -334,19 +332,10 @@ pub fn rebuild(dir: &Path) -> Result<(), Failure> {
         user_error(format!("error: `{}` holds no finished search (resume an interrupted one with `ollie optimize ... --resume`)", dir.display()))
     })?;
     let summary: Summary = serde_json::from_str(run.summary.as_deref().unwrap_or_default()).context("the stored summary does not parse")?;
-    let options: serde_json::Value = serde_json::from_str(&run.new.options).context("the stored options do not parse")?;
-    let dims: Vec<(String, i64)> = serde_json::from_value(options["dims"].clone()).unwrap_or_default();
     // The spec as it was searched, from the store (the file may have changed since).
-    let tmp = tempfile_path(dir, &run.new.spec_path)?;
-    std::fs::write(&tmp, &run.new.spec_source).context("writing the stored spec")?;
-    let spec = load::load(&SpecArgs { spec: format!("{}::{}", tmp.display(), run.new.kernel), dims });
-    let _ = std::fs::remove_file(&tmp);
-    let spec = spec?;
+    let options = ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: crate::optimize::stored_dims(&run) };
+    let spec = ollie_spec::compile(&run.new.spec_source, &options).map_err(|d| user_error(d.render(&run.new.spec_path, &run.new.spec_source)))?;
     let (machine, floor) = crate::check::roofline_floor(&spec.graph)?;
-    write(dir, &spec.graph, &machine, &floor, &store, run.id, &summary, None)
-}
-
-fn tempfile_path(dir: &Path, spec_path: &str) -> Result<std::path::PathBuf, Failure> {
-    let stem = Path::new(spec_path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "spec.py".into());
-    Ok(dir.join(format!(".ollie-stored-{stem}")))
+    let history: Vec<Candidate> = store.candidates(run.id).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
+    write(dir, &spec.graph, &machine, &floor, &run, &history, &summary, None)
 }
