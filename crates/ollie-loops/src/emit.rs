@@ -44,7 +44,7 @@ impl<'a> Emitter<'a> {
             }
             names.push(name);
         }
-        let wide = nest.buffers.iter().any(|b| b.dtype == DType::F64 && !matches!(b.kind, BufferKind::Temp));
+        let wide = nest.computes_in_f64();
         Emitter { nest, names, wide }
     }
 

@@ -206,6 +206,11 @@ impl LoopNest {
         &self.buffers[id.0 as usize]
     }
 
+    /// Whether the kernel computes in double: when any parameter or result is f64 (else float).
+    pub fn computes_in_f64(&self) -> bool {
+        self.buffers.iter().any(|b| b.dtype == DType::F64 && !matches!(b.kind, BufferKind::Temp))
+    }
+
     pub fn inputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
         self.with_kind(|k| matches!(k, BufferKind::Input(_)))
     }

@@ -207,9 +207,9 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         return Err(ScheduleError::NoLoop(var_name(step.var())));
     }
     let fresh = max_var(&nest.body).map_or(0, |v| v.0 + 1);
-    let wide = nest.buffers.iter().any(|b| b.dtype == DType::F64 && !matches!(b.kind, BufferKind::Temp));
-    let dtypes: Vec<DType> = nest.buffers.iter().map(|b| b.dtype).collect();
-    let lens: Vec<usize> = nest.buffers.iter().map(|b| b.len()).collect();
+    let wide = nest.computes_in_f64();
+    // The buffers as they are before the step (the nest's body is borrowed below).
+    let buffers = nest.buffers.clone();
     let next_buffer = BufferId(nest.buffers.len() as u32);
     let at = *path.last().expect("located");
     let siblings = parent(&mut nest.body, &path);
@@ -335,7 +335,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
             ];
             siblings.splice(at..=at, stmts);
             let name = format!("acc{}", partials.0);
-            nest.buffers.push(Buffer { name, kind: BufferKind::Temp, dtype: dtypes[buffer.0 as usize], shape: vec![lens[buffer.0 as usize] * f] });
+            nest.buffers.push(Buffer { name, kind: BufferKind::Temp, dtype: buffers[buffer.0 as usize].dtype, shape: vec![buffers[buffer.0 as usize].len() * f] });
         }
         Step::Parallel { .. } | Step::Simd { .. } | Step::Vectorize { .. } => {
             let parallel = matches!(step, Step::Parallel { .. });
@@ -360,7 +360,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
                     collect(body, &mut Vec::new(), &mut stores, &mut loads);
                     // Vectors hold the kernel's compute type; a buffer of another C type would
                     // need conversions the emitter does not make.
-                    if stores.iter().chain(&loads).any(|(b, _)| (dtypes[b.0 as usize] == DType::F64) != wide) {
+                    if stores.iter().chain(&loads).any(|(b, _)| (buffers[b.0 as usize].dtype == DType::F64) != wide) {
                         return Err(illegal("the loop touches buffers of another floating-point type"));
                     }
                     LoopKind::Vector(*width)
