@@ -88,8 +88,7 @@ pub struct Search<C> {
 impl<C: Clone> Search<C> {
     /// Starts from `start` (the naive kernel) taking `seconds`.
     pub fn new(config: SearchConfig, start: C, seconds: f64) -> Search<C> {
-        let rng = ChaCha8Rng::seed_from_u64(config.seed);
-        Search { config, best: start.clone(), best_seconds: seconds, current: start, current_seconds: seconds, rng, record: Vec::new(), evaluations: 0, since_best: 0 }
+        Search::resume(config, (start.clone(), seconds), (start, seconds), 0, Vec::new())
     }
 
     /// Continues a search that had made `evaluations` evaluations, with its best and current
@@ -98,10 +97,6 @@ impl<C: Clone> Search<C> {
         // A different stream than the interrupted session's, reproducible from the same seed.
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ (evaluations as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, evaluations, since_best: 0 }
-    }
-
-    pub fn current(&self) -> &C {
-        &self.current
     }
 
     /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
