@@ -3,11 +3,13 @@
 //! shifts effort between proposers by their accepted improvements.
 //!
 //! The search knows nothing of runners or stores: proposers and the evaluator are traits the
-//! driver implements (and so are its tests). `mutate`, the proposer over schedules, lives here.
+//! driver implements (and so are its tests). The candidate the driver searches over, `Kernel`,
+//! and `mutate`, the proposer over schedules, live here.
 
+mod kernel;
 mod mutate;
 mod search;
 
+pub use kernel::{EmitError, Kernel};
 pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
-
-pub use search::{Evaluation, Event, Evaluate, Propose, Search, SearchConfig, StopReason};
+pub use search::{Evaluation, Event, Evaluate, Proposal, Propose, Search, SearchConfig, StopReason};

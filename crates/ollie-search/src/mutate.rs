@@ -1,11 +1,12 @@
 //! The `mutate` proposer: a random legal change to a schedule — a new step on a loop of the
-//! scheduled nest, a step removed, or other compiler flags.
+//! scheduled nest, a step removed, or other compiler flags. A kernel written whole (by an LLM)
+//! has no schedule: its flags are what `mutate` changes.
 
 use ollie_loops::{apply_step, LoopKind, LoopNest, Schedule, Step, Stmt, VarId};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use crate::Propose;
+use crate::{Kernel, Proposal, Propose};
 
 /// Compiler flags the proposer chooses among; every schedule starts from [`BASE_FLAGS`].
 pub const BASE_FLAGS: &[&str] = &["-O3", "-march=native"];
@@ -130,17 +131,29 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     pick(rng, &options)
 }
 
-impl Propose<Schedule> for Mutate {
-    fn name(&self) -> &str {
-        "mutate"
+/// Switches one flag group on or off, or the optimization level between -O2 and -O3.
+fn mutate_flags(flags: &mut Vec<String>, rng: &mut ChaCha8Rng) {
+    if rng.random_range(0..3) == 0 {
+        let level = if flags.iter().any(|f| f == "-O3") { "-O2" } else { "-O3" };
+        flags.retain(|f| !matches!(f.as_str(), "-O2" | "-O3"));
+        flags.insert(0, level.to_string());
+        return;
     }
+    let group = OPTIONAL_FLAGS[rng.random_range(0..OPTIONAL_FLAGS.len())];
+    if group.iter().all(|f| flags.iter().any(|g| g == f)) {
+        flags.retain(|g| !group.contains(&g.as_str()));
+    } else {
+        flags.extend(group.iter().filter(|f| !flags.iter().any(|g| g == *f)).map(|f| f.to_string()).collect::<Vec<_>>());
+    }
+}
 
-    fn propose(&mut self, current: &Schedule, rng: &mut ChaCha8Rng) -> Option<Schedule> {
+impl Mutate {
+    /// A mutation of `current`'s schedule.
+    fn schedule(&self, current: &Schedule, rng: &mut ChaCha8Rng) -> Option<Schedule> {
         let nest = current.apply(&self.naive).ok()?;
         for _ in 0..64 {
             let mut next = current.clone();
-            // A tenth removals, a fifth flag groups, a tenth the optimization level, the rest new
-            // steps.
+            // A tenth removals, three tenths flags, the rest new steps.
             match rng.random_range(0..10) {
                 0 if !next.steps.is_empty() => {
                     next.steps.remove(rng.random_range(0..next.steps.len()));
@@ -148,19 +161,7 @@ impl Propose<Schedule> for Mutate {
                         continue;
                     }
                 }
-                1 | 2 => {
-                    let group = OPTIONAL_FLAGS[rng.random_range(0..OPTIONAL_FLAGS.len())];
-                    if group.iter().all(|f| next.flags.iter().any(|g| g == f)) {
-                        next.flags.retain(|g| !group.contains(&g.as_str()));
-                    } else {
-                        next.flags.extend(group.iter().filter(|f| !next.flags.iter().any(|g| g == *f)).map(|f| f.to_string()).collect::<Vec<_>>());
-                    }
-                }
-                3 => {
-                    let level = if next.flags.iter().any(|f| f == "-O3") { "-O2" } else { "-O3" };
-                    next.flags.retain(|f| !matches!(f.as_str(), "-O2" | "-O3"));
-                    next.flags.insert(0, level.to_string());
-                }
+                1..=3 => mutate_flags(&mut next.flags, rng),
                 _ => {
                     // One new step; half the time followed by another on the loops it made or
                     // moved, and so on (a reduction split into accumulators pays only with its
@@ -191,5 +192,28 @@ impl Propose<Schedule> for Mutate {
             }
         }
         None
+    }
+}
+
+impl Propose<Kernel> for Mutate {
+    fn name(&self) -> &str {
+        "mutate"
+    }
+
+    fn propose(&mut self, current: &Kernel, rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
+        let next = match current {
+            Kernel::Scheduled(schedule) => self.schedule(schedule, rng).map(Kernel::Scheduled),
+            Kernel::Written { source, flags } => {
+                let mut next = flags.clone();
+                for _ in 0..8 {
+                    mutate_flags(&mut next, rng);
+                    if next != *flags {
+                        break;
+                    }
+                }
+                (next != *flags).then(|| Kernel::Written { source: source.clone(), flags: next })
+            }
+        };
+        next.map_or(Proposal::NotNow, Proposal::Candidate)
     }
 }

@@ -1,14 +1,31 @@
 //! The search loop.
 
+use std::time::Duration;
+
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Makes a new candidate from the current one (a random legal mutation, a rewrite, an LLM's
-/// kernel). `None` when it has nothing to offer this time.
+/// kernel).
 pub trait Propose<C> {
     fn name(&self) -> &str;
-    fn propose(&mut self, current: &C, rng: &mut ChaCha8Rng) -> Option<C>;
+    fn propose(&mut self, current: &C, rng: &mut ChaCha8Rng) -> Proposal<C>;
+    /// Sees every step of the search, whoever proposed it: what was accepted, rejected and why.
+    fn observe(&mut self, _event: &Event<C>) {}
 }
+
+/// A proposer's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Proposal<C> {
+    Candidate(C),
+    /// Nothing this time (an LLM's reply has not come yet, no mutation applied); ask again later.
+    NotNow,
+    /// Nothing ever again (its budget is spent, its endpoint is gone).
+    Exhausted,
+}
+
+/// How long the search sleeps when no proposer has a candidate ready.
+const IDLE: Duration = Duration::from_millis(20);
 
 /// Judges a candidate: verified and timed against the current one.
 pub trait Evaluate<C> {
@@ -24,8 +41,9 @@ pub enum Evaluation {
     /// Verified; its median time, and the interleaved time ratio candidate/current as
     /// (median, p10, p90) over pairs.
     Timed { seconds: f64, ratio: (f64, f64, f64) },
-    /// Not a valid kernel (illegal schedule, compile error, rejected by the verifier).
-    Rejected { reason: String },
+    /// Not a valid kernel (illegal schedule, compile error, rejected by the verifier): the
+    /// reason's short kind (`compile-error`, `inaccurate`, ...) and what exactly went wrong.
+    Rejected { reason: String, detail: String },
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +70,8 @@ impl Default for SearchConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
     EvaluationBudget,
+    /// Every proposer is exhausted.
+    Exhausted,
     /// The caller's stop condition (wall time, roofline target, Ctrl-C).
     Stopped,
 }
@@ -81,6 +101,7 @@ pub struct Search<C> {
     rng: ChaCha8Rng,
     /// Per proposer: (tries, improvements).
     record: Vec<(usize, usize)>,
+    exhausted: Vec<bool>,
     evaluations: usize,
     since_best: usize,
 }
@@ -96,7 +117,7 @@ impl<C: Clone> Search<C> {
     pub fn resume(config: SearchConfig, best: (C, f64), current: (C, f64), evaluations: usize, record: Vec<(usize, usize)>) -> Search<C> {
         // A different stream than the interrupted session's, reproducible from the same seed.
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ (evaluations as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, evaluations, since_best: 0 }
+        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, exhausted: Vec::new(), evaluations, since_best: 0 }
     }
 
     /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
@@ -108,6 +129,7 @@ impl<C: Clone> Search<C> {
         mut on_event: impl FnMut(&Event<C>),
     ) -> StopReason {
         self.record.resize(proposers.len(), (0, 0));
+        self.exhausted = vec![false; proposers.len()];
         loop {
             if self.evaluations >= self.config.max_evaluations {
                 return StopReason::EvaluationBudget;
@@ -117,13 +139,30 @@ impl<C: Clone> Search<C> {
             }
             let mut batch = Vec::new();
             let budget = self.config.max_evaluations - self.evaluations;
-            for _ in 0..self.config.batch.clamp(1, budget) {
-                let k = self.choose_proposer();
-                self.record[k].0 += 1;
-                self.evaluations += 1;
-                if let Some(candidate) = proposers[k].propose(&self.current, &mut self.rng) {
-                    batch.push((k, self.evaluations, candidate));
+            // Proposers with nothing to offer in this round.
+            let mut idle = self.exhausted.clone();
+            while batch.len() < self.config.batch.clamp(1, budget) {
+                let Some(k) = self.choose_proposer(&idle) else { break };
+                match proposers[k].propose(&self.current, &mut self.rng) {
+                    Proposal::Candidate(candidate) => {
+                        self.record[k].0 += 1;
+                        self.evaluations += 1;
+                        batch.push((k, self.evaluations, candidate));
+                    }
+                    Proposal::NotNow => idle[k] = true,
+                    Proposal::Exhausted => {
+                        tracing::info!(proposer = proposers[k].name(), "proposer exhausted");
+                        self.exhausted[k] = true;
+                        idle[k] = true;
+                    }
                 }
+            }
+            if batch.is_empty() {
+                if self.exhausted.iter().all(|&e| e) {
+                    return StopReason::Exhausted;
+                }
+                std::thread::sleep(IDLE);
+                continue;
             }
             let candidates: Vec<C> = batch.iter().map(|(_, _, c)| c.clone()).collect();
             evaluator.prepare(&candidates);
@@ -132,6 +171,9 @@ impl<C: Clone> Search<C> {
                     return StopReason::Stopped;
                 }
                 let event = self.step(k, evaluation, proposers[k].name(), candidate, evaluator);
+                for p in proposers.iter_mut() {
+                    p.observe(&event);
+                }
                 on_event(&event);
             }
         }
@@ -172,18 +214,21 @@ impl<C: Clone> Search<C> {
         Event { evaluation, proposer: proposer.to_string(), candidate, outcome, moved, new_best, restarted }
     }
 
-    /// A bandit: each proposer is drawn with weight (improvements + 1) / (tries + 2).
-    fn choose_proposer(&mut self) -> usize {
-        let weights: Vec<f64> = self.record.iter().map(|&(tries, wins)| (wins as f64 + 1.0) / (tries as f64 + 2.0)).collect();
+    /// A bandit: each proposer not `idle` is drawn with weight (improvements + 1) / (tries + 2).
+    fn choose_proposer(&mut self, idle: &[bool]) -> Option<usize> {
+        let weights: Vec<f64> = self.record.iter().zip(idle).map(|(&(tries, wins), &idle)| if idle { 0.0 } else { (wins as f64 + 1.0) / (tries as f64 + 2.0) }).collect();
         let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return None;
+        }
         let mut x = self.rng.random_range(0.0..total);
         for (k, w) in weights.iter().enumerate() {
             if x < *w {
-                return k;
+                return Some(k);
             }
             x -= w;
         }
-        weights.len() - 1
+        weights.iter().rposition(|&w| w > 0.0)
     }
 
     /// Tries and improvements per proposer, in the order they were given.

@@ -3,7 +3,7 @@
 //! what it was given. The search must find 42, reproducibly, favour the useful proposer, and
 //! never take a rejected candidate.
 
-use ollie_search::{Evaluate, Evaluation, Event, Propose, Search, SearchConfig, StopReason};
+use ollie_search::{Evaluate, Evaluation, Event, Proposal, Propose, Search, SearchConfig, StopReason};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -12,9 +12,9 @@ impl Propose<i64> for Steps {
     fn name(&self) -> &str {
         "steps"
     }
-    fn propose(&mut self, current: &i64, rng: &mut ChaCha8Rng) -> Option<i64> {
+    fn propose(&mut self, current: &i64, rng: &mut ChaCha8Rng) -> Proposal<i64> {
         let step = [-5, -1, 1, 5][rng.random_range(0..4)];
-        Some(current + step)
+        Proposal::Candidate(current + step)
     }
 }
 
@@ -23,8 +23,8 @@ impl Propose<i64> for Same {
     fn name(&self) -> &str {
         "same"
     }
-    fn propose(&mut self, current: &i64, _: &mut ChaCha8Rng) -> Option<i64> {
-        Some(*current)
+    fn propose(&mut self, current: &i64, _: &mut ChaCha8Rng) -> Proposal<i64> {
+        Proposal::Candidate(*current)
     }
 }
 
@@ -33,7 +33,7 @@ struct Toy;
 impl Evaluate<i64> for Toy {
     fn evaluate(&mut self, c: &i64, current: &i64) -> Evaluation {
         if c % 7 == 0 && *c != 42 {
-            return Evaluation::Rejected { reason: "a multiple of 7".into() };
+            return Evaluation::Rejected { reason: "multiple".into(), detail: format!("{c} is a multiple of 7") };
         }
         let t = |n: i64| 1.0 + (n - 42).abs() as f64;
         let r = t(*c) / t(*current);
@@ -73,4 +73,55 @@ fn the_stop_condition_ends_the_search() {
     let reason = search.run(&mut [&mut steps], &mut Toy, |s| s.evaluations() >= 10, |_| {});
     assert_eq!(reason, StopReason::Stopped);
     assert_eq!(search.evaluations(), 10);
+}
+
+/// Offers a jump straight to the answer only every third time it is asked, and gives out after
+/// `left` candidates, telling what it saw.
+struct Slow {
+    asked: usize,
+    left: usize,
+    seen: Vec<(i64, bool)>,
+}
+impl Propose<i64> for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    fn propose(&mut self, current: &i64, _: &mut ChaCha8Rng) -> Proposal<i64> {
+        if self.left == 0 {
+            return Proposal::Exhausted;
+        }
+        self.asked += 1;
+        if self.asked % 3 != 0 {
+            return Proposal::NotNow;
+        }
+        self.left -= 1;
+        Proposal::Candidate(if self.left == 0 { 42 } else { current + 1 })
+    }
+    fn observe(&mut self, event: &Event<i64>) {
+        self.seen.push((event.candidate, event.new_best));
+    }
+}
+
+#[test]
+fn a_proposer_with_nothing_ready_costs_no_evaluation_and_an_exhausted_one_ends_the_search() {
+    let mut search = Search::new(SearchConfig { seed: 3, max_evaluations: 100, ..Default::default() }, 0i64, 43.0);
+    let mut slow = Slow { asked: 0, left: 4, seen: Vec::new() };
+    let reason = search.run(&mut [&mut slow], &mut Toy, |_| false, |_| {});
+    assert_eq!(reason, StopReason::Exhausted);
+    assert_eq!(search.evaluations(), 4, "only candidates count as evaluations");
+    assert_eq!(search.best, 42);
+    assert_eq!(slow.seen, vec![(1, true), (2, true), (3, true), (42, true)], "the proposer observes every step");
+}
+
+#[test]
+fn other_proposers_go_on_while_one_has_nothing_ready() {
+    let mut search = Search::new(SearchConfig { seed: 5, max_evaluations: 60, ..Default::default() }, 0i64, 43.0);
+    let mut slow = Slow { asked: 0, left: 2, seen: Vec::new() };
+    let mut steps = Steps;
+    let mut events = Vec::new();
+    let reason = search.run(&mut [&mut slow, &mut steps], &mut Toy, |_| false, |e| events.push(e.proposer.clone()));
+    assert_eq!(reason, StopReason::EvaluationBudget);
+    assert_eq!(events.len(), 60);
+    assert_eq!(events.iter().filter(|p| *p == "slow").count(), 2);
+    assert_eq!(slow.seen.len(), 60, "it saw the other proposer's steps too");
 }

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ollie_graph::{Graph, Tensor};
-use ollie_loops::{LoopNest, Schedule};
+use ollie_loops::LoopNest;
 use ollie_runner::{Compiler, Runner};
-use ollie_search::{Evaluate, Evaluation, Mutate, Propose, Search, SearchConfig};
+use ollie_search::{Evaluate, Evaluation, Kernel, Mutate, Propose, Search, SearchConfig};
 use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, RunId, Store, TimingRecord};
 use ollie_verify::{BenchConfig, Oracle, Rejection, VerifyConfig};
 use sha2::Digest;
@@ -35,9 +35,6 @@ pub struct Options {
 /// The store's file in the output directory.
 pub const STORE_FILE: &str = "ollie.db";
 
-/// A schedule's C source and flags, or why it has none: (reason, detail).
-type Emitted = Result<(String, Vec<String>), (String, String)>;
-
 /// A built candidate: its C source, flags and library, or why it could not be built.
 type Build = Result<(String, Vec<String>, PathBuf), (String, String)>;
 
@@ -54,28 +51,26 @@ struct Evaluator<'a> {
     naive: &'a LoopNest,
     compiler: &'a Compiler,
     oracle: Oracle<'a>,
-    builds: HashMap<Schedule, Build>,
-    /// Schedules rejected (not merely slower), with the reason.
-    rejected: HashMap<Schedule, (String, String)>,
-    /// Median time of each schedule timed so far.
-    seconds: HashMap<Schedule, f64>,
+    builds: HashMap<Kernel, Build>,
+    /// Kernels rejected (not merely slower), with the reason.
+    rejected: HashMap<Kernel, (String, String)>,
+    /// Time of each kernel timed so far, on the chain's scale.
+    seconds: HashMap<Kernel, f64>,
     verify: VerifyConfig,
     bench_seed: u64,
     floor: f64,
     last: Rc<RefCell<Option<Details>>>,
 }
 
-/// Applies the schedule to the naive nest, checks the result and emits its C and flags; a
-/// failure is (reason, detail).
-fn emit(naive: &LoopNest, schedule: &Schedule) -> Emitted {
-    let nest = schedule.apply(naive).map_err(|e| ("illegal-schedule".to_string(), e.to_string()))?;
-    ollie_loops::check(&nest).map_err(|e| ("invalid-nest".to_string(), e.to_string()))?;
-    Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
+/// The kernel's C source (a schedule applied to the naive nest) and flags, or why it has none:
+/// (reason, detail).
+fn emit(naive: &LoopNest, kernel: &Kernel) -> Result<(String, Vec<String>), (String, String)> {
+    kernel.emit(naive).map_err(|e| (e.kind().to_string(), e.to_string()))
 }
 
 /// [`emit`], then compile (the compiler's cache makes a rebuild cheap).
-fn build(compiler: &Compiler, naive: &LoopNest, schedule: &Schedule) -> Build {
-    let (source, flags) = emit(naive, schedule)?;
+fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> Build {
+    let (source, flags) = emit(naive, kernel)?;
     match compiler.compile(&source, &flags) {
         Ok(c) => Ok((source, flags, c.library)),
         Err(Ok(outcome)) => Err(("compile-error".into(), outcome.summary())),
@@ -84,16 +79,16 @@ fn build(compiler: &Compiler, naive: &LoopNest, schedule: &Schedule) -> Build {
 }
 
 impl Evaluator<'_> {
-    fn build(&mut self, schedule: &Schedule) -> Build {
-        if let Some(b) = self.builds.get(schedule) {
+    fn build(&mut self, kernel: &Kernel) -> Build {
+        if let Some(b) = self.builds.get(kernel) {
             return b.clone();
         }
-        let b = build(self.compiler, self.naive, schedule);
-        self.builds.insert(schedule.clone(), b.clone());
+        let b = build(self.compiler, self.naive, kernel);
+        self.builds.insert(kernel.clone(), b.clone());
         b
     }
 
-    fn judge(&mut self, candidate: &Schedule, current: &Schedule) -> Result<Details, anyhow::Error> {
+    fn judge(&mut self, candidate: &Kernel, current: &Kernel) -> Result<Details, anyhow::Error> {
         let (source, flags, library) = match self.build(candidate) {
             Ok(b) => b,
             Err(reason) => {
@@ -168,12 +163,12 @@ const MOVE_RATIO: f64 = 1.16;
 /// Counterexamples tried first by every verification, at most.
 const MAX_SAVED: usize = 8;
 
-impl Evaluate<Schedule> for Evaluator<'_> {
-    fn prepare(&mut self, batch: &[Schedule]) {
-        let todo: Vec<&Schedule> = batch.iter().filter(|s| !self.builds.contains_key(*s)).collect();
+impl Evaluate<Kernel> for Evaluator<'_> {
+    fn prepare(&mut self, batch: &[Kernel]) {
+        let todo: Vec<&Kernel> = batch.iter().filter(|s| !self.builds.contains_key(*s)).collect();
         let (compiler, naive) = (self.compiler, self.naive);
         let started = Instant::now();
-        let built: Vec<(Schedule, Build)> = std::thread::scope(|scope| {
+        let built: Vec<(Kernel, Build)> = std::thread::scope(|scope| {
             let handles: Vec<_> = todo.into_iter().map(|s| scope.spawn(move || (s.clone(), build(compiler, naive, s)))).collect();
             handles.into_iter().map(|h| h.join().expect("compiling does not panic")).collect()
         });
@@ -181,12 +176,13 @@ impl Evaluate<Schedule> for Evaluator<'_> {
         self.builds.extend(built);
     }
 
-    fn evaluate(&mut self, candidate: &Schedule, current: &Schedule) -> Evaluation {
-        // A schedule rejected before is rejected again (proposals repeat), without rerunning.
+    fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> Evaluation {
+        // A kernel rejected before is rejected again (proposals repeat), without rerunning.
         if let Some((reason, detail)) = self.rejected.get(candidate) {
             let (source, flags) = emit(self.naive, candidate).unwrap_or_default();
-            *self.last.borrow_mut() = Some(Details { source, flags, reason: Some((reason.clone(), format!("as before: {detail}"))), timing: None, counterexample: None });
-            return Evaluation::Rejected { reason: reason.clone() };
+            let detail = format!("as before: {detail}");
+            *self.last.borrow_mut() = Some(Details { source, flags, reason: Some((reason.clone(), detail.clone())), timing: None, counterexample: None });
+            return Evaluation::Rejected { reason: reason.clone(), detail };
         }
         let details = match self.judge(candidate, current) {
             Ok(d) => d,
@@ -200,7 +196,10 @@ impl Evaluate<Schedule> for Evaluator<'_> {
         }
         let evaluation = match (&details.reason, &details.timing) {
             (None, Some(t)) => Evaluation::Timed { seconds: t.estimate, ratio: (t.ratio, t.ratio_p10, t.ratio_p90) },
-            (reason, _) => Evaluation::Rejected { reason: reason.as_ref().map_or_else(|| "untimed".into(), |r| r.0.clone()) },
+            (reason, _) => {
+                let (reason, detail) = reason.clone().unwrap_or_else(|| ("untimed".into(), String::new()));
+                Evaluation::Rejected { reason, detail }
+            }
         };
         *self.last.borrow_mut() = Some(details);
         evaluation
@@ -268,7 +267,6 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let (spec_path, _) = ollie_spec::split_selector(&o.spec.spec);
     let spec_path = spec_path.to_string();
 
-    let initial = ollie_search::initial_schedule();
     let (run, history) = if o.resume {
         // The latest run of this kernel searched on the same spec text with the same --dim
         // values (the file may be named differently, relative to another directory).
@@ -299,14 +297,14 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             floor_seconds: floor.seconds,
         };
         let id = store.create_run(&new, unix_now()).context("writing the store")?;
-        let source = ollie_loops::emit_c(&naive);
-        let flags = initial.compile_flags(&naive);
+        let initial = Kernel::Scheduled(ollie_search::initial_schedule());
+        let (source, flags) = initial.emit(&naive).context("emitting the naive kernel")?;
         let start = Candidate {
             evaluation: 0,
             source_hash: hash(&source, &flags),
             source,
             flags: flags.join(" "),
-            schedule: initial.to_string(),
+            schedule: initial.schedule_text(),
             parent: None,
             proposer: "naive".into(),
             at_seconds: 0.0,
@@ -329,11 +327,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let oracle = Oracle::new(graph, &runner, &baseline);
     // The chain's state, from the store.
     let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
-    let schedule_of = |id: Option<CandidateId>| -> Result<(Schedule, f64, CandidateId), Failure> {
+    let schedule_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Failure> {
         let id = id.context("the store's run has no candidate")?;
         let c = by_id.get(&id).context("the store's run names a missing candidate")?;
-        let s = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
-        Ok((s, c.timing.map_or(f64::INFINITY, |t| t.estimate), id))
+        Ok((stored_kernel(c)?, c.timing.map_or(f64::INFINITY, |t| t.estimate), id))
     };
     let (best, best_seconds, best_id) = schedule_of(run.best)?;
     let (current, current_seconds, current_id) = schedule_of(run.current)?;
@@ -402,7 +399,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 source_hash: hash(&d.source, &d.flags),
                 source: d.source,
                 flags: d.flags.join(" "),
-                schedule: event.candidate.to_string(),
+                schedule: event.candidate.schedule_text(),
                 parent: Some(current_id),
                 proposer: event.proposer.clone(),
                 at_seconds: elapsed(&run),
@@ -440,6 +437,11 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let elapsed_total = elapsed(&run);
     let oracle = evaluator.oracle;
     finish(FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed: elapsed_total }, oracle)
+}
+
+/// The kernel a stored candidate is.
+fn stored_kernel(c: &Candidate) -> Result<Kernel, Failure> {
+    Ok(Kernel::from_stored(&c.schedule, &c.source, &c.flags).context("a stored schedule does not parse")?)
 }
 
 /// The `--dim` values a run was started with (kept in its options).
@@ -488,8 +490,7 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
     let mut chosen = None;
     for (id, c) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()) {
-        let schedule = Schedule::parse(&c.schedule).context("a stored schedule does not parse")?;
-        let (source, flags, library) = match build(cx.compiler, cx.naive, &schedule) {
+        let (source, flags, library) = match build(cx.compiler, cx.naive, &stored_kernel(c)?) {
             Ok(built) => built,
             Err((_, detail)) => {
                 eprintln!("candidate {} no longer builds: {detail}", id.0);
@@ -516,15 +517,16 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
             eprintln!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median);
             continue;
         }
-        chosen = Some((*id, c.proposer == "naive", schedule, source, flags, library, report, best, naive, ratio));
+        chosen = Some((*id, c, source, flags, library, report, best, naive, ratio));
         break;
     }
-    let Some((id, naive_is_best, schedule, source, flags, library, report, best, naive, ratio)) = chosen else {
+    let Some((id, c, source, flags, library, report, best, naive, ratio)) = chosen else {
         return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
     };
     let summary = report::Summary {
         candidate: id.0,
-        schedule: schedule.to_string(),
+        schedule: c.schedule.clone(),
+        proposer: c.proposer.clone(),
         flags: flags.join(" "),
         naive_seconds: naive,
         best_seconds: best.median,
@@ -536,7 +538,7 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
         pairs: ratio.samples.len(),
         verify_seed: fresh,
         search_seconds: cx.elapsed,
-        naive_is_best,
+        naive_is_best: c.proposer == "naive",
     };
     cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
     let files = report::Files { source: &source, library: &library, certificate: &report };

@@ -20,6 +20,10 @@ use crate::{stdout, user_error, Failure};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub candidate: i64,
+    /// The proposer the best kernel came from (`naive`, `mutate`, `llm`).
+    #[serde(default)]
+    pub proposer: String,
+    /// Its schedule's text; empty for a kernel written whole.
     pub schedule: String,
     pub flags: String,
     /// The naive kernel's median in the same final interleaved timing.
@@ -90,16 +94,21 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
     let table = table(graph, summary, floor, &tally);
     let mut md = format!("# ollie: `{name}`\n\nSpec `{}`, run {} ({:.0} s of search).\n\n```text\n{table}```\n\n", r.new.spec_path, r.id.0, summary.search_seconds);
-    writeln!(md, "## Best kernel (candidate {})\n\nSchedule, applied to the naive loop nest (`ollie lower SPEC --schedule FILE` replays it):\n\n```text\n{}```\n\nCompiled with `{}`.\n", summary.candidate, summary.schedule, summary.flags).unwrap();
+    if summary.schedule.trim().is_empty() {
+        writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nWritten whole, not a schedule of the naive loop nest: its source is `{name}.c`.\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.flags).unwrap();
+    } else {
+        writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nSchedule, applied to the naive loop nest (`ollie lower SPEC --schedule FILE` replays it):\n\n```text\n{}```\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.schedule, summary.flags).unwrap();
+    }
     writeln!(md, "Re-verified with fresh seed {} (see `certificate.json`); timed against the naive kernel over {} interleaved pairs.\n", summary.verify_seed, summary.pairs).unwrap();
     md.push_str("## Proposers\n\n| proposer | evaluations | improvements |\n|---|---|---|\n");
     for (p, tries, wins) in proposer_table(&history) {
         writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
     }
-    md.push_str("\n## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | schedule |\n|---|---|---|---|\n");
+    md.push_str("\n## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | proposer | schedule |\n|---|---|---|---|---|\n");
     for c in history.iter().filter(|c| c.new_best) {
         let t = c.timing.map(|t| seconds(t.estimate)).unwrap_or_default();
-        writeln!(md, "| {} | {:.1} s | {t} | `{}` |", c.evaluation, c.at_seconds, c.schedule.trim().replace('\n', "; ")).unwrap();
+        let kernel = if c.schedule.trim().is_empty() { format!("written whole, flags `{}`", c.flags) } else { format!("`{}`", c.schedule.trim().replace('\n', "; ")) };
+        writeln!(md, "| {} | {:.1} s | {t} | {} | {kernel} |", c.evaluation, c.at_seconds, c.proposer).unwrap();
     }
     md.push_str(&format!("\n![progress](progress.svg)\n\n![roofline](roofline.svg)\n\nUse it from Python: `from {name} import {name}` in this directory.\n"));
     write_file(&out.join("report.md"), md.as_bytes())?;
@@ -119,7 +128,7 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally) -> String {
     if s.naive_is_best {
         writeln!(t, "no candidate beat the naive kernel: the result is the naive kernel (against itself {:.2}x, p10..p90 {:.2}..{:.2}: the timing noise)", s.speedup, s.speedup_p10, s.speedup_p90).unwrap();
     } else {
-        writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs)", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs).unwrap();
+        writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs); the best kernel is from `{}`", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs, s.proposer).unwrap();
     }
     writeln!(t, "{} evaluations: {} accepted, rejected: {}", tally.evaluations, tally.accepted, tally.rejected_text()).unwrap();
     t

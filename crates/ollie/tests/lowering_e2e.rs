@@ -269,12 +269,13 @@ fn check_random_schedule(runner: &Runner, hung: &std::sync::Mutex<Vec<String>>, 
     let naive = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
     let mut mutate = ollie_search::Mutate::new(naive.clone());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut schedule = ollie_search::initial_schedule();
+    let mut kernel = ollie_search::Kernel::Scheduled(ollie_search::initial_schedule());
     for _ in 0..8 {
-        if let Some(next) = mutate.propose(&schedule, &mut rng) {
-            schedule = next;
+        if let ollie_search::Proposal::Candidate(next) = mutate.propose(&kernel, &mut rng) {
+            kernel = next;
         }
     }
+    let ollie_search::Kernel::Scheduled(mut schedule) = kernel else { unreachable!("mutate keeps a schedule a schedule") };
     schedule.flags = ollie_search::initial_schedule().flags;
     let nest = schedule.apply(&naive).map_err(|e| format!("a proposed schedule does not apply: {e}\n{schedule}"))?;
     ollie_loops::check(&nest).map_err(|e| format!("the scheduled nest is invalid: {e}\n{schedule}"))?;
