@@ -67,16 +67,44 @@ impl Compiler {
         let partial = self.cache_dir.join(format!("{key}.{}.tmp", std::process::id()));
         // Libraries go after the source, where the linker looks for them.
         let (libraries, options): (Vec<&String>, Vec<&String>) = flags.iter().partition(|f| f.starts_with("-l"));
-        let log_path = self.cache_dir.join(format!("{key}.{}.log", std::process::id()));
+        let mut command = Command::new(&self.cc);
+        command.args(options).args(["-shared", "-fPIC", "-o"]).arg(&partial).arg(&src).args(libraries).arg("-lm");
+        let failure = self.run(command, &self.cache_dir.join(format!("{key}.{}.log", std::process::id())))?;
+        if let Some(log) = failure {
+            let _ = std::fs::remove_file(&partial);
+            return Err(Ok(Outcome::CompileError { log }));
+        }
+        std::fs::rename(&partial, &library).map_err(|e| Err(RunnerError::Io(format!("storing {}", library.display()), e)))?;
+        tracing::debug!(library = %library.display(), "compiled");
+        Ok(Compiled { library, cached: false })
+    }
+
+    /// The preprocessed text of `source` under `flags` (`cc -E`, line markers included), or the
+    /// compiler's complaint (`Ok(Err(log))`).
+    pub fn preprocess(&self, source: &str, flags: &[String]) -> Result<Result<String, String>, RunnerError> {
+        let unwrap = |r: Result<Option<String>, Result<Outcome, RunnerError>>| r.map_err(|e| e.err().unwrap_or_else(|| RunnerError::Io("preprocessing".into(), std::io::Error::other("unexpected outcome"))));
+        let dir = self.cache_dir.join("preprocess");
+        std::fs::create_dir_all(&dir).map_err(|e| RunnerError::Io(format!("creating {}", dir.display()), e))?;
+        let stem = format!("{}-{:?}", std::process::id(), std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "");
+        let (src, out) = (dir.join(format!("{stem}.c")), dir.join(format!("{stem}.i")));
+        std::fs::write(&src, source).map_err(|e| RunnerError::Io(format!("writing {}", src.display()), e))?;
+        let mut command = Command::new(&self.cc);
+        command.args(flags.iter().filter(|f| !f.starts_with("-l"))).args(["-E", "-o"]).arg(&out).arg(&src);
+        let failure = unwrap(self.run(command, &dir.join(format!("{stem}.log"))));
+        let text = std::fs::read_to_string(&out);
+        let _ = (std::fs::remove_file(&src), std::fs::remove_file(&out));
+        if let Some(log) = failure? {
+            return Ok(Err(log));
+        }
+        text.map(Ok).map_err(|e| RunnerError::Io(format!("reading {}", out.display()), e))
+    }
+
+    /// Runs the compiler command with its output to a log, within the time limit: `None` when it
+    /// succeeded, else the log of its failure.
+    fn run(&self, mut command: Command, log_path: &Path) -> Result<Option<String>, Result<Outcome, RunnerError>> {
         let io = |what: &str, e| Err(RunnerError::Io(format!("{what} {}", log_path.display()), e));
-        let log_file = std::fs::File::create(&log_path).map_err(|e| io("creating", e))?;
-        let mut child = Command::new(&self.cc)
-            .args(options)
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&partial)
-            .arg(&src)
-            .args(libraries)
-            .arg("-lm")
+        let log_file = std::fs::File::create(log_path).map_err(|e| io("creating", e))?;
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().map_err(|e| io("opening", e))?)
             .stderr(log_file)
@@ -97,19 +125,12 @@ impl Compiler {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         };
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let _ = std::fs::remove_file(&log_path);
-        let failure = match status {
+        let log = std::fs::read_to_string(log_path).unwrap_or_default();
+        let _ = std::fs::remove_file(log_path);
+        Ok(match status {
             Some(s) if s.success() => None,
             Some(_) => Some(log),
             None => Some(format!("the C compiler did not finish within {} s\n{log}", self.timeout.as_secs())),
-        };
-        if let Some(log) = failure {
-            let _ = std::fs::remove_file(&partial);
-            return Err(Ok(Outcome::CompileError { log }));
-        }
-        std::fs::rename(&partial, &library).map_err(|e| Err(RunnerError::Io(format!("storing {}", library.display()), e)))?;
-        tracing::debug!(library = %library.display(), "compiled");
-        Ok(Compiled { library, cached: false })
+        })
     }
 }

@@ -1,13 +1,16 @@
 //! The verification contract (DESIGN.md): a candidate is accepted only if it is as accurate as
 //! the naive kernel on every test. This crate holds the accuracy rule, the input families and
-//! the protocol that runs a candidate through them.
+//! the protocol that runs a candidate through them, and the static screen a kernel written
+//! outside ollie passes before it is compiled.
 
 mod accuracy;
 mod bench;
 mod family;
+mod screen;
 mod verify;
 
 pub use accuracy::{judge, Figures, Inaccuracy, Tolerance};
 pub use bench::{bench, bench_with, BenchConfig, BenchReport, Timing};
 pub use family::Family;
+pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
 pub use verify::{verify, verify_with, Certificate, Oracle, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};
