@@ -1,5 +1,6 @@
 //! The search's record in SQLite (`ollie.db` in the output directory): runs, candidates (source
-//! hash, source, flags, schedule, parent, proposer), verdicts, timings and counterexamples.
+//! hash, source, flags, schedule, parent, proposer), verdicts, timings, counterexamples, and the
+//! LLM calls made (prompt by hash, with each distinct prompt's text once; reply, tokens, outcome).
 //!
 //! Every evaluation is written in one transaction, together with the run's progress (elapsed
 //! time, evaluations, best and current candidate), so a search killed at any moment resumes from
@@ -96,6 +97,31 @@ pub struct Counterexample {
     pub data: Vec<Vec<f64>>,
 }
 
+/// One call to an LLM endpoint and what became of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmCall {
+    /// Calls of one conversation (a shot and its repair turns) share it.
+    pub conversation: u64,
+    pub turn: u32,
+    pub prompt_hash: String,
+    /// The whole request's messages, as JSON.
+    pub prompt: String,
+    pub model: String,
+    pub reply: Option<String>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// In dollars, where known.
+    pub cost: Option<f64>,
+    pub seconds: f64,
+    pub attempts: u32,
+    /// `kernel` (a candidate was extracted), or why not: `no-code`, `wrong-symbol`, `timeout`, ...
+    pub outcome: String,
+    pub detail: Option<String>,
+    /// The extracted candidate's source hash (its verdict is the candidate's).
+    pub source_hash: Option<String>,
+    pub at_seconds: f64,
+}
+
 pub struct Store {
     conn: Connection,
 }
@@ -150,6 +176,28 @@ CREATE TABLE IF NOT EXISTS counterexamples (
     candidate INTEGER NOT NULL REFERENCES candidates(id),
     shapes TEXT NOT NULL,
     data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS prompts (
+    hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id INTEGER PRIMARY KEY,
+    run INTEGER NOT NULL REFERENCES runs(id),
+    conversation INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    prompt_hash TEXT NOT NULL REFERENCES prompts(hash),
+    model TEXT NOT NULL,
+    reply TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost REAL,
+    seconds REAL NOT NULL,
+    attempts INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT,
+    source_hash TEXT,
+    at_seconds REAL NOT NULL
 );
 ";
 
@@ -312,5 +360,62 @@ impl Store {
             out.push(Counterexample { shapes, data });
         }
         Ok(out)
+    }
+
+    /// Records one LLM call (its prompt's text once per distinct prompt).
+    pub fn record_llm_call(&mut self, run: RunId, call: &LlmCall) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("INSERT OR IGNORE INTO prompts (hash, text) VALUES (?1, ?2)", params![call.prompt_hash, call.prompt])?;
+        tx.execute(
+            "INSERT INTO llm_calls (run, conversation, turn, prompt_hash, model, reply, prompt_tokens, completion_tokens, cost, seconds, attempts, outcome, detail, source_hash, at_seconds)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                run.0,
+                call.conversation as i64,
+                call.turn,
+                call.prompt_hash,
+                call.model,
+                call.reply,
+                call.prompt_tokens as i64,
+                call.completion_tokens as i64,
+                call.cost,
+                call.seconds,
+                call.attempts,
+                call.outcome,
+                call.detail,
+                call.source_hash,
+                call.at_seconds
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The run's LLM calls in the order they finished.
+    pub fn llm_calls(&self, run: RunId) -> Result<Vec<LlmCall>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT l.conversation, l.turn, l.prompt_hash, p.text, l.model, l.reply, l.prompt_tokens, l.completion_tokens, l.cost, l.seconds, l.attempts, l.outcome, l.detail, l.source_hash, l.at_seconds
+             FROM llm_calls l JOIN prompts p ON p.hash = l.prompt_hash WHERE l.run = ?1 ORDER BY l.id",
+        )?;
+        let rows = stmt.query_map([run.0], |r| {
+            Ok(LlmCall {
+                conversation: r.get::<_, i64>(0)? as u64,
+                turn: r.get(1)?,
+                prompt_hash: r.get(2)?,
+                prompt: r.get(3)?,
+                model: r.get(4)?,
+                reply: r.get(5)?,
+                prompt_tokens: r.get::<_, i64>(6)? as u64,
+                completion_tokens: r.get::<_, i64>(7)? as u64,
+                cost: r.get(8)?,
+                seconds: r.get(9)?,
+                attempts: r.get(10)?,
+                outcome: r.get(11)?,
+                detail: r.get(12)?,
+                source_hash: r.get(13)?,
+                at_seconds: r.get(14)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 }

@@ -1,6 +1,6 @@
 //! The store keeps what was recorded across reopening, and reads back what it wrote.
 
-use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Store, TimingRecord};
+use ollie_store::{Candidate, CandidateId, Counterexample, LlmCall, NewRun, Store, TimingRecord};
 
 fn candidate(evaluation: usize, accepted: bool) -> Candidate {
     Candidate {
@@ -60,4 +60,42 @@ fn runs_and_candidates_survive_reopening() {
     store.finish(run_id, 3.0, "{\"speedup\": 2}").unwrap();
     let r = store.run(run_id).unwrap();
     assert_eq!((r.finished, r.elapsed_seconds, r.summary.as_deref()), (true, 3.0, Some("{\"speedup\": 2}")));
+}
+
+#[test]
+fn llm_calls_keep_each_prompt_once_and_read_back_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ollie.db");
+    let run = NewRun { spec_path: "s.py".into(), spec_source: String::new(), kernel: "k".into(), options: "{}".into(), seed: 1, naive_seconds: 1.0, floor_seconds: 0.1 };
+    let call = |turn: u32, prompt: &str, outcome: &str| LlmCall {
+        conversation: 7,
+        turn,
+        prompt_hash: format!("h-{prompt}"),
+        prompt: prompt.into(),
+        model: "m".into(),
+        reply: (outcome != "timeout").then(|| "```c\n...\n```".to_string()),
+        prompt_tokens: 100,
+        completion_tokens: 20 * turn as u64,
+        cost: Some(0.001),
+        seconds: 1.5,
+        attempts: 2,
+        outcome: outcome.into(),
+        detail: (outcome != "kernel").then(|| "why".to_string()),
+        source_hash: (outcome == "kernel").then(|| "abc".to_string()),
+        at_seconds: turn as f64,
+    };
+    let calls = vec![call(0, "[first]", "no-code"), call(1, "[first, repair]", "kernel"), call(0, "[first]", "timeout")];
+    let id = {
+        let mut store = Store::open(&path).unwrap();
+        let id = store.create_run(&run, 0).unwrap();
+        for c in &calls {
+            store.record_llm_call(id, c).unwrap();
+        }
+        id
+    };
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.llm_calls(id).unwrap(), calls);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let prompts: i64 = conn.query_row("SELECT COUNT(*) FROM prompts", [], |r| r.get(0)).unwrap();
+    assert_eq!(prompts, 2, "the repeated prompt is kept once");
 }
