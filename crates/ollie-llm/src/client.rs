@@ -49,6 +49,16 @@ impl ApiKey {
     pub fn from_env() -> Option<ApiKey> {
         KEY_VARIABLES.iter().filter_map(|v| std::env::var(v).ok()).find(|k| !k.trim().is_empty()).map(|k| ApiKey(k.trim().to_string()))
     }
+
+    /// [`ApiKey::from_env`], removing the variables from this process's environment so that no
+    /// child (a compiler, a kernel's worker) inherits the key. Call it before starting threads.
+    pub fn take_from_env() -> Option<ApiKey> {
+        let key = ApiKey::from_env();
+        for v in KEY_VARIABLES {
+            std::env::remove_var(v);
+        }
+        key
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@ mod check;
 mod counterexamples;
 mod eval;
 mod inputs;
+mod llm;
 mod load;
 mod optimize;
 mod report;
@@ -29,6 +30,51 @@ pub struct SpecArgs {
     /// Override a module-level constant, e.g. `--dim T=8192` (repeatable).
     #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim)]
     pub dims: Vec<(String, i64)>,
+}
+
+/// The LLM proposer's endpoint and budgets. The API key comes from `OLLIE_LLM_API_KEY`, else
+/// `OPENAI_API_KEY` (local servers need none); it is never printed or stored.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LlmArgs {
+    /// An OpenAI-compatible endpoint's base URL, e.g. `https://api.openai.com/v1` or
+    /// `http://localhost:8000/v1` (vLLM), `http://localhost:11434/v1` (Ollama).
+    #[arg(id = "llm-url", long = "llm-url", value_name = "URL")]
+    pub url: Option<String>,
+    /// The model name the endpoint serves.
+    #[arg(id = "llm-model", long = "llm-model", value_name = "NAME")]
+    pub model: Option<String>,
+    /// At most this many calls over the whole run (repairs included).
+    #[arg(id = "llm-calls", long = "llm-calls", value_name = "N")]
+    pub calls: Option<u64>,
+    /// At most this many tokens (prompt and completion) over the whole run; calls in flight may
+    /// go a little past it.
+    #[arg(id = "llm-tokens", long = "llm-tokens", value_name = "N")]
+    pub tokens: Option<u64>,
+    /// Conversations open at once.
+    #[arg(id = "llm-concurrency", long = "llm-concurrency", value_name = "N", default_value_t = 4)]
+    pub concurrency: usize,
+    /// The longest one call may take (`300`, `5m`).
+    #[arg(id = "llm-timeout", long = "llm-timeout", value_name = "SECONDS", default_value = "300s", value_parser = parse_seconds)]
+    pub timeout: f64,
+    /// Repair turns a conversation gets for a kernel that does not compile or a reply without a
+    /// usable kernel.
+    #[arg(id = "llm-repairs", long = "llm-repairs", value_name = "N", default_value_t = 2)]
+    pub repairs: u32,
+    /// A directory whose system.j2, propose.j2 or repair.j2 replace the built-in prompts.
+    #[arg(id = "llm-prompts", long = "llm-prompts", value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+    /// Dollars per million prompt and completion tokens, to price calls whose endpoint reports
+    /// no cost, e.g. `2.5,10`.
+    #[arg(id = "llm-price", long = "llm-price", value_name = "IN,OUT", value_parser = parse_price)]
+    pub price: Option<(f64, f64)>,
+}
+
+fn parse_price(s: &str) -> Result<(f64, f64), String> {
+    let parts: Vec<f64> = s.split(',').map(|p| p.trim().parse::<f64>()).collect::<Result<_, _>>().map_err(|e| format!("`{s}`: {e}"))?;
+    match parts[..] {
+        [i, o] if i >= 0.0 && o >= 0.0 => Ok((i, o)),
+        _ => Err(format!("`{s}`: expected two non-negative prices, dollars per million prompt and completion tokens, e.g. 2.5,10")),
+    }
 }
 
 #[derive(Subcommand)]
@@ -134,6 +180,12 @@ enum Command {
         /// Seconds one call may take.
         #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
         timeout: f64,
+        /// The proposers, comma-separated: `mutate`, `llm` (default: mutate, and llm too when
+        /// --llm-url is given).
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        proposers: Option<Vec<String>>,
+        #[command(flatten)]
+        llm: LlmArgs,
     },
     /// List the searches stored in an output directory.
     Runs {
@@ -282,6 +334,8 @@ fn main() -> ExitCode {
             }
         };
     }
+    // Read before any thread starts, and gone from the environment every child inherits.
+    let key = ollie_llm::ApiKey::take_from_env();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"))
         .with_writer(std::io::stderr)
@@ -296,8 +350,8 @@ fn main() -> ExitCode {
         Command::Check { spec, kernel, flags, seed, timeout, certificate, json } => {
             check::run(&check::Options { spec, kernel, flags, seed, timeout, certificate, json })
         }
-        Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout } => {
-            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout })
+        Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm } => {
+            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm, key: key.clone() })
         }
         Command::Runs { dir } => report::runs(&dir),
         Command::Report { dir } => report::rebuild(&dir),

@@ -19,7 +19,8 @@ use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, RunId, St
 use ollie_verify::{BenchConfig, Oracle, Rejection, VerifyConfig};
 use sha2::Digest;
 
-use crate::{check, counterexamples, load, report, user_error, Failure, SpecArgs};
+use crate::llm::{LlmOptions, LlmProposer, Setup};
+use crate::{check, counterexamples, load, report, user_error, Failure, LlmArgs, SpecArgs};
 
 pub struct Options {
     pub spec: SpecArgs,
@@ -30,6 +31,54 @@ pub struct Options {
     pub resume: bool,
     pub seed: Option<u64>,
     pub timeout: f64,
+    pub proposers: Option<Vec<String>>,
+    pub llm: LlmArgs,
+    pub key: Option<ollie_llm::ApiKey>,
+}
+
+/// The proposers `optimize` knows.
+const PROPOSERS: &[&str] = &["mutate", "llm"];
+
+/// The proposers asked for, checked, and the LLM's options if `llm` is among them.
+fn proposers(o: &Options) -> Result<(Vec<String>, Option<LlmOptions>), Failure> {
+    let names = o.proposers.clone().unwrap_or_else(|| if o.llm.url.is_some() { vec!["mutate".into(), "llm".into()] } else { vec!["mutate".into()] });
+    let mut unique: Vec<String> = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if !PROPOSERS.contains(&n) {
+            return Err(user_error(format!("error: unknown proposer `{n}` (known: {})", PROPOSERS.join(", "))));
+        }
+        if !unique.iter().any(|u| u == n) {
+            unique.push(n.to_string());
+        }
+    }
+    if unique.is_empty() {
+        return Err(user_error(format!("error: --proposers names none (known: {})", PROPOSERS.join(", "))));
+    }
+    if !unique.iter().any(|n| n == "llm") {
+        return Ok((unique, None));
+    }
+    let a = &o.llm;
+    let url = a.url.clone().ok_or_else(|| user_error("error: the llm proposer needs --llm-url, an OpenAI-compatible endpoint's base URL such as http://localhost:8000/v1"))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(user_error(format!("error: --llm-url `{url}` is not an http:// or https:// URL")));
+    }
+    let model = a.model.clone().ok_or_else(|| user_error("error: the llm proposer needs --llm-model, the model name the endpoint serves"))?;
+    if a.concurrency == 0 || a.timeout.is_nan() || a.timeout <= 0.0 {
+        return Err(user_error("error: --llm-concurrency and --llm-timeout must be positive"));
+    }
+    let options = LlmOptions {
+        url,
+        model,
+        key: o.key.clone(),
+        concurrency: a.concurrency,
+        calls: a.calls,
+        tokens: a.tokens,
+        timeout: Duration::from_secs_f64(a.timeout),
+        repairs: a.repairs,
+        prompts: a.prompts.clone(),
+        price: a.price,
+    };
+    Ok((unique, Some(options)))
 }
 
 /// The store's file in the output directory.
@@ -68,9 +117,17 @@ fn emit(naive: &LoopNest, kernel: &Kernel) -> Result<(String, Vec<String>), (Str
     kernel.emit(naive).map_err(|e| (e.kind().to_string(), e.to_string()))
 }
 
-/// [`emit`], then compile (the compiler's cache makes a rebuild cheap).
+/// [`emit`], then compile (the compiler's cache makes a rebuild cheap). A kernel written outside
+/// ollie passes the static screen first.
 fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> Build {
     let (source, flags) = emit(naive, kernel)?;
+    if let Kernel::Written { .. } = kernel {
+        match ollie_verify::screen(compiler, &source, &flags) {
+            Ok(Ok(())) => {}
+            Ok(Err(screened)) => return Err((screened.kind().into(), screened.to_string())),
+            Err(e) => return Err(("compile-error".into(), e.to_string())),
+        }
+    }
     match compiler.compile(&source, &flags) {
         Ok(c) => Ok((source, flags, c.library)),
         Err(Ok(outcome)) => Err(("compile-error".into(), outcome.summary())),
@@ -212,7 +269,8 @@ fn rejection_reason(r: &Rejection) -> (String, String) {
     (kind, check::describe(r))
 }
 
-fn hash(source: &str, flags: &[String]) -> String {
+/// A candidate's identity in the store: its flags and source, hashed.
+pub(crate) fn hash(source: &str, flags: &[String]) -> String {
     let digest = sha2::Sha256::digest(format!("{}\n{source}", flags.join(" ")).as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -254,6 +312,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             return Err(user_error("error: --roofline-target is a fraction of the roofline, in (0, 1]"));
         }
     }
+    let (names, llm_options) = proposers(o)?;
     let spec = load::load(&o.spec)?;
     let graph = &spec.graph;
     let naive = ollie_loops::lower(graph).context("lowering the spec")?;
@@ -286,7 +345,8 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     } else {
         let seed = o.seed.unwrap_or_else(check::fresh_seed);
         let naive_seconds = time_alone(&mut Oracle::new(graph, &patient, &baseline), &baseline, seed, floor.seconds)?;
-        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.spec.dims });
+        let llm = llm_options.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.spec.dims, "proposers": names, "llm": llm });
         let new = NewRun {
             spec_path: spec_path.clone(),
             spec_source: std::fs::read_to_string(&spec_path).unwrap_or_default(),
@@ -334,10 +394,37 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     };
     let (best, best_seconds, best_id) = schedule_of(run.best)?;
     let (current, current_seconds, current_id) = schedule_of(run.current)?;
+    let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
     drop(by_id);
     let mut mutate = Mutate::new(naive.clone());
+    let mut llm = match llm_options {
+        Some(options) => {
+            let calls = store.llm_calls(run.id).context("reading the store")?;
+            let candidates: Vec<Candidate> = history.iter().map(|(_, c)| c.clone()).collect();
+            let setup = Setup {
+                graph,
+                spec_source: &run.new.spec_source,
+                machine: &machine,
+                floor: &floor,
+                naive_seconds: run.new.naive_seconds,
+                best: (&best, best_seconds, &best_proposer),
+                history: &candidates,
+                calls: &calls,
+            };
+            Some(LlmProposer::new(options, &naive, setup).map_err(|e| user_error(format!("error: {e}")))?)
+        }
+        None => None,
+    };
+    let llm_log = llm.as_ref().map(|l| l.log.clone());
+    let mut list: Vec<&mut dyn Propose<Kernel>> = Vec::new();
+    let (mut mutate_slot, mut llm_slot) = (Some(&mut mutate), llm.as_mut());
+    for name in &names {
+        match name.as_str() {
+            "mutate" => list.extend(mutate_slot.take().map(|p| p as &mut dyn Propose<Kernel>)),
+            _ => list.extend(llm_slot.take().map(|p| p as &mut dyn Propose<Kernel>)),
+        }
+    }
     // The bandit's record per proposer (tries, improvements), from the store.
-    let names = [mutate.name().to_string()];
     let record: Vec<(usize, usize)> = names
         .iter()
         .map(|name| history.iter().filter(|(_, c)| c.proposer == *name).fold((0, 0), |(tries, wins), (_, c)| (tries + 1, wins + c.new_best as usize)))
@@ -379,7 +466,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let mut tally = Tally::default();
     history.iter().for_each(|(_, c)| tally.add(c));
     let naive_seconds = run.new.naive_seconds;
-    let progress = Progress::new(o.time, run.elapsed_seconds);
+    let progress = Progress::new(o.time, run.elapsed_seconds, llm_log.clone());
     let mut best_seconds = search.best_seconds;
     progress.show(run.elapsed_seconds, &tally, best_seconds, naive_seconds, floor.seconds);
     let session = Instant::now();
@@ -387,12 +474,27 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let (mut best_id, mut current_id) = (best_id, current_id);
     // A failed write stops the search: what is not stored could not be resumed.
     let store_error = RefCell::new(None);
+    let store = RefCell::new(store);
+    // The LLM calls finished since the last look, into the store.
+    let store_calls = || {
+        let Some(log) = &llm_log else { return };
+        for mut call in std::mem::take(&mut log.borrow_mut().calls) {
+            call.at_seconds = elapsed(&run);
+            if let Err(e) = store.borrow_mut().record_llm_call(run.id, &call) {
+                *store_error.borrow_mut() = Some(e);
+            }
+        }
+    };
     let target = o.roofline_target;
     let stop_reason = search.run(
-        &mut [&mut mutate],
+        &mut list,
         &mut evaluator,
-        |s| store_error.borrow().is_some() || elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t),
+        |s| {
+            store_calls();
+            store_error.borrow().is_some() || elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
+        },
         |event| {
+            store_calls();
             let Some(d) = last.borrow_mut().take() else { return };
             let candidate = Candidate {
                 evaluation: event.evaluation,
@@ -415,7 +517,8 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             // step without a new best, goes back to the best.
             let next_best = if event.new_best { None } else { Some(best_id) };
             let next_current = if event.restarted { Some(best_id) } else if event.moved { None } else { Some(current_id) };
-            match store.record(run.id, &candidate, cex.as_ref(), next_best, next_current, elapsed(&run)) {
+            let recorded = store.borrow_mut().record(run.id, &candidate, cex.as_ref(), next_best, next_current, elapsed(&run));
+            match recorded {
                 Ok(id) => {
                     best_id = next_best.unwrap_or(id);
                     current_id = next_current.unwrap_or(id);
@@ -429,7 +532,14 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             progress.show(elapsed(&run), &tally, best_seconds, naive_seconds, floor.seconds);
         },
     );
+    store_calls();
     progress.finish();
+    if let Some(why) = llm_log.as_ref().and_then(|l| l.borrow().gave_up.clone()) {
+        eprintln!("the llm proposer stopped early: {why}");
+    }
+    drop(list);
+    drop(llm);
+    let mut store = store.into_inner();
     if let Some(e) = store_error.into_inner() {
         return Err(anyhow::Error::from(e).context("writing the store").into());
     }
@@ -544,29 +654,35 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     let files = report::Files { source: &source, library: &library, certificate: &report };
     let run = cx.store.run(cx.run).context("reading the store")?;
     let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
-    report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &summary, Some(files))
+    let calls = cx.store.llm_calls(cx.run).context("reading the store")?;
+    report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))
 }
 
 /// The progress bar: search time against the budget, and the tallies.
 struct Progress {
     bar: indicatif::ProgressBar,
+    llm: Option<Rc<RefCell<crate::llm::LlmLog>>>,
 }
 
 impl Progress {
-    fn new(budget: f64, done: f64) -> Progress {
+    fn new(budget: f64, done: f64, llm: Option<Rc<RefCell<crate::llm::LlmLog>>>) -> Progress {
         let bar = indicatif::ProgressBar::new((budget * 10.0).round() as u64).with_elapsed(Duration::from_secs_f64(done));
         bar.set_style(indicatif::ProgressStyle::with_template("{elapsed:>4} of {prefix} [{bar:24}] {msg}").expect("valid template").progress_chars("=> "));
         bar.set_position((done * 10.0) as u64);
         bar.set_prefix(format!("{budget:.0}s"));
         bar.enable_steady_tick(Duration::from_millis(500));
-        Progress { bar }
+        Progress { bar, llm }
     }
 
     /// The search time so far, the tallies and the best time (on the chain's scale).
     fn show(&self, elapsed: f64, tally: &Tally, best: f64, naive: f64, floor: f64) {
         self.bar.set_position((elapsed * 10.0) as u64);
+        let llm = self.llm.as_ref().map_or_else(String::new, |l| {
+            let l = l.borrow();
+            format!(" | llm {} calls, {} tokens", l.made, l.tokens)
+        });
         self.bar.set_message(format!(
-            "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline",
+            "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline{llm}",
             tally.evaluations,
             tally.accepted,
             tally.rejected_text(),

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
-use ollie_store::{Candidate, Run, Store};
+use ollie_store::{Candidate, LlmCall, Run, Store};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -59,8 +59,45 @@ fn write_file(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
+/// The LLM's part of a run, from its stored calls.
+#[derive(Debug, Default, Serialize)]
+pub struct LlmTally {
+    pub calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Dollars, where the endpoint or --llm-price gave a price.
+    pub cost: Option<f64>,
+    /// Calls by outcome: `kernel`, `no-code`, `timeout`, ...
+    pub outcomes: std::collections::BTreeMap<String, usize>,
+}
+
+impl LlmTally {
+    pub fn of(calls: &[LlmCall]) -> Option<LlmTally> {
+        if calls.is_empty() {
+            return None;
+        }
+        let mut t = LlmTally::default();
+        for c in calls {
+            t.calls += 1;
+            t.prompt_tokens += c.prompt_tokens;
+            t.completion_tokens += c.completion_tokens;
+            if let Some(cost) = c.cost {
+                t.cost = Some(t.cost.unwrap_or(0.0) + cost);
+            }
+            *t.outcomes.entry(c.outcome.clone()).or_default() += 1;
+        }
+        Some(t)
+    }
+
+    fn line(&self) -> String {
+        let outcomes: Vec<String> = self.outcomes.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let cost = self.cost.map_or_else(String::new, |c| format!(", ${c:.4}"));
+        format!("llm: {} calls ({}), {} tokens ({} prompt, {} completion){cost}", self.calls, outcomes.join(", "), self.prompt_tokens + self.completion_tokens, self.prompt_tokens, self.completion_tokens)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, history: &[Candidate], summary: &Summary, files: Option<Files>) -> Result<(), Failure> {
+pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, history: &[Candidate], calls: &[LlmCall], summary: &Summary, files: Option<Files>) -> Result<(), Failure> {
     let name = &graph.name;
     if let Some(f) = files {
         write_file(&out.join(format!("{name}.c")), f.source.as_bytes())?;
@@ -90,9 +127,10 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "compulsory_bytes": cost.min_bytes,
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs },
         "proposers": proposer_table(&history).into_iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
+        "llm": LlmTally::of(calls),
     });
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
-    let table = table(graph, summary, floor, &tally);
+    let table = table(graph, summary, floor, &tally, LlmTally::of(calls).as_ref());
     let mut md = format!("# ollie: `{name}`\n\nSpec `{}`, run {} ({:.0} s of search).\n\n```text\n{table}```\n\n", r.new.spec_path, r.id.0, summary.search_seconds);
     if summary.schedule.trim().is_empty() {
         writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nWritten whole, not a schedule of the naive loop nest: its source is `{name}.c`.\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.flags).unwrap();
@@ -118,7 +156,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
 }
 
 /// The short table printed at the end and placed in the report.
-fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally) -> String {
+fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>) -> String {
     let cost = graph.cost();
     let mut t = String::new();
     writeln!(t, "{:<10} {:>11} {:>23} {:>9} {:>9}", "kernel", "median", "p10..p90", "GFLOP/s", "roofline").unwrap();
@@ -131,6 +169,9 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally) -> String {
         writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs); the best kernel is from `{}`", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs, s.proposer).unwrap();
     }
     writeln!(t, "{} evaluations: {} accepted, rejected: {}", tally.evaluations, tally.accepted, tally.rejected_text()).unwrap();
+    if let Some(llm) = llm {
+        writeln!(t, "{}", llm.line()).unwrap();
+    }
     t
 }
 
@@ -149,8 +190,13 @@ fn proposer_table(history: &[Candidate]) -> Vec<(String, usize, usize)> {
 }
 
 /// `NAME.h`: the kernel's prototype, as the C file defines it.
+/// The kernel's prototype in an emitted source (without the `;`).
+pub fn signature(name: &str, source: &str) -> String {
+    source.lines().find(|l| l.starts_with(&format!("void {name}("))).map_or_else(String::new, |l| l.trim_end_matches(" {").to_string())
+}
+
 fn header(name: &str, source: &str) -> String {
-    let signature = source.lines().find(|l| l.starts_with(&format!("void {name}("))).map_or_else(String::new, |l| l.trim_end_matches(" {").to_string());
+    let signature = signature(name, source);
     let guard = format!("OLLIE_{}_H", name.to_uppercase());
     format!("/* {name}: the kernel ollie found; see report.md. */\n#ifndef {guard}\n#define {guard}\n\n{signature};\n\n#endif\n")
 }
@@ -346,5 +392,6 @@ pub fn rebuild(dir: &Path) -> Result<(), Failure> {
     let spec = ollie_spec::compile(&run.new.spec_source, &options).map_err(|d| user_error(d.render(&run.new.spec_path, &run.new.spec_source)))?;
     let (machine, floor) = crate::check::roofline_floor(&spec.graph)?;
     let history: Vec<Candidate> = store.candidates(run.id).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
-    write(dir, &spec.graph, &machine, &floor, &run, &history, &summary, None)
+    let calls = store.llm_calls(run.id).context("reading the store")?;
+    write(dir, &spec.graph, &machine, &floor, &run, &history, &calls, &summary, None)
 }

@@ -3,22 +3,13 @@
 //! writes its outputs), every output file present, the Python loader agreeing with numpy, and
 //! `ollie runs` / `ollie report` reading the store.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
+mod common;
 
-/// A private cache with this machine's ceilings written down (no measuring in tests).
-fn cache() -> tempfile::TempDir {
-    let cache = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(cache.path().join("ollie")).unwrap();
-    let json = r#"{"cpu":"test","isa":"avx2","last_level_cache_bytes":1048576,"ceilings":[{"threads":1,"bandwidth_gbs":25.0,"peak_gflops":100.0},{"threads":2,"bandwidth_gbs":40.0,"peak_gflops":200.0}],"measured_at":0}"#;
-    std::fs::write(cache.path().join("ollie/machine.json"), json).unwrap();
-    cache
-}
+use common::{cache, root};
 
 fn optimize(cache: &Path, out: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ollie"));

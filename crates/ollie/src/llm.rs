@@ -1,0 +1,414 @@
+//! The `llm` proposer: conversations with a language model, several at a time, each asked for a
+//! faster kernel with what the search knows so far (the incumbent, a few other good kernels, the
+//! latest rejections). A usable reply becomes a `Kernel::Written` candidate judged like any
+//! other; a reply without a usable kernel, or whose kernel does not compile, gets a repair turn
+//! in the same conversation. Every call is logged for the store.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ollie_graph::Graph;
+use ollie_llm::{ApiKey, Client, ClientConfig, Dispatcher, Job, MachineFacts, Message, Prompts, Rejected, Shot, Shown, Task};
+use ollie_loops::LoopNest;
+use ollie_search::{Event, Evaluation, Kernel, Proposal, Propose, BASE_FLAGS};
+use ollie_store::{Candidate, LlmCall};
+use rand_chacha::ChaCha8Rng;
+use sha2::Digest;
+
+use crate::optimize::hash;
+use crate::report;
+
+/// What the command line says about the LLM.
+#[derive(Debug, Clone)]
+pub struct LlmOptions {
+    pub url: String,
+    pub model: String,
+    pub key: Option<ApiKey>,
+    /// Conversations open at once.
+    pub concurrency: usize,
+    /// Budgets over the whole run (all sessions): calls made, tokens used.
+    pub calls: Option<u64>,
+    pub tokens: Option<u64>,
+    pub timeout: Duration,
+    /// Repair turns one conversation may take.
+    pub repairs: u32,
+    pub prompts: Option<PathBuf>,
+    /// Dollars per million prompt and completion tokens, to price calls the endpoint does not.
+    pub price: Option<(f64, f64)>,
+}
+
+/// Calls the proposer has finished, for the driver to store, and running totals.
+#[derive(Default)]
+pub struct LlmLog {
+    pub calls: Vec<LlmCall>,
+    pub made: u64,
+    pub tokens: u64,
+    pub cost: f64,
+    /// Why the proposer stopped asking, if it gave up.
+    pub gave_up: Option<String>,
+}
+
+struct Conversation {
+    messages: Vec<Message>,
+    repairs: u32,
+}
+
+/// Rejections shown in a prompt, at most.
+const REJECTIONS: usize = 3;
+/// Failed calls in a row after which the endpoint is taken for gone.
+const FAILURES: u32 = 3;
+/// Other kernels shown beside the incumbent, at most.
+const OTHERS: usize = 3;
+/// Characters of a compiler log sent back for repair, at most.
+const LOG_LIMIT: usize = 4000;
+
+pub struct LlmProposer<'a> {
+    options: LlmOptions,
+    dispatcher: Dispatcher,
+    prompts: Prompts,
+    task: Task,
+    naive: &'a LoopNest,
+    symbol: String,
+    params: usize,
+    naive_seconds: f64,
+    floor_seconds: f64,
+    conversations: HashMap<u64, Conversation>,
+    next_conversation: u64,
+    ready: VecDeque<Kernel>,
+    /// Candidates proposed and not yet judged, with their conversation.
+    pending: HashMap<Kernel, u64>,
+    incumbent: Shown,
+    /// Correct kernels timed so far (source, flags, seconds, proposer).
+    timed: Vec<(String, String, f64, String)>,
+    rejections: VecDeque<Rejected>,
+    failures: u32,
+    pub log: Rc<RefCell<LlmLog>>,
+}
+
+/// Why the llm proposer cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmSetupError {
+    #[error(transparent)]
+    Prompt(#[from] ollie_llm::PromptError),
+}
+
+/// What the proposer is told when it starts.
+pub struct Setup<'a> {
+    pub graph: &'a Graph,
+    pub spec_source: &'a str,
+    pub machine: &'a ollie_runner::Machine,
+    pub floor: &'a ollie_runner::Floor,
+    pub naive_seconds: f64,
+    /// The search's best so far: the prompt's first incumbent.
+    pub best: (&'a Kernel, f64, &'a str),
+    /// The run's candidates and LLM calls so far (a resumed run's).
+    pub history: &'a [Candidate],
+    pub calls: &'a [LlmCall],
+}
+
+impl<'a> LlmProposer<'a> {
+    pub fn new(options: LlmOptions, naive: &'a LoopNest, s: Setup<'_>) -> Result<LlmProposer<'a>, LlmSetupError> {
+        let prompts = Prompts::load(options.prompts.as_deref())?;
+        let graph = s.graph;
+        let (naive_source, _) = Kernel::Scheduled(ollie_search::initial_schedule()).emit(naive).unwrap_or_default();
+        let mut buffers: Vec<String> = graph.params.iter().map(|p| format!("{}: {} (input)", p.name, p.ty)).collect();
+        buffers.extend((0..graph.outputs.len()).map(|k| format!("{}: {} (output)", graph.output_name(k), graph.ty(graph.outputs[k]))));
+        let cost = graph.cost();
+        let m = s.machine;
+        let task = Task {
+            kernel: graph.name.clone(),
+            spec: s.spec_source.trim_end().to_string(),
+            signature: format!("{};", report::signature(&graph.name, &naive_source)),
+            buffers,
+            flops: cost.flops,
+            bytes: cost.min_bytes,
+            base_flags: BASE_FLAGS.join(" "),
+            machine: MachineFacts {
+                cpu: m.cpu.clone(),
+                isa: m.isa.clone(),
+                threads: m.ceilings.iter().map(|c| c.threads).max().unwrap_or(1),
+                last_level_cache_bytes: m.last_level_cache_bytes,
+                ceilings: m.ceilings.iter().map(|c| (c.threads, c.peak_gflops, c.bandwidth_gbs)).collect(),
+            },
+            floor: report::seconds(s.floor.seconds),
+            memory_bound: s.floor.memory_bound,
+        };
+        let mut log = LlmLog::default();
+        for c in s.calls {
+            log.made += 1;
+            log.tokens += c.prompt_tokens + c.completion_tokens;
+            log.cost += c.cost.unwrap_or(0.0);
+        }
+        let client = Client::new(ClientConfig { api_key: options.key.clone(), timeout: options.timeout, ..ClientConfig::new(&options.url, &options.model) });
+        let dispatcher = Dispatcher::new(Arc::new(client), options.concurrency);
+        let (best, best_seconds, best_proposer) = s.best;
+        let mut proposer = LlmProposer {
+            dispatcher,
+            prompts,
+            task,
+            naive,
+            symbol: graph.name.clone(),
+            params: graph.params.len() + graph.outputs.len(),
+            naive_seconds: s.naive_seconds,
+            floor_seconds: s.floor.seconds,
+            conversations: HashMap::new(),
+            next_conversation: s.calls.iter().map(|c| c.conversation + 1).max().unwrap_or(0),
+            ready: VecDeque::new(),
+            pending: HashMap::new(),
+            incumbent: Shown { source: String::new(), flags: String::new(), time: String::new(), roofline_percent: 0.0, speedup: 0.0, proposer: String::new() },
+            timed: Vec::new(),
+            rejections: VecDeque::new(),
+            failures: 0,
+            log: Rc::new(RefCell::new(log)),
+            options,
+        };
+        proposer.incumbent = proposer.shown(best, best_seconds, best_proposer);
+        for c in s.history {
+            match (&c.timing, &c.reason) {
+                (Some(t), None) => proposer.timed.push((c.source.clone(), c.flags.clone(), t.estimate, c.proposer.clone())),
+                (_, Some(reason)) => proposer.remember_rejection(reason, c.detail.as_deref().unwrap_or(""), &c.proposer, &c.source),
+                _ => {}
+            }
+        }
+        Ok(proposer)
+    }
+
+    fn shown(&self, kernel: &Kernel, seconds: f64, proposer: &str) -> Shown {
+        let (source, flags) = kernel.emit(self.naive).unwrap_or_default();
+        self.shown_source(source, flags.join(" "), seconds, proposer)
+    }
+
+    fn shown_source(&self, source: String, flags: String, seconds: f64, proposer: &str) -> Shown {
+        Shown { source, flags, time: report::seconds(seconds), roofline_percent: 100.0 * self.floor_seconds / seconds, speedup: self.naive_seconds / seconds, proposer: proposer.to_string() }
+    }
+
+    fn remember_rejection(&mut self, reason: &str, detail: &str, proposer: &str, source: &str) {
+        // Only the verifier's verdicts teach something about correctness.
+        if matches!(reason, "slower" | "compile-error" | "illegal-schedule" | "invalid-nest" | "untimed" | "internal") {
+            return;
+        }
+        let source = (proposer == "llm").then(|| source.to_string());
+        self.rejections.push_back(Rejected { reason: reason.to_string(), detail: detail.to_string(), proposer: proposer.to_string(), source });
+        if self.rejections.len() > REJECTIONS {
+            self.rejections.pop_front();
+        }
+        // Only the latest shows its source.
+        let last = self.rejections.len().saturating_sub(1);
+        for (k, r) in self.rejections.iter_mut().enumerate() {
+            if k != last {
+                r.source = None;
+            }
+        }
+    }
+
+    fn spent(&self) -> bool {
+        let log = self.log.borrow();
+        self.options.calls.is_some_and(|c| log.made >= c) || self.options.tokens.is_some_and(|t| log.tokens >= t)
+    }
+
+    fn send(&mut self, conversation: u64) {
+        let messages = self.conversations[&conversation].messages.clone();
+        self.log.borrow_mut().made += 1;
+        self.dispatcher.submit(Job { tag: conversation, messages });
+    }
+
+    /// Opens conversations up to the concurrency limit, while the budget lasts. A conversation
+    /// counts while its call is in flight or its kernel waits for a verdict.
+    fn open(&mut self) {
+        while self.log.borrow().gave_up.is_none() && !self.spent() && self.dispatcher.in_flight() + self.ready.len() + self.pending.len() < self.options.concurrency {
+            let shot = Shot { task: &self.task, incumbent: self.incumbent.clone(), others: self.others(), rejections: self.rejections.iter().cloned().collect() };
+            let messages = match self.prompts.open(&shot) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.give_up(format!("{e}"));
+                    return;
+                }
+            };
+            let id = self.next_conversation;
+            self.next_conversation += 1;
+            self.conversations.insert(id, Conversation { messages, repairs: 0 });
+            self.send(id);
+        }
+    }
+
+    /// A few of the best kernels and the one most different from the incumbent.
+    fn others(&self) -> Vec<Shown> {
+        let mut timed: Vec<&(String, String, f64, String)> = Vec::new();
+        for t in &self.timed {
+            if t.0 != self.incumbent.source && !timed.iter().any(|u| u.0 == t.0) {
+                timed.push(t);
+            }
+        }
+        timed.sort_by(|a, b| a.2.total_cmp(&b.2));
+        let mut chosen: Vec<&(String, String, f64, String)> = timed.iter().take(OTHERS - 1).copied().collect();
+        fn lines(s: &str) -> std::collections::HashSet<&str> {
+            s.lines().map(str::trim).collect()
+        }
+        let incumbent = lines(&self.incumbent.source);
+        let distance = |s: &str| {
+            let l = lines(s);
+            1.0 - l.intersection(&incumbent).count() as f64 / l.union(&incumbent).count().max(1) as f64
+        };
+        if let Some(far) = timed.iter().filter(|t| !chosen.contains(t)).max_by(|a, b| distance(&a.0).total_cmp(&distance(&b.0))) {
+            chosen.push(far);
+        }
+        chosen.into_iter().map(|(source, flags, seconds, proposer)| self.shown_source(source.clone(), flags.clone(), *seconds, proposer)).collect()
+    }
+
+    fn give_up(&mut self, why: String) {
+        let mut log = self.log.borrow_mut();
+        if log.gave_up.is_none() {
+            tracing::warn!("the llm proposer stops: {why}");
+            log.gave_up = Some(why);
+        }
+    }
+
+    /// Answers a conversation's last reply with what was wrong with it, if it may have another
+    /// turn.
+    fn repair(&mut self, conversation: u64, problem: &str, detail: &str) {
+        let Some(c) = self.conversations.get(&conversation) else { return };
+        if c.repairs >= self.options.repairs || self.spent() || self.log.borrow().gave_up.is_some() {
+            self.conversations.remove(&conversation);
+            return;
+        }
+        let detail: String = detail.chars().take(LOG_LIMIT).collect();
+        match self.prompts.repair(&self.task, problem, &detail) {
+            Ok(message) => {
+                let c = self.conversations.get_mut(&conversation).expect("present");
+                c.messages.push(message);
+                c.repairs += 1;
+                self.send(conversation);
+            }
+            Err(e) => self.give_up(e.to_string()),
+        }
+    }
+
+    /// Takes in the calls that finished.
+    fn poll(&mut self) {
+        while let Some(done) = self.dispatcher.try_next() {
+            let prompt = serde_json::to_string(&done.messages).expect("serializable");
+            let prompt_hash: String = sha2::Sha256::digest(prompt.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect();
+            let turn = self.conversations.get(&done.tag).map_or(0, |c| c.repairs);
+            let mut call = LlmCall {
+                conversation: done.tag,
+                turn,
+                prompt_hash,
+                prompt,
+                model: self.options.model.clone(),
+                reply: None,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                cost: None,
+                seconds: done.seconds,
+                attempts: 1,
+                outcome: String::new(),
+                detail: None,
+                source_hash: None,
+                at_seconds: 0.0,
+            };
+            match done.result {
+                Ok(reply) => {
+                    self.failures = 0;
+                    let u = reply.usage;
+                    let cost = u.cost.or_else(|| self.options.price.map(|(p, c)| (u.prompt_tokens as f64 * p + u.completion_tokens as f64 * c) / 1e6));
+                    {
+                        let mut log = self.log.borrow_mut();
+                        log.tokens += u.total();
+                        log.cost += cost.unwrap_or(0.0);
+                    }
+                    call = LlmCall { model: if reply.model.is_empty() { call.model } else { reply.model.clone() }, reply: Some(reply.content.clone()), prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, cost, attempts: reply.attempts, ..call };
+                    if let Some(c) = self.conversations.get_mut(&done.tag) {
+                        c.messages.push(Message::assistant(reply.content.clone()));
+                    }
+                    match ollie_llm::extract(&reply.content, &self.symbol, self.params) {
+                        Ok(e) => {
+                            let mut flags: Vec<String> = BASE_FLAGS.iter().map(|f| f.to_string()).collect();
+                            for f in e.flags {
+                                if !flags.contains(&f) {
+                                    flags.push(f);
+                                }
+                            }
+                            call.outcome = "kernel".into();
+                            call.source_hash = Some(hash(&e.source, &flags));
+                            let kernel = Kernel::Written { source: e.source, flags };
+                            self.pending.insert(kernel.clone(), done.tag);
+                            self.ready.push_back(kernel);
+                        }
+                        Err(unusable) => {
+                            call.outcome = unusable.kind().into();
+                            call.detail = Some(unusable.to_string());
+                            self.repair(done.tag, unusable.kind(), &unusable.to_string());
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.failures += 1;
+                    call.outcome = e.kind().into();
+                    call.detail = Some(e.to_string());
+                    if let ollie_llm::LlmError::Status { attempts, .. } = e {
+                        call.attempts = attempts;
+                    }
+                    self.conversations.remove(&done.tag);
+                    if e.is_fatal() {
+                        self.give_up(format!("{e} (check --llm-url, --llm-model and the API key)"));
+                    } else if self.failures >= FAILURES {
+                        self.give_up(format!("{} calls in a row failed, the last: {e}", self.failures));
+                    }
+                }
+            }
+            tracing::debug!(conversation = call.conversation, outcome = %call.outcome, "llm call");
+            self.log.borrow_mut().calls.push(call);
+        }
+    }
+}
+
+impl Propose<Kernel> for LlmProposer<'_> {
+    fn name(&self) -> &str {
+        "llm"
+    }
+
+    fn propose(&mut self, _current: &Kernel, _rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
+        self.poll();
+        // Ready kernels first: they are the ones whose conversations count against the limit.
+        let next = self.ready.pop_front();
+        self.open();
+        match next {
+            Some(kernel) => Proposal::Candidate(kernel),
+            None if self.dispatcher.in_flight() == 0 && (self.spent() || self.log.borrow().gave_up.is_some()) => Proposal::Exhausted,
+            None => Proposal::NotNow,
+        }
+    }
+
+    fn observe(&mut self, event: &Event<Kernel>) {
+        self.poll();
+        let own = self.pending.remove(&event.candidate);
+        match &event.outcome {
+            Evaluation::Timed { seconds, .. } => {
+                let shown = self.shown(&event.candidate, *seconds, &event.proposer);
+                if event.new_best {
+                    self.incumbent = shown.clone();
+                }
+                self.timed.push((shown.source, shown.flags, *seconds, event.proposer.clone()));
+                if let Some(c) = own {
+                    self.conversations.remove(&c);
+                }
+            }
+            Evaluation::Rejected { reason, detail } => {
+                let (source, _) = event.candidate.emit(self.naive).unwrap_or_default();
+                self.remember_rejection(reason, detail, &event.proposer, &source);
+                match own {
+                    Some(c) if reason == "compile-error" => self.repair(c, reason, detail),
+                    Some(c) => {
+                        self.conversations.remove(&c);
+                    }
+                    None => {}
+                }
+            }
+        }
+        self.open();
+    }
+}
