@@ -98,23 +98,29 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
     for round in 0..config.warmups + config.calls {
         let call = round + 1;
         let set = &sets[round % sets.len()];
-        let mut times = Vec::new();
-        for (k, session) in sessions.iter_mut().enumerate() {
-            let Ok(s) = session else { continue };
+        let mut times = vec![None; sessions.len()];
+        // Each kernel goes first in every other round: whatever the position in a round costs
+        // (caches, clocks), it costs both alike.
+        let mut order: Vec<usize> = (0..sessions.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            let Ok(s) = &mut sessions[k] else { continue };
             let id = TestId { family: "normal".into(), seed: set.seed, kind: if round < config.warmups { "warm-up" } else { "timed" }.into(), call };
             match checked_call(graph, s, &set.values, &set.expected, &id, config.floor, None, None)? {
                 Ok(checked) => {
                     let seconds = checked.elapsed.as_secs_f64();
                     if round >= config.warmups {
                         samples[k].push(seconds);
-                        times.push(seconds);
+                        times[k] = Some(seconds);
                     }
                 }
-                Err(r) => *session = Err(r),
+                Err(r) => sessions[k] = Err(r),
             }
         }
-        if libraries.len() == 2 && times.len() == 2 {
-            ratios.push(times[0] / times[1]);
+        if let [Some(a), Some(b)] = times[..] {
+            ratios.push(a / b);
         }
     }
     let kernels = sessions

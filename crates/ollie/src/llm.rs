@@ -6,7 +6,6 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +22,6 @@ use crate::optimize::hash;
 use crate::report;
 
 /// What the command line says about the LLM.
-#[derive(Debug, Clone)]
 pub struct LlmOptions {
     pub url: String,
     pub model: String,
@@ -36,7 +34,8 @@ pub struct LlmOptions {
     pub timeout: Duration,
     /// Repair turns one conversation may take.
     pub repairs: u32,
-    pub prompts: Option<PathBuf>,
+    /// The templates, loaded (and so checked) before the search starts.
+    pub prompts: Prompts,
     /// Dollars per million prompt and completion tokens, to price calls the endpoint does not.
     pub price: Option<(f64, f64)>,
 }
@@ -69,7 +68,6 @@ const LOG_LIMIT: usize = 4000;
 pub struct LlmProposer<'a> {
     options: LlmOptions,
     dispatcher: Dispatcher,
-    prompts: Prompts,
     task: Task,
     naive: &'a LoopNest,
     symbol: String,
@@ -89,13 +87,6 @@ pub struct LlmProposer<'a> {
     pub log: Rc<RefCell<LlmLog>>,
 }
 
-/// Why the llm proposer cannot start.
-#[derive(Debug, thiserror::Error)]
-pub enum LlmSetupError {
-    #[error(transparent)]
-    Prompt(#[from] ollie_llm::PromptError),
-}
-
 /// What the proposer is told when it starts.
 pub struct Setup<'a> {
     pub graph: &'a Graph,
@@ -111,8 +102,7 @@ pub struct Setup<'a> {
 }
 
 impl<'a> LlmProposer<'a> {
-    pub fn new(options: LlmOptions, naive: &'a LoopNest, s: Setup<'_>) -> Result<LlmProposer<'a>, LlmSetupError> {
-        let prompts = Prompts::load(options.prompts.as_deref())?;
+    pub fn new(options: LlmOptions, naive: &'a LoopNest, s: Setup<'_>) -> LlmProposer<'a> {
         let graph = s.graph;
         let (naive_source, _) = Kernel::Scheduled(ollie_search::initial_schedule()).emit(naive).unwrap_or_default();
         let mut buffers: Vec<String> = graph.params.iter().map(|p| format!("{}: {} (input)", p.name, p.ty)).collect();
@@ -148,7 +138,6 @@ impl<'a> LlmProposer<'a> {
         let (best, best_seconds, best_proposer) = s.best;
         let mut proposer = LlmProposer {
             dispatcher,
-            prompts,
             task,
             naive,
             symbol: graph.name.clone(),
@@ -174,7 +163,7 @@ impl<'a> LlmProposer<'a> {
                 _ => {}
             }
         }
-        Ok(proposer)
+        proposer
     }
 
     fn shown(&self, kernel: &Kernel, seconds: f64, proposer: &str) -> Shown {
@@ -188,7 +177,7 @@ impl<'a> LlmProposer<'a> {
 
     fn remember_rejection(&mut self, reason: &str, detail: &str, proposer: &str, source: &str) {
         // Only the verifier's verdicts teach something about correctness.
-        if matches!(reason, "slower" | "compile-error" | "illegal-schedule" | "invalid-nest" | "untimed" | "internal") {
+        if matches!(reason, "slower" | "unchanged" | "compile-error" | "illegal-schedule" | "invalid-nest" | "untimed" | "internal") {
             return;
         }
         let source = (proposer == "llm").then(|| source.to_string());
@@ -221,7 +210,7 @@ impl<'a> LlmProposer<'a> {
     fn open(&mut self) {
         while self.log.borrow().gave_up.is_none() && !self.spent() && self.dispatcher.in_flight() + self.ready.len() + self.pending.len() < self.options.concurrency {
             let shot = Shot { task: &self.task, incumbent: self.incumbent.clone(), others: self.others(), rejections: self.rejections.iter().cloned().collect() };
-            let messages = match self.prompts.open(&shot) {
+            let messages = match self.options.prompts.open(&shot) {
                 Ok(m) => m,
                 Err(e) => {
                     self.give_up(format!("{e}"));
@@ -276,7 +265,7 @@ impl<'a> LlmProposer<'a> {
             return;
         }
         let detail: String = detail.chars().take(LOG_LIMIT).collect();
-        match self.prompts.repair(&self.task, problem, &detail) {
+        match self.options.prompts.repair(&self.task, problem, &detail) {
             Ok(message) => {
                 let c = self.conversations.get_mut(&conversation).expect("present");
                 c.messages.push(message);

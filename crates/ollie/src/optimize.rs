@@ -75,7 +75,7 @@ fn proposers(o: &Options) -> Result<(Vec<String>, Option<LlmOptions>), Failure> 
         tokens: a.tokens,
         timeout: Duration::from_secs_f64(a.timeout),
         repairs: a.repairs,
-        prompts: a.prompts.clone(),
+        prompts: ollie_llm::Prompts::load(a.prompts.as_deref()).map_err(|e| user_error(format!("error: {e}")))?,
         price: a.price,
     };
     Ok((unique, Some(options)))
@@ -154,16 +154,22 @@ impl Evaluator<'_> {
             }
         };
         let mut details = Details { source, flags, reason: None, timing: None, counterexample: None };
+        let current_library = match self.build(current) {
+            Ok((_, _, lib)) => lib,
+            Err((_, detail)) => anyhow::bail!("the current kernel no longer builds: {detail}"),
+        };
+        // Another way to the same source and flags (a schedule whose steps change nothing, a
+        // model repeating itself): timing a kernel against itself teaches nothing.
+        if library == current_library {
+            details.reason = Some(("unchanged".into(), "the same source and flags as the current kernel".into()));
+            return Ok(details);
+        }
         // A quick screen (saved counterexamples, normal inputs) before timing; the whole
         // protocol only for candidates the chain may move to.
         let screen = VerifyConfig { families: Some(vec![ollie_verify::Family::Normal]), ..self.verify.clone() };
         if !self.passes(&library, &screen, &mut details)? {
             return Ok(details);
         }
-        let current_library = match self.build(current) {
-            Ok((_, _, lib)) => lib,
-            Err((_, detail)) => anyhow::bail!("the current kernel no longer builds: {detail}"),
-        };
         // About a fifth of a second of calls per kernel, between 5 and 11 interleaved pairs.
         let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.floor);
         let calls = ((0.2 / guess) as usize).clamp(5, 11);
@@ -248,7 +254,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
                 Details { source: String::new(), flags: Vec::new(), reason: Some(("internal".into(), format!("{e:#}"))), timing: None, counterexample: None }
             }
         };
-        if let Some(reason) = details.reason.as_ref().filter(|r| r.0 != "slower" && r.0 != "internal") {
+        if let Some(reason) = details.reason.as_ref().filter(|r| !matches!(r.0.as_str(), "slower" | "internal" | "unchanged")) {
             self.rejected.insert(candidate.clone(), reason.clone());
         }
         let evaluation = match (&details.reason, &details.timing) {
@@ -411,7 +417,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 history: &candidates,
                 calls: &calls,
             };
-            Some(LlmProposer::new(options, &naive, setup).map_err(|e| user_error(format!("error: {e}")))?)
+            Some(LlmProposer::new(options, &naive, setup))
         }
         None => None,
     };

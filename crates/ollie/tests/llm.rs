@@ -186,3 +186,30 @@ fn a_resumed_search_keeps_its_llm_budget_and_conversations() {
     assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2]);
     assert_eq!(std::fs::read_to_string(out.path().join("colsum.c")).unwrap(), kernel_of("faster.md"));
 }
+
+#[test]
+fn a_wrong_llm_setup_is_a_usage_error_before_anything_runs() {
+    let (cache, out) = (cache(), tempfile::tempdir().unwrap());
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ollie"))
+            .args(["optimize", "test_data/llm/colsum.py", "--out"])
+            .arg(out.path())
+            .args(args)
+            .env("XDG_CACHE_HOME", cache.path())
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    assert!(run(&["--proposers", "llm"]).contains("needs --llm-url"));
+    assert!(run(&["--proposers", "llm", "--llm-url", "http://127.0.0.1:9/v1"]).contains("needs --llm-model"));
+    assert!(run(&["--proposers", "llm", "--llm-url", "localhost:8000", "--llm-model", "m"]).contains("is not an http:// or https:// URL"));
+    assert!(run(&["--proposers", "mutate,gpt"]).contains("unknown proposer `gpt`"));
+    assert!(run(&["--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-price", "cheap"]).contains("--llm-price"));
+    let prompts = tempfile::tempdir().unwrap();
+    std::fs::write(prompts.path().join("propose.j2"), "{{ task.kernel ").unwrap();
+    let broken = run(&["--proposers", "llm", "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-prompts", prompts.path().to_str().unwrap()]);
+    assert!(broken.contains("propose.j2"), "{broken}");
+    assert!(!out.path().join("ollie.db").exists(), "nothing was started");
+}
