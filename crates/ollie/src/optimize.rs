@@ -393,13 +393,13 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let oracle = Oracle::new(graph, &runner, &baseline);
     // The chain's state, from the store.
     let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
-    let schedule_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Failure> {
+    let kernel_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Failure> {
         let id = id.context("the store's run has no candidate")?;
         let c = by_id.get(&id).context("the store's run names a missing candidate")?;
         Ok((stored_kernel(c)?, c.timing.map_or(f64::INFINITY, |t| t.estimate), id))
     };
-    let (best, best_seconds, best_id) = schedule_of(run.best)?;
-    let (current, current_seconds, current_id) = schedule_of(run.current)?;
+    let (best, best_seconds, best_id) = kernel_of(run.best)?;
+    let (current, current_seconds, current_id) = kernel_of(run.current)?;
     let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
     drop(by_id);
     let mut mutate = Mutate::new(naive.clone());
