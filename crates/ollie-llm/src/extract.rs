@@ -59,7 +59,7 @@ fn blocks(reply: &str) -> (Vec<Block>, Vec<&str>) {
                 let (ticks, tildes) = (fence('`'), fence('~'));
                 if ticks >= 3 || tildes >= 3 {
                     let (c, n) = if ticks >= 3 { ('`', ticks) } else { ('~', tildes) };
-                    let info = trimmed[n..].trim().split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+                    let info = trimmed[n..].split_whitespace().next().unwrap_or("").to_ascii_lowercase();
                     open = Some((c.to_string(), n, Block { info, text: String::new() }));
                 } else {
                     outside.push(line);
@@ -233,7 +233,7 @@ fn strip(source: &str) -> String {
                     }
                     escaped = !escaped && d == '\\';
                 }
-                out.push_str("0");
+                out.push('0');
             }
             '#' if line_start => {
                 // A directive, with its continuation lines.

@@ -126,7 +126,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "flops": cost.flops,
         "compulsory_bytes": cost.min_bytes,
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs },
-        "proposers": proposer_table(&history).into_iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
+        "proposers": proposer_table(history).into_iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
         "llm": LlmTally::of(calls),
     });
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
@@ -139,7 +139,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     }
     writeln!(md, "Re-verified with fresh seed {} (see `certificate.json`); timed against the naive kernel over {} interleaved pairs.\n", summary.verify_seed, summary.pairs).unwrap();
     md.push_str("## Proposers\n\n| proposer | evaluations | improvements |\n|---|---|---|\n");
-    for (p, tries, wins) in proposer_table(&history) {
+    for (p, tries, wins) in proposer_table(history) {
         writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
     }
     md.push_str("\n## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | proposer | schedule |\n|---|---|---|---|---|\n");
@@ -150,7 +150,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     }
     md.push_str(&format!("\n![progress](progress.svg)\n\n![roofline](roofline.svg)\n\nUse it from Python: `from {name} import {name}` in this directory.\n"));
     write_file(&out.join("report.md"), md.as_bytes())?;
-    progress_svg(&out.join("progress.svg"), &history, r.new.naive_seconds).context("drawing progress.svg")?;
+    progress_svg(&out.join("progress.svg"), history, r.new.naive_seconds).context("drawing progress.svg")?;
     roofline_svg(&out.join("roofline.svg"), floor, cost.flops, cost.min_bytes, r.new.naive_seconds, summary.best_seconds).context("drawing roofline.svg")?;
     stdout(&format!("{table}\nwrote {}: {name}.c {name}.h lib{name}.so {name}.py certificate.json report.md report.json progress.svg roofline.svg\n", out.display()))
 }
