@@ -2,7 +2,7 @@
 //! verified and timed serially, every evaluation written to the store; at the end the best kernel
 //! is re-verified with fresh seeds, timed against the naive one and written out with its report.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -471,10 +471,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     }
     let mut tally = Tally::default();
     history.iter().for_each(|(_, c)| tally.add(c));
-    let naive_seconds = run.new.naive_seconds;
-    let progress = Progress::new(o.time, run.elapsed_seconds, llm_log.clone());
-    let mut best_seconds = search.best_seconds;
-    progress.show(run.elapsed_seconds, &tally, best_seconds, naive_seconds, floor.seconds);
+    let progress = Progress::new(o.time, run.elapsed_seconds, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_log.clone());
     let session = Instant::now();
     let elapsed = |run: &Run| run.elapsed_seconds + session.elapsed().as_secs_f64();
     let (mut best_id, mut current_id) = (best_id, current_id);
@@ -497,6 +494,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         &mut evaluator,
         |s| {
             store_calls();
+            progress.tick(elapsed(&run));
             store_error.borrow().is_some() || elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
         },
         |event| {
@@ -531,11 +529,12 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 }
                 Err(e) => *store_error.borrow_mut() = Some(e),
             }
-            tally.add(&candidate);
-            if let (true, Evaluation::Timed { seconds, .. }) = (event.new_best, &event.outcome) {
-                best_seconds = *seconds;
-            }
-            progress.show(elapsed(&run), &tally, best_seconds, naive_seconds, floor.seconds);
+            let best = match (event.new_best, &event.outcome) {
+                (true, Evaluation::Timed { seconds, .. }) => Some(*seconds),
+                _ => None,
+            };
+            progress.add(&candidate, best);
+            progress.show(elapsed(&run));
         },
     );
     store_calls();
@@ -667,21 +666,47 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
 /// The progress bar: search time against the budget, and the tallies.
 struct Progress {
     bar: indicatif::ProgressBar,
+    tally: RefCell<Tally>,
+    /// The best time (on the chain's scale), the naive kernel's and the roofline floor.
+    best: Cell<f64>,
+    naive: f64,
+    floor: f64,
     llm: Option<Rc<RefCell<crate::llm::LlmLog>>>,
+    shown: Cell<Instant>,
 }
 
 impl Progress {
-    fn new(budget: f64, done: f64, llm: Option<Rc<RefCell<crate::llm::LlmLog>>>) -> Progress {
+    fn new(budget: f64, done: f64, tally: Tally, (best, naive, floor): (f64, f64, f64), llm: Option<Rc<RefCell<crate::llm::LlmLog>>>) -> Progress {
         let bar = indicatif::ProgressBar::new((budget * 10.0).round() as u64).with_elapsed(Duration::from_secs_f64(done));
         bar.set_style(indicatif::ProgressStyle::with_template("{elapsed:>4} of {prefix} [{bar:24}] {msg}").expect("valid template").progress_chars("=> "));
         bar.set_position((done * 10.0) as u64);
         bar.set_prefix(format!("{budget:.0}s"));
         bar.enable_steady_tick(Duration::from_millis(500));
-        Progress { bar, llm }
+        let progress = Progress { bar, tally: RefCell::new(tally), best: best.into(), naive, floor, llm, shown: Instant::now().into() };
+        progress.show(done);
+        progress
     }
 
-    /// The search time so far, the tallies and the best time (on the chain's scale).
-    fn show(&self, elapsed: f64, tally: &Tally, best: f64, naive: f64, floor: f64) {
+    /// Counts a stored candidate, and its time if it is the new best.
+    fn add(&self, c: &Candidate, best: Option<f64>) {
+        self.tally.borrow_mut().add(c);
+        if let Some(b) = best {
+            self.best.set(b);
+        }
+    }
+
+    /// [`Progress::show`] if it has not been for a second: while no evaluation comes (a slow
+    /// model), the LLM's counts still move.
+    fn tick(&self, elapsed: f64) {
+        if self.shown.get().elapsed() > Duration::from_secs(1) {
+            self.show(elapsed);
+        }
+    }
+
+    /// The search time so far, the tallies and the best time.
+    fn show(&self, elapsed: f64) {
+        self.shown.set(Instant::now());
+        let (tally, best, naive, floor) = (self.tally.borrow(), self.best.get(), self.naive, self.floor);
         self.bar.set_position((elapsed * 10.0) as u64);
         let llm = self.llm.as_ref().map_or_else(String::new, |l| {
             let l = l.borrow();

@@ -140,17 +140,18 @@ fn the_search_adopts_a_faster_correct_kernel_and_rejects_every_cheat() {
 
 #[test]
 fn an_endpoint_that_never_answers_or_is_not_there_costs_only_its_timeout() {
-    let server = ScriptedServer::start(Vec::new(), Answer::Silence);
+    // Two conversations at once: one call is never answered, the other brings the faster kernel,
+    // which is judged and adopted while the first waits out its 3 s.
+    let server = ScriptedServer::start(vec![Answer::Silence, reply("faster.md")], Answer::Silence);
     let (cache, out) = (cache(), tempfile::tempdir().unwrap());
     let started = Instant::now();
-    let o = optimize(cache.path(), out.path(), &server.url, &["--llm-calls", "1", "--llm-timeout", "2s"]);
+    let o = optimize(cache.path(), out.path(), &server.url, &["--llm-calls", "2", "--llm-concurrency", "2", "--llm-timeout", "3s"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let calls = llm_calls(&out.path().join("ollie.db"));
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].2, "timeout");
-    assert!(calls[0].4 >= 1.9 && calls[0].4 < 4.0, "{calls:?}");
+    assert_eq!(calls.iter().map(|c| c.2.as_str()).collect::<Vec<_>>(), ["kernel", "timeout"], "{calls:?}");
+    assert!(calls[1].4 >= 2.9 && calls[1].4 < 5.0, "{calls:?}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap()).unwrap();
-    assert_eq!(report["best"]["proposer"], "naive", "nothing better came: the naive kernel is the result");
+    assert_eq!(report["best"]["proposer"], "llm");
     let silent = started.elapsed();
 
     // Nobody listens on this port: three refused calls and the proposer gives up, long before
