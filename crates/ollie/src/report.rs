@@ -347,17 +347,17 @@ pub fn seconds(s: f64) -> String {
 /// `ollie runs [DIR]`: the searches stored in DIR.
 pub fn runs(dir: &Path) -> Result<(), Failure> {
     let store = open(dir)?;
-    let mut text = format!("{:>4} {:<16} {:<28} {:>6} {:>8} {:>11} {:>9} {}\n", "run", "kernel", "spec", "evals", "searched", "best", "speedup", "state");
+    let mut text = format!("{:>4} {:<16} {:<28} {:>6} {:>8} {:>11} {:>9} {:<7} {}\n", "run", "kernel", "spec", "evals", "searched", "best", "speedup", "from", "state");
     for r in store.runs().context("reading the store")? {
         let summary: Option<Summary> = r.summary.as_deref().and_then(|s| serde_json::from_str(s).ok());
-        let (best, speedup) = match &summary {
-            Some(s) if s.naive_is_best => (seconds(s.best_seconds), "none".to_string()),
-            Some(s) => (seconds(s.best_seconds), format!("{:.2}x", s.speedup)),
-            None => ("-".into(), "-".into()),
+        let (best, speedup, from) = match &summary {
+            Some(s) if s.naive_is_best => (seconds(s.best_seconds), "none".to_string(), "naive"),
+            Some(s) => (seconds(s.best_seconds), format!("{:.2}x", s.speedup), s.proposer.as_str()),
+            None => ("-".into(), "-".into(), "-"),
         };
         writeln!(
             text,
-            "{:>4} {:<16} {:<28} {:>6} {:>7.1}s {:>11} {:>9} {}",
+            "{:>4} {:<16} {:<28} {:>6} {:>7.1}s {:>11} {:>9} {:<7} {}",
             r.id.0,
             r.new.kernel,
             r.new.spec_path,
@@ -365,6 +365,7 @@ pub fn runs(dir: &Path) -> Result<(), Failure> {
             r.elapsed_seconds,
             best,
             speedup,
+            from,
             if r.finished { "finished" } else { "interrupted (--resume continues it)" }
         )
         .unwrap();
