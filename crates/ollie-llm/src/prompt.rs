@@ -126,3 +126,55 @@ impl Prompts {
         Ok(Message::user(self.render("repair.j2", Repair { task, problem, detail })?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> Task {
+        Task {
+            kernel: "k".into(),
+            spec: "def k(x): ...".into(),
+            signature: "void k(const float *restrict x, float *restrict out);".into(),
+            buffers: vec!["x: f32[4] (input)".into(), "out: f32[4] (output)".into()],
+            flops: 4.0,
+            bytes: 32.0,
+            base_flags: "-O3 -march=native".into(),
+            machine: MachineFacts { cpu: "cpu".into(), isa: "avx2".into(), threads: 2, last_level_cache_bytes: 1 << 20, ceilings: vec![(1, 100.0, 25.0)] },
+            floor: "1 ns".into(),
+            memory_bound: true,
+        }
+    }
+
+    fn shown(source: &str) -> Shown {
+        Shown { source: source.into(), flags: "-O3".into(), time: "2 ns".into(), roofline_percent: 50.0, speedup: 1.5, proposer: "naive".into() }
+    }
+
+    #[test]
+    fn the_built_in_templates_render_everything_they_are_given() {
+        let task = task();
+        let rejected = Rejected { reason: "inaccurate".into(), detail: "element 3 is off".into(), proposer: "llm".into(), source: Some("void k(...) { bad }".into()) };
+        let shot = Shot { task: &task, incumbent: shown("void k(...) { best }"), others: vec![shown("void k(...) { other }")], rejections: vec![rejected] };
+        let messages = Prompts::load(None).unwrap().open(&shot).unwrap();
+        assert_eq!(messages.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(), ["system", "user"]);
+        assert!(messages[0].content.contains("void k(const float *restrict x, float *restrict out);") && messages[0].content.contains("avx2"));
+        for needle in ["def k(x): ...", "x: f32[4] (input)", "{ best }", "{ other }", "inaccurate: element 3 is off", "{ bad }", "1 ns (memory-bound)", "50.0% of the roofline"] {
+            assert!(messages[1].content.contains(needle), "{needle:?} missing from:\n{}", messages[1].content);
+        }
+        let repair = Prompts::load(None).unwrap().repair(&task, "compile-error", "k.c:3: error: expected ';'\n").unwrap();
+        assert!(repair.content.contains("did not compile") && repair.content.contains("expected ';'"));
+    }
+
+    #[test]
+    fn a_template_in_the_directory_replaces_the_built_in_one() {
+        let dir = std::env::temp_dir().join(format!("ollie-prompts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("system.j2"), "You tune {{ task.kernel }}.").unwrap();
+        let task = task();
+        let shot = Shot { task: &task, incumbent: shown("s"), others: Vec::new(), rejections: Vec::new() };
+        let messages = Prompts::load(Some(&dir)).unwrap().open(&shot).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(messages[0].content, "You tune k.");
+        assert!(messages[1].content.contains("Write a faster kernel for `k`"), "the others stay built in");
+    }
+}
