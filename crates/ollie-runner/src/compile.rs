@@ -64,12 +64,16 @@ impl Compiler {
         std::fs::create_dir_all(&self.cache_dir).map_err(|e| Err(RunnerError::Io(format!("creating {}", self.cache_dir.display()), e)))?;
         let src = self.cache_dir.join(format!("{key}.c"));
         std::fs::write(&src, source).map_err(|e| Err(RunnerError::Io(format!("writing {}", src.display()), e)))?;
-        let partial = self.cache_dir.join(format!("{key}.{}.tmp", std::process::id()));
+        // Two threads may build the same source at once: each writes its own file, and the
+        // rename makes whichever finishes last the library (the same bytes).
+        static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let unique = format!("{}-{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let partial = self.cache_dir.join(format!("{key}.{unique}.tmp"));
         // Libraries go after the source, where the linker looks for them.
         let (libraries, options): (Vec<&String>, Vec<&String>) = flags.iter().partition(|f| f.starts_with("-l"));
         let mut command = Command::new(&self.cc);
         command.args(options).args(["-shared", "-fPIC", "-o"]).arg(&partial).arg(&src).args(libraries).arg("-lm");
-        let failure = self.run(command, &self.cache_dir.join(format!("{key}.{}.log", std::process::id())))?;
+        let failure = self.run(command, &self.cache_dir.join(format!("{key}.{unique}.log")))?;
         if let Some(log) = failure {
             let _ = std::fs::remove_file(&partial);
             return Err(Ok(Outcome::CompileError { log }));

@@ -114,7 +114,8 @@ pub struct LlmCall {
     pub cost: Option<f64>,
     pub seconds: f64,
     pub attempts: u32,
-    /// `kernel` (a candidate was extracted), or why not: `no-code`, `wrong-symbol`, `timeout`, ...
+    /// `kernel` (a candidate was extracted), `duplicate` (the same kernel as one awaiting its
+    /// verdict), or why there is none: `no-code`, `wrong-symbol`, `timeout`, ...
     pub outcome: String,
     pub detail: Option<String>,
     /// The extracted candidate's source hash (its verdict is the candidate's).

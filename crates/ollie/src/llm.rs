@@ -206,9 +206,10 @@ impl<'a> LlmProposer<'a> {
     }
 
     /// Opens conversations up to the concurrency limit, while the budget lasts. A conversation
-    /// counts while its call is in flight or its kernel waits for a verdict.
+    /// counts while its call is in flight or its kernel waits for a verdict (`pending` holds the
+    /// kernels ready to propose too).
     fn open(&mut self) {
-        while self.log.borrow().gave_up.is_none() && !self.spent() && self.dispatcher.in_flight() + self.ready.len() + self.pending.len() < self.options.concurrency {
+        while self.log.borrow().gave_up.is_none() && !self.spent() && self.dispatcher.in_flight() + self.pending.len() < self.options.concurrency {
             let shot = Shot { task: &self.task, incumbent: self.incumbent.clone(), others: self.others(), rejections: self.rejections.iter().cloned().collect() };
             let messages = match self.options.prompts.open(&shot) {
                 Ok(m) => m,
@@ -321,11 +322,18 @@ impl<'a> LlmProposer<'a> {
                                     flags.push(f);
                                 }
                             }
-                            call.outcome = "kernel".into();
                             call.source_hash = Some(hash(&e.source, &flags));
                             let kernel = Kernel::Written { source: e.source, flags };
-                            self.pending.insert(kernel.clone(), done.tag);
-                            self.ready.push_back(kernel);
+                            if let Some(other) = self.pending.get(&kernel) {
+                                // Judged once, for the conversation that brought it first.
+                                call.outcome = "duplicate".into();
+                                call.detail = Some(format!("the same kernel as conversation {other}'s, not yet judged"));
+                                self.conversations.remove(&done.tag);
+                            } else {
+                                call.outcome = "kernel".into();
+                                self.pending.insert(kernel.clone(), done.tag);
+                                self.ready.push_back(kernel);
+                            }
                         }
                         Err(unusable) => {
                             call.outcome = unusable.kind().into();

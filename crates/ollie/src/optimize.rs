@@ -228,7 +228,12 @@ const MAX_SAVED: usize = 8;
 
 impl Evaluate<Kernel> for Evaluator<'_> {
     fn prepare(&mut self, batch: &[Kernel]) {
-        let todo: Vec<&Kernel> = batch.iter().filter(|s| !self.builds.contains_key(*s)).collect();
+        let mut todo: Vec<&Kernel> = Vec::new();
+        for k in batch.iter().filter(|k| !self.builds.contains_key(*k)) {
+            if !todo.contains(&k) {
+                todo.push(k);
+            }
+        }
         let (compiler, naive) = (self.compiler, self.naive);
         let started = Instant::now();
         let built: Vec<(Kernel, Build)> = std::thread::scope(|scope| {

@@ -101,6 +101,23 @@ fn compiled_libraries_are_cached_by_content() {
 }
 
 #[test]
+fn the_same_source_built_by_several_threads_at_once_is_one_library() {
+    let cache = tempfile::tempdir().unwrap();
+    let compiler = Compiler::new(cache.path());
+    let source = "void k(const float *x, float *out) { for (int i = 0; i < 4; i++) out[i] = x[i] + 1; }";
+    let built: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| compiler.compile(source, &["-O2".to_string()]))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for b in &built {
+        assert_eq!(b.as_ref().map(|c| &c.library).ok(), built[0].as_ref().map(|c| &c.library).ok(), "{b:?}");
+    }
+    assert!(built[0].is_ok(), "{:?}", built[0]);
+    let leftovers: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().ends_with(".tmp") || n.to_string_lossy().ends_with(".log")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
 fn reaching_past_a_buffer_names_it() {
     // Reading x[16] is the first byte of the guard page after the (64-byte padded) input.
     let read = run("void k(const float *x, float *out) { volatile float v = x[16]; out[0] = v; }", 10 * SECOND);
