@@ -44,7 +44,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let (machine, roofline) = check::roofline_floor(graph)?;
     let (cost, ceiling, floor) = (graph.cost(), &roofline.ceiling, roofline.seconds);
     let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
-    let config = BenchConfig { seed: check::fresh_seed(), warmups: o.warmups, calls: o.calls, floor: Some(floor), ..BenchConfig::default() };
+    let config = BenchConfig { seed: check::fresh_seed(), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };
     let refs: Vec<&std::path::Path> = libraries.iter().map(|p| p.as_path()).collect();
     let report = ollie_verify::bench(graph, &runner, &baseline, &refs, &config).context("timing")?;
     let mut text = format!(

@@ -309,6 +309,11 @@ fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<
     for c in &machine.ceilings {
         text.push_str(&format!("{:>7}  {:>16.1}  {:>20.1}\n", c.threads, c.bandwidth_gbs, c.peak_gflops));
     }
+    text.push_str("\nin-cache bandwidth, GB/s for 1/2/... threads (bounds how fast a kernel can be):\n");
+    for c in &machine.cache_bandwidth {
+        let gbs: Vec<String> = c.gbs.iter().map(|g| format!("{g:.0}")).collect();
+        text.push_str(&format!("{:>8}KiB  {}\n", c.bytes >> 10, gbs.join("/")));
+    }
     text.push_str(&format!("\n{source}; stored in {} (`ollie machine --refresh` measures again)\n", path.display()));
     stdout(&text)
 }

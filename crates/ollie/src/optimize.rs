@@ -107,7 +107,8 @@ struct Evaluator<'a> {
     seconds: HashMap<Kernel, f64>,
     verify: VerifyConfig,
     bench_seed: u64,
-    floor: f64,
+    /// The least time a kernel can take (a faster call is rejected as `too-fast`).
+    fastest: f64,
     last: Rc<RefCell<Option<Details>>>,
 }
 
@@ -171,9 +172,9 @@ impl Evaluator<'_> {
             return Ok(details);
         }
         // About a fifth of a second of calls per kernel, between 5 and 11 interleaved pairs.
-        let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.floor);
+        let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.fastest);
         let calls = ((0.2 / guess) as usize).clamp(5, 11);
-        let config = BenchConfig { seed: self.bench_seed, sets: 2, warmups: 1, calls, floor: Some(self.floor) };
+        let config = BenchConfig { seed: self.bench_seed, sets: 2, warmups: 1, calls, floor: Some(self.fastest) };
         let started = Instant::now();
         let mut timed = ollie_verify::bench_with(&mut self.oracle, &[&library, &current_library], &config)?;
         // Faster by the median but not beyond the noise: once more, with more pairs.
@@ -355,7 +356,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         (run, history)
     } else {
         let seed = o.seed.unwrap_or_else(check::fresh_seed);
-        let naive_seconds = time_alone(&mut Oracle::new(graph, &patient, &baseline), &baseline, seed, floor.seconds)?;
+        let naive_seconds = time_alone(&mut Oracle::new(graph, &patient, &baseline), &baseline, seed, floor.fastest)?;
         let llm = llm_options.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
         let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.spec.dims, "proposers": names, "llm": llm });
         let new = NewRun {
@@ -441,7 +442,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         .map(|name| history.iter().filter(|(_, c)| c.proposer == *name).fold((0, 0), |(tries, wins), (_, c)| (tries + 1, wins + c.new_best as usize)))
         .collect();
 
-    let mut verify = VerifyConfig { seed: run.new.seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.seconds), ..VerifyConfig::default() };
+    let mut verify = VerifyConfig { seed: run.new.seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.fastest), ..VerifyConfig::default() };
     // The latest few counterexamples `ollie check` saved, then this run's own.
     let saved = counterexamples::load(graph);
     verify.saved = saved[saved.len().saturating_sub(MAX_SAVED / 2)..].to_vec();
@@ -458,7 +459,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         seconds: HashMap::from([(current.clone(), current_seconds), (best.clone(), best_seconds)]),
         verify,
         bench_seed: run.new.seed ^ 0x5eed,
-        floor: floor.seconds,
+        fastest: floor.fastest,
         last: last.clone(),
     };
     let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, ..SearchConfig::default() };
@@ -617,13 +618,13 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
                 continue;
             }
         };
-        let config = VerifyConfig { seed: fresh, floor: Some(cx.floor.seconds), ..VerifyConfig::default() };
+        let config = VerifyConfig { seed: fresh, floor: Some(cx.floor.fastest), ..VerifyConfig::default() };
         let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
         if !report.accepted {
             eprintln!("candidate {} failed re-verification with fresh seeds: {}", id.0, report.rejection.as_ref().map(check::describe).unwrap_or_default());
             continue;
         }
-        let bench = BenchConfig { seed: fresh, sets: 4, warmups: 2, calls: 21, floor: Some(cx.floor.seconds) };
+        let bench = BenchConfig { seed: fresh, sets: 4, warmups: 2, calls: 21, floor: Some(cx.floor.fastest) };
         let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
         let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
             (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),

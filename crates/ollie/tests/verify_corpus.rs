@@ -76,7 +76,7 @@ fn every_corpus_kernel_gets_its_verdict() {
     std::fs::create_dir_all(out.path().join("cache/ollie")).unwrap();
     std::fs::write(
         out.path().join("cache/ollie/machine.json"),
-        r#"{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{"threads":1,"bandwidth_gbs":1e6,"peak_gflops":1e6}],"measured_at":0}"#,
+        r#"{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{"threads":1,"bandwidth_gbs":1e6,"peak_gflops":1e6}],"cache_bandwidth":[{"bytes":524288,"gbs":[1e6]}],"measured_at":0}"#,
     )
     .unwrap();
     let results: Vec<(String, Result<String, String>)> = std::thread::scope(|scope| {
