@@ -77,7 +77,8 @@ pub struct LlmProposer<'a> {
     conversations: HashMap<u64, Conversation>,
     next_conversation: u64,
     ready: VecDeque<Kernel>,
-    /// Candidates proposed and not yet judged, with their conversation.
+    /// Kernels from replies not yet judged (those still `ready` among them), with their
+    /// conversation.
     pending: HashMap<Kernel, u64>,
     incumbent: Shown,
     /// Correct kernels timed so far (source, flags, seconds, proposer).

@@ -716,7 +716,8 @@ impl Progress {
         self.bar.set_position((elapsed * 10.0) as u64);
         let llm = self.llm.as_ref().map_or_else(String::new, |l| {
             let l = l.borrow();
-            format!(" | llm {} calls, {} tokens", l.made, l.tokens)
+            let cost = if l.cost > 0.0 { format!(", ${:.2}", l.cost) } else { String::new() };
+            format!(" | llm {} calls, {} tokens{cost}", l.made, l.tokens)
         });
         self.bar.set_message(format!(
             "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline{llm}",
