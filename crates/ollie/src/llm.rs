@@ -105,7 +105,6 @@ pub struct Setup<'a> {
 impl<'a> LlmProposer<'a> {
     pub fn new(options: LlmOptions, naive: &'a LoopNest, s: Setup<'_>) -> LlmProposer<'a> {
         let graph = s.graph;
-        let (naive_source, _) = Kernel::Scheduled(ollie_search::initial_schedule()).emit(naive).unwrap_or_default();
         let mut buffers: Vec<String> = graph.params.iter().map(|p| format!("{}: {} (input)", p.name, p.ty)).collect();
         buffers.extend((0..graph.outputs.len()).map(|k| format!("{}: {} (output)", graph.output_name(k), graph.ty(graph.outputs[k]))));
         let cost = graph.cost();
@@ -113,7 +112,7 @@ impl<'a> LlmProposer<'a> {
         let task = Task {
             kernel: graph.name.clone(),
             spec: s.spec_source.trim_end().to_string(),
-            signature: format!("{};", report::signature(&graph.name, &naive_source)),
+            signature: format!("{};", ollie_loops::prototype(naive)),
             buffers,
             flops: cost.flops,
             bytes: cost.min_bytes,

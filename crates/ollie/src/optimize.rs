@@ -662,7 +662,8 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
         naive_is_best: c.proposer == "naive",
     };
     cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
-    let files = report::Files { source: &source, library: &library, certificate: &report };
+    let prototype = ollie_loops::prototype(cx.naive);
+    let files = report::Files { source: &source, prototype: &prototype, library: &library, certificate: &report };
     let run = cx.store.run(cx.run).context("reading the store")?;
     let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
     let calls = cx.store.llm_calls(cx.run).context("reading the store")?;

@@ -48,6 +48,8 @@ pub struct Summary {
 /// The kernel's files, written once at the end of a search.
 pub struct Files<'a> {
     pub source: &'a str,
+    /// The ABI's prototype, for `NAME.h` (whoever wrote the source).
+    pub prototype: &'a str,
     pub library: &'a Path,
     pub certificate: &'a ollie_verify::Report,
 }
@@ -101,7 +103,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     let name = &graph.name;
     if let Some(f) = files {
         write_file(&out.join(format!("{name}.c")), f.source.as_bytes())?;
-        write_file(&out.join(format!("{name}.h")), header(name, f.source).as_bytes())?;
+        write_file(&out.join(format!("{name}.h")), header(name, f.prototype).as_bytes())?;
         let library = std::fs::read(f.library).context("reading the compiled kernel")?;
         write_file(&out.join(format!("lib{name}.so")), &library)?;
         write_file(&out.join(format!("{name}.py")), loader(graph).as_bytes())?;
@@ -189,16 +191,10 @@ fn proposer_table(history: &[Candidate]) -> Vec<(String, usize, usize)> {
     rows
 }
 
-/// `NAME.h`: the kernel's prototype, as the C file defines it.
-/// The kernel's prototype in an emitted source (without the `;`).
-pub fn signature(name: &str, source: &str) -> String {
-    source.lines().find(|l| l.starts_with(&format!("void {name}("))).map_or_else(String::new, |l| l.trim_end_matches(" {").to_string())
-}
-
-fn header(name: &str, source: &str) -> String {
-    let signature = signature(name, source);
+/// `NAME.h`: the kernel's prototype.
+fn header(name: &str, prototype: &str) -> String {
     let guard = format!("OLLIE_{}_H", name.to_uppercase());
-    format!("/* {name}: the kernel ollie found; see report.md. */\n#ifndef {guard}\n#define {guard}\n\n{signature};\n\n#endif\n")
+    format!("/* {name}: the kernel ollie found; see report.md. */\n#ifndef {guard}\n#define {guard}\n\n{prototype};\n\n#endif\n")
 }
 
 /// `NAME.py`: `from NAME import NAME; y = NAME(x)` with numpy arrays, shapes and dtypes checked.
