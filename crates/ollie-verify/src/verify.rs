@@ -62,10 +62,29 @@ pub enum Rejection {
     Forbidden { test: TestId, syscall: String },
     Crashed { test: TestId, signal: i32 },
     Timeout { test: TestId, seconds: f64 },
-    /// Returned sooner than the roofline allows: impossible for a kernel that does the work.
+    /// Returned sooner than any kernel doing the work can (`Floor::fastest`).
     TooFast { test: TestId, seconds: f64, floor: f64 },
     /// Could not be loaded or run at all.
     Failed { reason: String },
+}
+
+impl Rejection {
+    /// The short kind a store records, as the JSON form tags it (`inaccurate`, `too-fast`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Rejection::Inaccurate { .. } => "inaccurate",
+            Rejection::Unwritten { .. } => "unwritten",
+            Rejection::ChangedAfterReturn { .. } => "changed-after-return",
+            Rejection::StaleOutput { .. } => "stale-output",
+            Rejection::OutOfBounds { .. } => "out-of-bounds",
+            Rejection::InputModified { .. } => "input-modified",
+            Rejection::Forbidden { .. } => "forbidden",
+            Rejection::Crashed { .. } => "crashed",
+            Rejection::Timeout { .. } => "timeout",
+            Rejection::TooFast { .. } => "too-fast",
+            Rejection::Failed { .. } => "failed",
+        }
+    }
 }
 
 /// Which test a rejection happened in.
@@ -367,5 +386,31 @@ pub(crate) fn rejection(outcome: &Outcome, id: Option<&TestId>) -> Rejection {
         Outcome::CompileError { log } => Rejection::Failed { reason: format!("compile error: {log}") },
         Outcome::Failed { reason } => Rejection::Failed { reason: reason.clone() },
         Outcome::Ran { .. } => Rejection::Failed { reason: "unexpected outcome".into() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejections_kind_is_its_json_tag() {
+        let test = TestId { family: "normal".into(), seed: 1, kind: "fresh".into(), call: 1 };
+        let all = [
+            Rejection::Inaccurate { test: test.clone(), output: 0, detail: String::new(), element: None, value: 0.0, reference: 0.0, bound: None },
+            Rejection::Unwritten { test: test.clone(), output: 0, count: 1 },
+            Rejection::ChangedAfterReturn { test: test.clone(), output: 0 },
+            Rejection::StaleOutput { test: test.clone(), output: 0 },
+            Rejection::OutOfBounds { test: test.clone(), buffer: 0 },
+            Rejection::InputModified { test: test.clone(), buffer: 0 },
+            Rejection::Forbidden { test: test.clone(), syscall: "openat".into() },
+            Rejection::Crashed { test: test.clone(), signal: 11 },
+            Rejection::Timeout { test: test.clone(), seconds: 1.0 },
+            Rejection::TooFast { test, seconds: 1.0, floor: 2.0 },
+            Rejection::Failed { reason: String::new() },
+        ];
+        for r in all {
+            assert_eq!(serde_json::to_value(&r).unwrap()["kind"], r.kind());
+        }
     }
 }

@@ -277,8 +277,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
 
 /// A rejection's kind (`inaccurate`, `too-fast`, ...) and its description.
 fn rejection_reason(r: &Rejection) -> (String, String) {
-    let kind = serde_json::to_value(r).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str().map(str::to_string))).unwrap_or_else(|| "rejected".into());
-    (kind, check::describe(r))
+    (r.kind().to_string(), check::describe(r))
 }
 
 /// A candidate's identity in the store: its flags and source, hashed.
