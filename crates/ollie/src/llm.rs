@@ -14,7 +14,7 @@ use ollie_graph::Graph;
 use ollie_llm::{ApiKey, Client, ClientConfig, Dispatcher, Job, MachineFacts, Message, Prompts, Rejected, Shot, Shown, Task};
 use ollie_loops::LoopNest;
 use ollie_search::{Event, Evaluation, Kernel, Proposal, Propose, BASE_FLAGS};
-use ollie_store::{Candidate, LlmCall};
+use ollie_store::{Candidate, CandidateId, LlmCall};
 use rand_chacha::ChaCha8Rng;
 use sha2::Digest;
 
@@ -72,8 +72,7 @@ pub struct LlmProposer<'a> {
     naive: &'a LoopNest,
     symbol: String,
     params: usize,
-    naive_seconds: f64,
-    floor_seconds: f64,
+    scale: Scale,
     conversations: HashMap<u64, Conversation>,
     next_conversation: u64,
     ready: VecDeque<Kernel>,
@@ -81,11 +80,28 @@ pub struct LlmProposer<'a> {
     /// conversation.
     pending: HashMap<Kernel, u64>,
     incumbent: Shown,
-    /// Correct kernels timed so far (source, flags, seconds, proposer).
-    timed: Vec<(String, String, f64, String)>,
+    /// Correct kernels timed so far, with their times.
+    timed: Vec<(f64, Shown)>,
     rejections: VecDeque<Rejected>,
     failures: u32,
     pub log: Rc<RefCell<LlmLog>>,
+}
+
+/// Times as prompts show them: against the naive kernel and the roofline floor.
+struct Scale {
+    naive_seconds: f64,
+    floor_seconds: f64,
+}
+
+impl Scale {
+    fn shown(&self, source: String, flags: String, seconds: f64, proposer: &str) -> Shown {
+        Shown { source, flags, time: report::seconds(seconds), roofline_percent: 100.0 * self.floor_seconds / seconds, speedup: self.naive_seconds / seconds, proposer: proposer.to_string() }
+    }
+
+    fn shown_kernel(&self, naive: &LoopNest, kernel: &Kernel, seconds: f64, proposer: &str) -> Shown {
+        let (source, flags) = kernel.emit(naive).unwrap_or_default();
+        self.shown(source, flags.join(" "), seconds, proposer)
+    }
 }
 
 /// What the proposer is told when it starts.
@@ -98,7 +114,7 @@ pub struct Setup<'a> {
     /// The search's best so far: the prompt's first incumbent.
     pub best: (&'a Kernel, f64, &'a str),
     /// The run's candidates and LLM calls so far (a resumed run's).
-    pub history: &'a [Candidate],
+    pub history: &'a [(CandidateId, Candidate)],
     pub calls: &'a [LlmCall],
 }
 
@@ -136,43 +152,34 @@ impl<'a> LlmProposer<'a> {
         let client = Client::new(ClientConfig { api_key: options.key.clone(), timeout: options.timeout, ..ClientConfig::new(&options.url, &options.model) });
         let dispatcher = Dispatcher::new(Arc::new(client), options.concurrency);
         let (best, best_seconds, best_proposer) = s.best;
+        let scale = Scale { naive_seconds: s.naive_seconds, floor_seconds: s.floor.seconds };
+        let incumbent = scale.shown_kernel(naive, best, best_seconds, best_proposer);
         let mut proposer = LlmProposer {
             dispatcher,
             task,
             naive,
             symbol: graph.name.clone(),
             params: graph.params.len() + graph.outputs.len(),
-            naive_seconds: s.naive_seconds,
-            floor_seconds: s.floor.seconds,
+            scale,
             conversations: HashMap::new(),
             next_conversation: s.calls.iter().map(|c| c.conversation + 1).max().unwrap_or(0),
             ready: VecDeque::new(),
             pending: HashMap::new(),
-            incumbent: Shown { source: String::new(), flags: String::new(), time: String::new(), roofline_percent: 0.0, speedup: 0.0, proposer: String::new() },
+            incumbent,
             timed: Vec::new(),
             rejections: VecDeque::new(),
             failures: 0,
             log: Rc::new(RefCell::new(log)),
             options,
         };
-        proposer.incumbent = proposer.shown(best, best_seconds, best_proposer);
-        for c in s.history {
+        for (_, c) in s.history {
             match (&c.timing, &c.reason) {
-                (Some(t), None) => proposer.timed.push((c.source.clone(), c.flags.clone(), t.estimate, c.proposer.clone())),
+                (Some(t), None) => proposer.timed.push((t.estimate, proposer.scale.shown(c.source.clone(), c.flags.clone(), t.estimate, &c.proposer))),
                 (_, Some(reason)) => proposer.remember_rejection(reason, c.detail.as_deref().unwrap_or(""), &c.proposer, &c.source),
                 _ => {}
             }
         }
         proposer
-    }
-
-    fn shown(&self, kernel: &Kernel, seconds: f64, proposer: &str) -> Shown {
-        let (source, flags) = kernel.emit(self.naive).unwrap_or_default();
-        self.shown_source(source, flags.join(" "), seconds, proposer)
-    }
-
-    fn shown_source(&self, source: String, flags: String, seconds: f64, proposer: &str) -> Shown {
-        Shown { source, flags, time: report::seconds(seconds), roofline_percent: 100.0 * self.floor_seconds / seconds, speedup: self.naive_seconds / seconds, proposer: proposer.to_string() }
     }
 
     fn remember_rejection(&mut self, reason: &str, detail: &str, proposer: &str, source: &str) {
@@ -227,14 +234,14 @@ impl<'a> LlmProposer<'a> {
 
     /// A few of the best kernels and the one most different from the incumbent.
     fn others(&self) -> Vec<Shown> {
-        let mut timed: Vec<&(String, String, f64, String)> = Vec::new();
+        let mut timed: Vec<&(f64, Shown)> = Vec::new();
         for t in &self.timed {
-            if t.0 != self.incumbent.source && !timed.iter().any(|u| u.0 == t.0) {
+            if t.1.source != self.incumbent.source && !timed.iter().any(|u| u.1.source == t.1.source) {
                 timed.push(t);
             }
         }
-        timed.sort_by(|a, b| a.2.total_cmp(&b.2));
-        let mut chosen: Vec<&(String, String, f64, String)> = timed.iter().take(OTHERS - 1).copied().collect();
+        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut chosen: Vec<&(f64, Shown)> = timed.iter().take(OTHERS - 1).copied().collect();
         fn lines(s: &str) -> std::collections::HashSet<&str> {
             s.lines().map(str::trim).collect()
         }
@@ -243,10 +250,10 @@ impl<'a> LlmProposer<'a> {
             let l = lines(s);
             1.0 - l.intersection(&incumbent).count() as f64 / l.union(&incumbent).count().max(1) as f64
         };
-        if let Some(far) = timed.iter().filter(|t| !chosen.contains(t)).max_by(|a, b| distance(&a.0).total_cmp(&distance(&b.0))) {
+        if let Some(far) = timed.iter().skip(chosen.len()).max_by(|a, b| distance(&a.1.source).total_cmp(&distance(&b.1.source))) {
             chosen.push(far);
         }
-        chosen.into_iter().map(|(source, flags, seconds, proposer)| self.shown_source(source.clone(), flags.clone(), *seconds, proposer)).collect()
+        chosen.into_iter().map(|t| t.1.clone()).collect()
     }
 
     fn give_up(&mut self, why: String) {
@@ -385,11 +392,11 @@ impl Propose<Kernel> for LlmProposer<'_> {
         let own = self.pending.remove(&event.candidate);
         match &event.outcome {
             Evaluation::Timed { seconds, .. } => {
-                let shown = self.shown(&event.candidate, *seconds, &event.proposer);
+                let shown = self.scale.shown_kernel(self.naive, &event.candidate, *seconds, &event.proposer);
                 if event.new_best {
                     self.incumbent = shown.clone();
                 }
-                self.timed.push((shown.source, shown.flags, *seconds, event.proposer.clone()));
+                self.timed.push((*seconds, shown));
                 if let Some(c) = own {
                     self.conversations.remove(&c);
                 }

@@ -1,6 +1,7 @@
-//! `ollie optimize`: the search end to end — schedules proposed by `mutate`, built in parallel,
-//! verified and timed serially, every evaluation written to the store; at the end the best kernel
-//! is re-verified with fresh seeds, timed against the naive one and written out with its report.
+//! `ollie optimize`: the search end to end — kernels proposed by `mutate` (schedules, flags) and
+//! `llm` (whole sources), built in parallel, verified and timed serially, every evaluation and
+//! LLM call written to the store; at the end the best kernel is re-verified with fresh seeds,
+//! timed against the naive one and written out with its report.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -411,7 +412,6 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let mut llm = match llm_options {
         Some(options) => {
             let calls = store.llm_calls(run.id).context("reading the store")?;
-            let candidates: Vec<Candidate> = history.iter().map(|(_, c)| c.clone()).collect();
             let setup = Setup {
                 graph,
                 spec_source: &run.new.spec_source,
@@ -419,7 +419,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 floor: &floor,
                 naive_seconds: run.new.naive_seconds,
                 best: (&best, best_seconds, &best_proposer),
-                history: &candidates,
+                history: &history,
                 calls: &calls,
             };
             Some(LlmProposer::new(options, &naive, setup))
@@ -428,18 +428,15 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     };
     let llm_log = llm.as_ref().map(|l| l.log.clone());
     let mut list: Vec<&mut dyn Propose<Kernel>> = Vec::new();
-    let (mut mutate_slot, mut llm_slot) = (Some(&mut mutate), llm.as_mut());
-    for name in &names {
-        match name.as_str() {
-            "mutate" => list.extend(mutate_slot.take().map(|p| p as &mut dyn Propose<Kernel>)),
-            _ => list.extend(llm_slot.take().map(|p| p as &mut dyn Propose<Kernel>)),
-        }
+    if names.iter().any(|n| n == "mutate") {
+        list.push(&mut mutate);
+    }
+    if let Some(l) = llm.as_mut() {
+        list.push(l);
     }
     // The bandit's record per proposer (tries, improvements), from the store.
-    let record: Vec<(usize, usize)> = names
-        .iter()
-        .map(|name| history.iter().filter(|(_, c)| c.proposer == *name).fold((0, 0), |(tries, wins), (_, c)| (tries + 1, wins + c.new_best as usize)))
-        .collect();
+    let table = report::proposer_table(history.iter().map(|(_, c)| c));
+    let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.0 == p.name()).map_or((0, 0), |r| (r.1, r.2))).collect();
 
     let mut verify = VerifyConfig { seed: run.new.seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.fastest), ..VerifyConfig::default() };
     // The latest few counterexamples `ollie check` saved, then this run's own.

@@ -177,9 +177,10 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
     t
 }
 
-fn proposer_table(history: &[Candidate]) -> Vec<(String, usize, usize)> {
+/// Per proposer, in order of first appearance: (name, evaluations, improvements).
+pub fn proposer_table<'a>(history: impl IntoIterator<Item = &'a Candidate>) -> Vec<(String, usize, usize)> {
     let mut rows: Vec<(String, usize, usize)> = Vec::new();
-    for c in history.iter().filter(|c| c.proposer != "naive") {
+    for c in history.into_iter().filter(|c| c.proposer != "naive") {
         match rows.iter_mut().find(|r| r.0 == c.proposer) {
             Some(r) => {
                 r.1 += 1;
