@@ -66,14 +66,13 @@ impl Compiler {
         std::fs::write(&src, source).map_err(|e| Err(RunnerError::Io(format!("writing {}", src.display()), e)))?;
         // Two threads may build the same source at once: each writes its own file, and the
         // rename makes whichever finishes last the library (the same bytes).
-        static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let unique = format!("{}-{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let unique = unique_stem();
         let partial = self.cache_dir.join(format!("{key}.{unique}.tmp"));
         // Libraries go after the source, where the linker looks for them.
         let (libraries, options): (Vec<&String>, Vec<&String>) = flags.iter().partition(|f| f.starts_with("-l"));
         let mut command = Command::new(&self.cc);
         command.args(options).args(["-shared", "-fPIC", "-o"]).arg(&partial).arg(&src).args(libraries).arg("-lm");
-        let failure = self.run(command, &self.cache_dir.join(format!("{key}.{unique}.log")))?;
+        let failure = self.run(command, &self.cache_dir.join(format!("{key}.{unique}.log"))).map_err(Err)?;
         if let Some(log) = failure {
             let _ = std::fs::remove_file(&partial);
             return Err(Ok(Outcome::CompileError { log }));
@@ -86,15 +85,14 @@ impl Compiler {
     /// The preprocessed text of `source` under `flags` (`cc -E`, line markers included), or the
     /// compiler's complaint (`Ok(Err(log))`).
     pub fn preprocess(&self, source: &str, flags: &[String]) -> Result<Result<String, String>, RunnerError> {
-        let unwrap = |r: Result<Option<String>, Result<Outcome, RunnerError>>| r.map_err(|e| e.err().unwrap_or_else(|| RunnerError::Io("preprocessing".into(), std::io::Error::other("unexpected outcome"))));
         let dir = self.cache_dir.join("preprocess");
         std::fs::create_dir_all(&dir).map_err(|e| RunnerError::Io(format!("creating {}", dir.display()), e))?;
-        let stem = format!("{}-{:?}", std::process::id(), std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "");
+        let stem = unique_stem();
         let (src, out) = (dir.join(format!("{stem}.c")), dir.join(format!("{stem}.i")));
         std::fs::write(&src, source).map_err(|e| RunnerError::Io(format!("writing {}", src.display()), e))?;
         let mut command = Command::new(&self.cc);
         command.args(flags.iter().filter(|f| !f.starts_with("-l"))).args(["-E", "-o"]).arg(&out).arg(&src);
-        let failure = unwrap(self.run(command, &dir.join(format!("{stem}.log"))));
+        let failure = self.run(command, &dir.join(format!("{stem}.log")));
         let text = std::fs::read_to_string(&out);
         let _ = (std::fs::remove_file(&src), std::fs::remove_file(&out));
         if let Some(log) = failure? {
@@ -105,8 +103,8 @@ impl Compiler {
 
     /// Runs the compiler command with its output to a log, within the time limit: `None` when it
     /// succeeded, else the log of its failure.
-    fn run(&self, mut command: Command, log_path: &Path) -> Result<Option<String>, Result<Outcome, RunnerError>> {
-        let io = |what: &str, e| Err(RunnerError::Io(format!("{what} {}", log_path.display()), e));
+    fn run(&self, mut command: Command, log_path: &Path) -> Result<Option<String>, RunnerError> {
+        let io = |what: &str, e| RunnerError::Io(format!("{what} {}", log_path.display()), e);
         let log_file = std::fs::File::create(log_path).map_err(|e| io("creating", e))?;
         let mut child = command
             .stdin(Stdio::null())
@@ -115,10 +113,10 @@ impl Compiler {
             // Its own process group, so that a timeout stops the compiler's children too.
             .process_group(0)
             .spawn()
-            .map_err(|e| Err(RunnerError::Io(format!("running the C compiler `{}`", self.cc), e)))?;
+            .map_err(|e| RunnerError::Io(format!("running the C compiler `{}`", self.cc), e))?;
         let started = std::time::Instant::now();
         let status = loop {
-            if let Some(status) = child.try_wait().map_err(|e| Err(RunnerError::Io("waiting for the C compiler".into(), e)))? {
+            if let Some(status) = child.try_wait().map_err(|e| RunnerError::Io("waiting for the C compiler".into(), e))? {
                 break Some(status);
             }
             if started.elapsed() > self.timeout {
@@ -137,4 +135,10 @@ impl Compiler {
             None => Some(format!("the C compiler did not finish within {} s\n{log}", self.timeout.as_secs())),
         })
     }
+}
+
+/// A name no other build of this process, in any thread, uses at the same time.
+fn unique_stem() -> String {
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    format!("{}-{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }
