@@ -22,7 +22,7 @@ pub struct BenchConfig {
     pub warmups: usize,
     /// Timed calls per kernel.
     pub calls: usize,
-    /// No call can be faster than this (seconds): the roofline floor.
+    /// No call can be faster than this (seconds): the machine's `Floor::fastest`.
     pub floor: Option<f64>,
 }
 

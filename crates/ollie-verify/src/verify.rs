@@ -30,7 +30,7 @@ pub struct VerifyConfig {
     pub reread_delay: Duration,
     /// Input sets that made earlier candidates fail; they are tried first.
     pub saved: Vec<Vec<Tensor>>,
-    /// No call can be faster than this (seconds): the roofline floor.
+    /// No call can be faster than this (seconds): the machine's `Floor::fastest`.
     pub floor: Option<f64>,
     /// Only these families (a search's quick screen); `None`: every family.
     pub families: Option<Vec<Family>>,

@@ -143,11 +143,10 @@ impl<'a> LlmProposer<'a> {
             floor: report::seconds(s.floor.seconds),
             memory_bound: s.floor.memory_bound,
         };
+        // A resumed run's budget counts what it has spent already.
         let mut log = LlmLog::default();
-        for c in s.calls {
-            log.made += 1;
-            log.tokens += c.prompt_tokens + c.completion_tokens;
-            log.cost += c.cost.unwrap_or(0.0);
+        if let Some(t) = report::LlmTally::of(s.calls) {
+            (log.made, log.tokens, log.cost) = (t.calls as u64, t.prompt_tokens + t.completion_tokens, t.cost.unwrap_or(0.0));
         }
         let client = Client::new(ClientConfig { api_key: options.key.clone(), timeout: options.timeout, ..ClientConfig::new(&options.url, &options.model) });
         let dispatcher = Dispatcher::new(Arc::new(client), options.concurrency);
