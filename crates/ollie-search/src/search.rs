@@ -101,7 +101,6 @@ pub struct Search<C> {
     rng: ChaCha8Rng,
     /// Per proposer: (tries, improvements).
     record: Vec<(usize, usize)>,
-    exhausted: Vec<bool>,
     evaluations: usize,
     since_best: usize,
 }
@@ -117,7 +116,7 @@ impl<C: Clone> Search<C> {
     pub fn resume(config: SearchConfig, best: (C, f64), current: (C, f64), evaluations: usize, record: Vec<(usize, usize)>) -> Search<C> {
         // A different stream than the interrupted session's, reproducible from the same seed.
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ (evaluations as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, exhausted: Vec::new(), evaluations, since_best: 0 }
+        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, evaluations, since_best: 0 }
     }
 
     /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
@@ -129,7 +128,7 @@ impl<C: Clone> Search<C> {
         mut on_event: impl FnMut(&Event<C>),
     ) -> StopReason {
         self.record.resize(proposers.len(), (0, 0));
-        self.exhausted = vec![false; proposers.len()];
+        let mut exhausted = vec![false; proposers.len()];
         loop {
             if self.evaluations >= self.config.max_evaluations {
                 return StopReason::EvaluationBudget;
@@ -140,7 +139,7 @@ impl<C: Clone> Search<C> {
             let mut batch = Vec::new();
             let budget = self.config.max_evaluations - self.evaluations;
             // Proposers with nothing to offer in this round.
-            let mut idle = self.exhausted.clone();
+            let mut idle = exhausted.clone();
             while batch.len() < self.config.batch.clamp(1, budget) {
                 let Some(k) = self.choose_proposer(&idle) else { break };
                 match proposers[k].propose(&self.current, &mut self.rng) {
@@ -152,13 +151,13 @@ impl<C: Clone> Search<C> {
                     Proposal::NotNow => idle[k] = true,
                     Proposal::Exhausted => {
                         tracing::info!(proposer = proposers[k].name(), "proposer exhausted");
-                        self.exhausted[k] = true;
+                        exhausted[k] = true;
                         idle[k] = true;
                     }
                 }
             }
             if batch.is_empty() {
-                if self.exhausted.iter().all(|&e| e) {
+                if exhausted.iter().all(|&e| e) {
                     return StopReason::Exhausted;
                 }
                 std::thread::sleep(IDLE);
