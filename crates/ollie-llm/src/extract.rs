@@ -76,10 +76,11 @@ const CODE: &[&str] = &["", "c", "c99", "c11", "c17", "c23", "h", "cpp", "c++", 
 /// Finds the kernel `symbol` (a `void` function of `params` parameters) in `reply`.
 pub fn extract(reply: &str, symbol: &str, params: usize) -> Result<Extracted, Unusable> {
     let (blocks, outside) = blocks(reply);
-    let mut flags = outside.iter().find_map(|l| flags_line(l));
-    for b in blocks.iter().filter(|b| b.info == "flags") {
-        flags = flags.or_else(|| Some(b.text.split_whitespace().map(|w| w.trim_matches('`').to_string()).collect()));
-    }
+    // A `flags:` line, else a fenced block tagged `flags`.
+    let flags = outside
+        .iter()
+        .find_map(|l| flags_line(l))
+        .or_else(|| blocks.iter().find(|b| b.info == "flags").map(|b| b.text.split_whitespace().map(|w| w.trim_matches('`').to_string()).collect()));
     let code: Vec<&Block> = blocks.iter().filter(|b| CODE.contains(&b.info.as_str()) && !b.text.trim().is_empty()).collect();
     if code.is_empty() {
         return Err(Unusable::NoCode);
@@ -269,6 +270,8 @@ mod tests {
         let e = extract(&reply, "softmax", 2).unwrap();
         assert_eq!(e.source, KERNEL);
         assert_eq!(e.flags, vec!["-O3", "-fopenmp"]);
+        let block = format!("```c\n{KERNEL}```\n```flags\n-fopenmp -funroll-loops\n```\n");
+        assert_eq!(extract(&block, "softmax", 2).unwrap().flags, vec!["-fopenmp", "-funroll-loops"]);
     }
 
     #[test]
