@@ -8,7 +8,7 @@ static inline float ollie_min(float a, float b) { return a != a ? a : (b != b ? 
 void concat_tril(const float *restrict a, const float *restrict b, float *restrict out) {
     for (long i0 = 0; i0 < 3; i0++) {
         for (long i1 = 0; i1 < 3; i1++) {
-            out[5 * i0 + i1] = (((float)(i1) <= ((float)(i0) + 0.0f) ? 1.0f : 0.0f) != 0.0f ? a[3 * i0 + i1] : 0.0f);
+            out[5 * i0 + i1] = (((i1) <= ((i0) + 0L) ? 1.0f : 0.0f) != 0.0f ? a[3 * i0 + i1] : 0.0f);
         }
     }
     for (long i2 = 0; i2 < 3; i2++) {

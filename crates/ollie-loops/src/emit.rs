@@ -179,7 +179,14 @@ impl<'a> Emitter<'a> {
                     CmpOp::Eq => "==",
                     CmpOp::Ne => "!=",
                 };
-                format!("({} {c} {} ? {} : {})", self.expr(a), self.expr(b), self.literal(1.0), self.literal(0.0))
+                // Index masks (tril, causal attention) compare in integers: exact, cheaper, and
+                // clear of gcc 12's wrong vector code for float compares of converted indices
+                // under AVX-512VL+DQ.
+                let (a, b) = match (integral(a), integral(b)) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => (self.expr(a), self.expr(b)),
+                };
+                format!("({a} {c} {b} ? {} : {})", self.literal(1.0), self.literal(0.0))
             }
             Expr::Select(c, a, b) => {
                 format!("({} != {} ? {} : {})", self.expr(c), self.literal(0.0), self.expr(a), self.expr(b))
@@ -331,4 +338,18 @@ pub(crate) fn affine(a: &Affine) -> String {
         parts.push(a.constant.to_string());
     }
     parts.join(" + ").replace("+ -", "- ")
+}
+
+/// `e` as a C expression of type `long`, when its value is an integer computed exactly from
+/// indices and integral constants (no overflow: indices and constants stay far below 2⁵³).
+fn integral(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Index(a) => Some(format!("({})", affine(a))),
+        Expr::Const(c) if c.fract() == 0.0 && c.abs() < 1e15 => Some(format!("{}L", *c as i64)),
+        Expr::Unary(UnaryOp::Neg, a) => Some(format!("(-{})", integral(a)?)),
+        Expr::Binary(op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul), a, b) => {
+            Some(format!("({} {} {})", integral(a)?, arithmetic(*op).expect("arithmetic"), integral(b)?))
+        }
+        _ => None,
+    }
 }
