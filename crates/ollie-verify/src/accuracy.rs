@@ -1,24 +1,26 @@
 //! The accuracy rule: the candidate's error against the float64 reference may not exceed a
 //! fixed multiple of the naive kernel's error, normwise and elementwise. There is no absolute
-//! tolerance that an all-zero output could pass.
+//! tolerance that an all-zero output could pass; the one absolute term is what underflow may
+//! cost, a few multiples of the smallest normal number carried through the computation.
 
 use std::fmt;
 
-use ollie_graph::Tensor;
+use ollie_graph::{ErrorBound, Tensor};
 
-/// The constants of the rule: `α` (how many times the baseline's error a candidate may make)
-/// and the unit roundoff `u` of the output's dtype.
+/// The constants of the rule: `α` (how many times the baseline's error a candidate may make),
+/// the unit roundoff `u` and the smallest normal number `λ` of the output's dtype.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tolerance {
     pub alpha: f64,
     pub unit_roundoff: f64,
+    pub smallest_normal: f64,
 }
 
 impl Tolerance {
-    /// α = 16, u = 2⁻²⁴: float32 outputs.
-    pub const F32: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 16_777_216.0 };
-    /// α = 16, u = 2⁻⁵³: float64 outputs.
-    pub const F64: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 9_007_199_254_740_992.0 };
+    /// α = 16, u = 2⁻²⁴, λ = 2⁻¹²⁶: float32 outputs.
+    pub const F32: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 16_777_216.0, smallest_normal: f32::MIN_POSITIVE as f64 };
+    /// α = 16, u = 2⁻⁵³, λ = 2⁻¹⁰²²: float64 outputs.
+    pub const F64: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 9_007_199_254_740_992.0, smallest_normal: f64::MIN_POSITIVE };
 }
 
 /// Why an output is not accurate enough.
@@ -27,9 +29,9 @@ pub enum Inaccuracy {
     /// Not finite where the reference and the naive kernel are, or not the reference's NaN or
     /// infinity where it has one.
     NonFinite { index: Vec<usize>, value: f64, reference: f64 },
-    /// The worst element (by error over bound) breaks `|y−r| ≤ α·max(|b−r|, u·E)`.
+    /// The worst element (by error over bound) breaks `|y−r| ≤ α·(max(|b−r|, u·E) + λ·A)`.
     Elementwise { index: Vec<usize>, value: f64, reference: f64, error: f64, bound: f64 },
-    /// `‖y−r‖ ≤ α·max(‖b−r‖, u·‖r‖)` fails.
+    /// `‖y−r‖ ≤ α·(max(‖b−r‖, u·‖r‖) + λ·‖A‖)` fails.
     Normwise { error: f64, bound: f64 },
 }
 
@@ -50,18 +52,22 @@ impl fmt::Display for Inaccuracy {
     }
 }
 
-/// Judges one output `y` against the reference `r` (with its error bounds `m`, from
-/// `ollie_graph::evaluate_with_error_bounds`, in units of `u`) and the naive kernel's output `b` on the same inputs.
+/// Judges one output `y` against the reference `r` (with its error bounds from
+/// `ollie_graph::evaluate_with_error_bounds`: `E` in units of `u`, `A` in units of `λ`) and the
+/// naive kernel's output `b` on the same inputs.
 ///
 /// Where `r` is NaN, `y` must be NaN; where `r` is infinite, `y` must be the same infinity (or
 /// match `b` there); where `r` is finite but the naive kernel is not, `y` may be finite or match
-/// `b`; elsewhere `y` must be finite and within `α·max(|b−r|, u·E)` elementwise, and within
-/// `α·max(‖b−r‖, u·‖r‖)` in the Euclidean norm over the finite elements. `E` covers what a
-/// different order of summation typically costs, so reassociation passes elementwise; the
-/// normwise rule keeps the candidate as accurate as the baseline overall.
-pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tensor) -> Result<Figures, Inaccuracy> {
+/// `b`; elsewhere `y` must be finite and within `α·(max(|b−r|, u·E) + λ·A)` elementwise, and
+/// within `α·(max(‖b−r‖, u·‖r‖) + λ·‖A‖)` in the Euclidean norm over the finite elements. `E`
+/// covers what a different order of summation typically costs and each function's float32
+/// allowance, so reassociation and a 3-ulp `exp` pass elementwise; `A` covers flush-to-zero and
+/// clamped results at the bottom of the range; the normwise rule keeps the candidate as
+/// accurate as the baseline overall.
+pub fn judge(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &Tensor, y: &Tensor) -> Result<Figures, Inaccuracy> {
     assert_eq!(r.shape(), y.shape(), "the candidate's output has the reference's shape");
-    let Tolerance { alpha, unit_roundoff: u } = tolerance;
+    let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda } = tolerance;
+    let (m, a) = (&bound.rounding, &bound.underflow);
     let index_of = |flat: usize| -> Vec<usize> {
         let mut index = vec![0; r.ndim()];
         let mut rest = flat;
@@ -71,10 +77,10 @@ pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tenso
         }
         index
     };
-    let (mut err2, mut base2, mut ref2) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut err2, mut base2, mut ref2, mut under2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     // The element with the largest error over its bound: (ratio, index, error, bound).
     let mut worst: (f64, usize, f64, f64) = (0.0, 0, 0.0, 0.0);
-    for (i, (((&rv, &mv), &bv), &yv)) in r.iter().zip(m.iter()).zip(b.iter()).zip(y.iter()).enumerate() {
+    for (i, ((((&rv, &mv), &av), &bv), &yv)) in r.iter().zip(m.iter()).zip(a.iter()).zip(b.iter()).zip(y.iter()).enumerate() {
         let same = |target: f64| (target.is_nan() && yv.is_nan()) || yv == target;
         let acceptable = if !rv.is_finite() {
             // The reference's NaN or infinity; the baseline's, if it differs, is as good.
@@ -92,7 +98,7 @@ pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tenso
             continue;
         }
         let error = (yv - rv).abs();
-        let bound = alpha * (bv - rv).abs().max(u * mv);
+        let bound = alpha * ((bv - rv).abs().max(u * mv) + lambda * av);
         let ratio = if error == 0.0 { 0.0 } else if bound > 0.0 { error / bound } else { f64::INFINITY };
         if ratio > worst.0 {
             worst = (ratio, i, error, bound);
@@ -100,12 +106,13 @@ pub fn judge(tolerance: Tolerance, r: &Tensor, m: &Tensor, b: &Tensor, y: &Tenso
         err2 += error * error;
         base2 += (bv - rv) * (bv - rv);
         ref2 += rv * rv;
+        under2 += av * av;
     }
     let (ratio, i, error, bound) = worst;
     if ratio > 1.0 {
         return Err(Inaccuracy::Elementwise { index: index_of(i), value: y.iter().nth(i).copied().unwrap(), reference: r.iter().nth(i).copied().unwrap(), error, bound });
     }
-    let (error, bound) = (err2.sqrt(), alpha * base2.sqrt().max(u * ref2.sqrt()));
+    let (error, bound) = (err2.sqrt(), alpha * (base2.sqrt().max(u * ref2.sqrt()) + lambda * under2.sqrt()));
     if error > bound {
         return Err(Inaccuracy::Normwise { error, bound });
     }

@@ -1,4 +1,4 @@
-//! The verification contract (DESIGN.md): a candidate is accepted only if it is as accurate as
+//! The verification contract (docs/verification.md): a candidate is accepted only if it is as accurate as
 //! the naive kernel on every test. This crate holds the accuracy rule, the input families and
 //! the protocol that runs a candidate through them, and the static screen a kernel written
 //! outside ollie passes before it is compiled.

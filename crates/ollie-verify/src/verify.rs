@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-use ollie_graph::{DType, Graph, Tensor};
+use ollie_graph::{DType, ErrorBound, Graph, Tensor};
 use ollie_runner::{BufferSpec, Call, Outcome, Runner, RunnerError, Session};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -272,7 +272,7 @@ fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
 /// naive kernel's outputs.
 pub(crate) struct Expected {
     pub reference: Vec<Tensor>,
-    pub bounds: Vec<Tensor>,
+    pub bounds: Vec<ErrorBound>,
     pub baseline: Vec<Tensor>,
 }
 

@@ -1,15 +1,24 @@
 //! The accuracy rule on small hand-made outputs: what it accepts and what it rejects, and why.
 
 use ndarray::{arr1, ArrayD};
+use ollie_graph::ErrorBound;
 use ollie_verify::{judge, Figures, Inaccuracy, Tolerance};
 
 fn t(v: &[f64]) -> ArrayD<f64> {
     arr1(v).into_dyn()
 }
 
+/// Judges with rounding bounds `e` and no underflow allowance.
 fn check(r: &[f64], e: &[f64], b: &[f64], y: &[f64]) -> Result<Figures, Inaccuracy> {
-    judge(Tolerance::F32, &t(r), &t(e), &t(b), &t(y))
+    check_with_underflow(r, e, &vec![0.0; r.len()], b, y)
 }
+
+fn check_with_underflow(r: &[f64], e: &[f64], a: &[f64], b: &[f64], y: &[f64]) -> Result<Figures, Inaccuracy> {
+    judge(Tolerance::F32, &t(r), &ErrorBound { rounding: t(e), underflow: t(a) }, &t(b), &t(y))
+}
+
+/// float32's smallest normal number, 2⁻¹²⁶.
+const LAMBDA: f64 = f32::MIN_POSITIVE as f64;
 
 const U: f64 = 1.0 / 16_777_216.0;
 
@@ -73,4 +82,30 @@ fn non_finite_values_follow_the_reference_or_the_baseline() {
     check(&[1e39], &[1e39], &[inf], &[inf]).unwrap();
     check(&[1e39], &[1e39], &[inf], &[3.0e38]).unwrap();
     assert!(matches!(check(&[1e39], &[1e39], &[inf], &[nan]), Err(Inaccuracy::NonFinite { .. })));
+}
+
+#[test]
+fn differences_within_the_subnormal_range_pass() {
+    // Flush-to-zero: a subnormal result read back as 0 (allowance: one rounding, A = 1).
+    let r = [3.0e-39, -1.0e-40, 1.0];
+    let e = r.map(f64::abs);
+    let a = [1.0, 1.0, 1.0];
+    check_with_underflow(&r, &e, &a, &r, &[0.0, 0.0, 1.0]).unwrap();
+    // A clamped exp: the smallest normal number where the exact result is far below it.
+    check_with_underflow(&[0.0, 1.0], &[0.0, 1.0], &[1.0, 1.0], &[0.0, 1.0], &[LAMBDA, 1.0]).unwrap();
+    // ... amplified where the computation amplifies it (A carries the derivatives).
+    check_with_underflow(&[1e-10], &[1e-10], &[1e30], &[1e-10], &[0.0]).unwrap();
+    // The normwise rule allows the same: every element flushed, none of them normal.
+    let tiny = vec![1e-40; 1000];
+    check_with_underflow(&tiny, &tiny, &vec![1.0; 1000], &tiny, &vec![0.0; 1000]).unwrap();
+}
+
+#[test]
+fn flushing_normal_numbers_fails() {
+    // α·λ·A = 16λ here: a value 32 times the smallest normal number may not vanish.
+    let r = [32.0 * LAMBDA, 1.0];
+    let err = check_with_underflow(&r, &r, &[1.0, 1.0], &r, &[0.0, 1.0]).unwrap_err();
+    assert!(matches!(err, Inaccuracy::Elementwise { ref index, .. } if index == &vec![0]), "{err}");
+    // Without an underflow allowance (a computation that cannot underflow), nothing is flushed.
+    assert!(check(&[1e-39], &[1e-39], &[1e-39], &[0.0]).is_err());
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ndarray::{ArrayD, Axis, IxDyn};
-use ollie_graph::{evaluate_with_error_bounds, DType, Tensor};
+use ollie_graph::{evaluate_with_error_bounds, DType, ErrorBound, Tensor};
 use ollie_runner::{BufferSpec, Compiler, Outcome, Runner};
 use ollie_verify::{judge, Inaccuracy, Tolerance};
 use rand::{RngExt, SeedableRng};
@@ -16,7 +16,7 @@ const SPEC: &str = "import numpy as np\n\ndef softmax(x: \"f32[16, 300]\"):\n   
 struct Case {
     x: Tensor,
     r: Tensor,
-    m: Tensor,
+    m: ErrorBound,
     b: Tensor,
 }
 

@@ -1,6 +1,8 @@
 //! The verifier's own corpus: every kernel under `test_data/verify/SPEC/` gets the verdict its
 //! first line expects (`// expect: accepted`, or `// expect: rejected KIND...` naming the
-//! acceptable reasons), through `ollie check`. A `// flags:` line sets the compiler flags.
+//! acceptable reasons), through `ollie check`. `// flags:` lines after it set the compiler
+//! flags; with several, the kernel is checked once with each (a kernel with AVX-512, AVX2 and
+//! scalar paths is checked on every path this machine can run).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,17 +38,33 @@ fn cases() -> Vec<Case> {
                 Some(kinds) => kinds.split_whitespace().map(str::to_string).collect(),
                 None => vec![expect.trim().to_string()],
             };
-            let flags = text.lines().nth(1).and_then(|l| l.strip_prefix("// flags: ")).map(str::to_string);
-            cases.push(Case { spec: spec.clone(), kernel, expected, flags });
+            let flags: Vec<String> = text.lines().skip(1).map_while(|l| l.strip_prefix("// flags: ")).map(str::to_string).collect();
+            if flags.is_empty() {
+                cases.push(Case { spec: spec.clone(), kernel, expected, flags: None });
+            } else {
+                for f in flags {
+                    cases.push(Case { spec: spec.clone(), kernel: kernel.clone(), expected: expected.clone(), flags: Some(f) });
+                }
+            }
         }
     }
     cases.sort_by(|a, b| a.kernel.cmp(&b.kernel));
     cases
 }
 
+impl Case {
+    fn name(&self) -> String {
+        match &self.flags {
+            Some(f) => format!("{} [{f}]", self.kernel.display()),
+            None => self.kernel.display().to_string(),
+        }
+    }
+}
+
 /// Runs `ollie check`; returns "accepted" or the rejection's kind.
 fn verdict(case: &Case, out: &Path) -> Result<String, String> {
-    let certificate = out.join(format!("{}.json", case.kernel.file_stem().unwrap().to_string_lossy()));
+    let variant = case.flags.as_deref().unwrap_or("").replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+    let certificate = out.join(format!("{}{variant}.json", case.kernel.file_stem().unwrap().to_string_lossy()));
     let mut command = Command::new(env!("CARGO_BIN_EXE_ollie"));
     // Counterexamples go to a private cache, not the user's.
     command.env("XDG_CACHE_HOME", out.join("cache"));
@@ -76,7 +94,7 @@ fn every_corpus_kernel_gets_its_verdict() {
     std::fs::create_dir_all(out.path().join("cache/ollie")).unwrap();
     std::fs::write(
         out.path().join("cache/ollie/machine.json"),
-        r#"{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{"threads":1,"bandwidth_gbs":1e6,"peak_gflops":1e6}],"cache_bandwidth":[{"bytes":524288,"gbs":[1e6]}],"measured_at":0}"#,
+        r#"{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{"threads":1,"bandwidth_gbs":1e6,"peak_gflops":1e6}],"cache_bandwidth":[{"bytes":524288,"gbs":[1e6]}],"measured_at":0,"pinned":true}"#,
     )
     .unwrap();
     let results: Vec<(String, Result<String, String>)> = std::thread::scope(|scope| {
@@ -84,7 +102,7 @@ fn every_corpus_kernel_gets_its_verdict() {
             .chunks(cases.len().div_ceil(2))
             .map(|chunk| {
                 let out = out.path();
-                scope.spawn(move || chunk.iter().map(|c| (c.kernel.display().to_string(), verdict(c, out))).collect::<Vec<_>>())
+                scope.spawn(move || chunk.iter().map(|c| (c.name(), verdict(c, out))).collect::<Vec<_>>())
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
