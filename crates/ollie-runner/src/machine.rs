@@ -21,8 +21,50 @@ pub struct Machine {
     /// The triad's bandwidth on arrays small enough to stay in a cache, by their total size,
     /// smallest first.
     pub cache_bandwidth: Vec<CacheBandwidth>,
-    /// Seconds since the Unix epoch.
+    /// Seconds since the Unix epoch: the latest full measurement.
     pub measured_at: u64,
+    /// How many full measurements these figures are the best of.
+    #[serde(default = "one")]
+    pub measurements: u32,
+    /// The quick probe's figures, taken with the full measurements (the best of them): a later
+    /// probe that beats them by [`PROBE_MARGIN`] means the machine was busy when they were taken.
+    #[serde(default)]
+    pub probe: Option<Probe>,
+    /// Figures written by hand (or by a test): used as they are, never probed or measured again.
+    #[serde(default)]
+    pub pinned: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A quick measurement (a fraction of a second) of the same kind as the ceilings: the triad over
+/// arrays of [`PROBE_BYTES`] and the FMA loop, on every thread.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub gbs: f64,
+    pub gflops: f64,
+}
+
+/// The three probe arrays together.
+const PROBE_BYTES: u64 = 96 << 20;
+
+/// How much faster than the cached probe a new probe must be before the ceilings are measured
+/// again: more than run-to-run noise, less than what a busy machine costs.
+pub const PROBE_MARGIN: f64 = 1.2;
+
+/// Where a machine's ceilings came from this time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Source {
+    /// The cache, confirmed by a quick probe.
+    Cached,
+    /// Pinned in the cache file: used as written.
+    Pinned,
+    /// Measured now (no usable cache: none, another CPU, an older format, or `--refresh`).
+    Measured,
+    /// Measured again because a quick probe beat the cached figures by this factor.
+    Remeasured { gain: f64 },
 }
 
 /// How much faster than the triad a kernel may move data that is in cache before its call counts
@@ -65,7 +107,7 @@ pub struct Ceiling {
 /// How to measure.
 #[derive(Debug, Clone)]
 pub struct MachineConfig {
-    /// Elements per triad array; by default 8× the last-level cache and at least 64 MiB per array.
+    /// Bytes per triad array; by default 8× the last-level cache, at least 64 MiB and at most 1 GiB.
     pub array_bytes: Option<u64>,
     pub repetitions: usize,
     pub max_threads: usize,
@@ -85,7 +127,9 @@ impl Machine {
     /// Measures the ceilings (a few seconds with the default configuration).
     pub fn measure(config: &MachineConfig) -> Machine {
         let llc = last_level_cache_bytes();
-        let array_bytes = config.array_bytes.unwrap_or((8 * llc).max(64 << 20));
+        // 8× the last-level cache, at least 64 MiB and at most 1 GiB per array (a virtual
+        // machine may report a shared cache of hundreds of MiB).
+        let array_bytes = config.array_bytes.unwrap_or((8 * llc).clamp(64 << 20, 1 << 30));
         let n = (array_bytes / 4).max(1024) as usize;
         let mut a = vec![0f32; n];
         let b = vec![1f32; n];
@@ -115,7 +159,89 @@ impl Machine {
             })
             .collect();
         let measured_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        Machine { cpu: cpu_name(), isa: fma_isa().to_string(), last_level_cache_bytes: llc, ceilings, cache_bandwidth, measured_at }
+        let probe = Some(Machine::probe(config));
+        Machine { cpu: cpu_name(), isa: fma_isa().to_string(), last_level_cache_bytes: llc, ceilings, cache_bandwidth, measured_at, measurements: 1, probe, pinned: false }
+    }
+
+    /// The quick probe: the triad over [`PROBE_BYTES`] and the FMA loop, on every thread.
+    pub fn probe(config: &MachineConfig) -> Probe {
+        let n = (PROBE_BYTES / 12) as usize;
+        let (mut a, b, c) = (vec![0f32; n], vec![1f32; n], vec![2f32; n]);
+        let threads = config.max_threads.max(1);
+        Probe { gbs: triad_gbs(&mut a, &b, &c, threads, 1, 3), gflops: fma_gflops(threads, 2) }
+    }
+
+    /// Each figure the better of `self`'s and `other`'s (measurements of one machine: a busy
+    /// machine only ever measures low).
+    pub fn best_of(mut self, other: &Machine) -> Machine {
+        for (c, o) in self.ceilings.iter_mut().zip(&other.ceilings) {
+            c.bandwidth_gbs = c.bandwidth_gbs.max(o.bandwidth_gbs);
+            c.peak_gflops = c.peak_gflops.max(o.peak_gflops);
+        }
+        for (c, o) in self.cache_bandwidth.iter_mut().zip(&other.cache_bandwidth) {
+            if c.bytes == o.bytes {
+                c.gbs.iter_mut().zip(&o.gbs).for_each(|(g, o)| *g = g.max(*o));
+            }
+        }
+        self.probe = match (self.probe, other.probe) {
+            (Some(p), Some(o)) => Some(Probe { gbs: p.gbs.max(o.gbs), gflops: p.gflops.max(o.gflops) }),
+            (p, o) => p.or(o),
+        };
+        self.measurements += other.measurements;
+        self
+    }
+
+    /// Whether these figures were measured on the machine running now (same CPU, FMA path and
+    /// cache): the project's machines change between sessions, and a cache file may outlive one.
+    pub fn is_this_machine(&self) -> bool {
+        self.cpu == cpu_name() && self.isa == fma_isa() && self.last_level_cache_bytes == last_level_cache_bytes()
+    }
+
+    /// When the ceilings were last measured, as `2026-11-30 16:05 UTC`.
+    pub fn measured_date(&self) -> String {
+        let (days, secs) = ((self.measured_at / 86_400) as i64, self.measured_at % 86_400);
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
+    }
+
+    /// The ceilings for this run: the cache at `path` if it describes this machine and a quick
+    /// probe does not beat it by [`PROBE_MARGIN`], else a new measurement, combined with the
+    /// cached one (the best of each figure) and saved. `refresh` always measures.
+    pub fn ceilings(path: &Path, refresh: bool, config: &MachineConfig) -> std::io::Result<(Machine, Source)> {
+        let cached = Machine::load(path);
+        if let Some(m) = cached.as_ref().filter(|m| m.pinned) {
+            return Ok((m.clone(), Source::Pinned));
+        }
+        let cached = cached.filter(|m| m.is_this_machine() && m.probe.is_some());
+        let source = match &cached {
+            None => Source::Measured,
+            Some(_) if refresh => Source::Measured,
+            Some(m) => {
+                let stored = m.probe.expect("filtered above");
+                let now = Machine::probe(config);
+                let gain = (now.gbs / stored.gbs).max(now.gflops / stored.gflops);
+                if gain <= PROBE_MARGIN {
+                    return Ok((m.clone(), Source::Cached));
+                }
+                Source::Remeasured { gain }
+            }
+        };
+        let measured = Machine::measure(config);
+        let machine = match &cached {
+            Some(c) => measured.best_of(c),
+            None => measured,
+        };
+        machine.save(path)?;
+        Ok((machine, source))
     }
 
     pub fn load(path: &Path) -> Option<Machine> {
@@ -346,7 +472,36 @@ mod tests {
             ceilings: vec![Ceiling { threads: 1, bandwidth_gbs: 20.0, peak_gflops: 100.0 }, Ceiling { threads: 2, bandwidth_gbs: 30.0, peak_gflops: 200.0 }],
             cache_bandwidth: vec![CacheBandwidth { bytes: 32 << 10, gbs: vec![300.0, 600.0] }, CacheBandwidth { bytes: 4 << 20, gbs: vec![100.0, 150.0] }],
             measured_at: 0,
+            measurements: 1,
+            probe: Some(Probe { gbs: 25.0, gflops: 190.0 }),
+            pinned: false,
         }
+    }
+
+    #[test]
+    fn measurements_combine_to_the_best_of_each_figure() {
+        let busy = Machine {
+            ceilings: vec![Ceiling { threads: 1, bandwidth_gbs: 10.0, peak_gflops: 120.0 }, Ceiling { threads: 2, bandwidth_gbs: 15.0, peak_gflops: 100.0 }],
+            probe: Some(Probe { gbs: 12.0, gflops: 200.0 }),
+            measured_at: 86_400 * 20_787 + 3600 * 16 + 60 * 5,
+            ..machine()
+        };
+        let best = busy.best_of(&machine());
+        assert_eq!(best.ceilings[0], Ceiling { threads: 1, bandwidth_gbs: 20.0, peak_gflops: 120.0 });
+        assert_eq!(best.ceilings[1], Ceiling { threads: 2, bandwidth_gbs: 30.0, peak_gflops: 200.0 });
+        assert_eq!(best.probe, Some(Probe { gbs: 25.0, gflops: 200.0 }));
+        assert_eq!(best.measurements, 2);
+        assert_eq!(best.measured_date(), "2026-11-30 16:05 UTC");
+    }
+
+    #[test]
+    fn pinned_ceilings_are_used_as_written_and_others_of_another_machine_are_not() {
+        let path = std::env::temp_dir().join(format!("ollie-machine-pinned-{}.json", std::process::id()));
+        let pinned = Machine { pinned: true, ..machine() };
+        pinned.save(&path).unwrap();
+        assert_eq!(Machine::ceilings(&path, false, &MachineConfig::default()).unwrap(), (pinned, Source::Pinned));
+        assert!(!machine().is_this_machine(), "a CPU named `test`");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

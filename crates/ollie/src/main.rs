@@ -280,18 +280,16 @@ fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>) -> Resul
 }
 
 /// This machine's ceilings: cached, or measured now and cached.
-pub fn machine_ceilings(refresh: bool, config: &ollie_runner::MachineConfig) -> Result<(ollie_runner::Machine, &'static str, PathBuf), Failure> {
-    use ollie_runner::Machine;
+pub fn machine_ceilings(refresh: bool, config: &ollie_runner::MachineConfig) -> Result<(ollie_runner::Machine, ollie_runner::Source, PathBuf), Failure> {
     let path = ollie_runner::cache_root().join("machine.json");
-    match if refresh { None } else { Machine::load(&path) } {
-        Some(m) => Ok((m, "cached", path)),
-        None => {
-            tracing::info!("measuring this machine's ceilings (once; `ollie machine` shows them)");
-            let m = Machine::measure(config);
-            m.save(&path).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
-            Ok((m, "measured", path))
-        }
+    if refresh || ollie_runner::Machine::load(&path).is_none_or(|m| !m.pinned && !m.is_this_machine()) {
+        tracing::info!("measuring this machine's ceilings (cached; `ollie machine` shows them)");
     }
+    let (machine, source) = ollie_runner::Machine::ceilings(&path, refresh, config).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
+    if let ollie_runner::Source::Remeasured { gain } = source {
+        tracing::info!("a quick probe ran {gain:.2}x faster than the cached ceilings: measured again");
+    }
+    Ok((machine, source, path))
 }
 
 fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<(), Failure> {
@@ -314,7 +312,23 @@ fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<
         let gbs: Vec<String> = c.gbs.iter().map(|g| format!("{g:.0}")).collect();
         text.push_str(&format!("{:>8}KiB  {}\n", c.bytes >> 10, gbs.join("/")));
     }
-    text.push_str(&format!("\n{source}; stored in {} (`ollie machine --refresh` measures again)\n", path.display()));
+    let source = match source {
+        ollie_runner::Source::Cached => "cached (a quick probe found the figures current)".to_string(),
+        ollie_runner::Source::Pinned => "pinned in the cache file (\"pinned\": true): used as written".to_string(),
+        ollie_runner::Source::Measured => "measured now".to_string(),
+        ollie_runner::Source::Remeasured { gain } => format!("measured again: a quick probe ran {gain:.2}x faster than the cached figures"),
+    };
+    text.push_str(&format!(
+        "\nmeasured {} (each figure the best of {} measurement{}); {source}\nstored in {}\n\
+         Every run probes the machine for a fraction of a second and measures again when the probe beats\n\
+         the stored figures by {:.0}%; `ollie machine --refresh` measures again now (figures only improve:\n\
+         delete the file to start over).\n",
+        machine.measured_date(),
+        machine.measurements,
+        if machine.measurements == 1 { "" } else { "s" },
+        path.display(),
+        (ollie_runner::PROBE_MARGIN - 1.0) * 100.0
+    ));
     stdout(&text)
 }
 

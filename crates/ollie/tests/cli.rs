@@ -176,8 +176,23 @@ fn machine_measures_caches_and_reports_ceilings() {
     let stored = cache.path().join("ollie/machine.json");
     let json = std::fs::read_to_string(&stored).unwrap();
     assert!(json.contains("\"bandwidth_gbs\"") && json.contains("\"cache_bandwidth\""));
-    let second = run(&["machine"]);
-    assert!(String::from_utf8_lossy(&second.stdout).contains("cached; stored in"));
+    assert!(text.contains("best of 1 measurement); measured now"), "{text}");
+    // The second run probes: the figures are current (cached), or the probe found them low and
+    // the machine was measured again, the new figures combined with the old.
+    let second = run(&["machine", "--array-mib", "8", "--repetitions", "1"]);
+    let text = String::from_utf8_lossy(&second.stdout).into_owned();
+    assert!(
+        text.contains("best of 1 measurement); cached (a quick probe found the figures current)")
+            || text.contains("best of 2 measurements); measured again: a quick probe ran"),
+        "{text}"
+    );
+    // Ceilings of another machine (the project's machines change between sessions) are not used.
+    let mut other: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stored).unwrap()).unwrap();
+    other["cpu"] = "another CPU".into();
+    std::fs::write(&stored, other.to_string()).unwrap();
+    let third = run(&["machine", "--array-mib", "8", "--repetitions", "1"]);
+    let text = String::from_utf8_lossy(&third.stdout).into_owned();
+    assert!(text.contains("best of 1 measurement); measured now") && !text.contains("another CPU"), "{text}");
 }
 
 /// A cache directory whose machine.json has the given ceilings (so no test measures).
@@ -185,7 +200,7 @@ fn machine_cache(gflops: f64, gbs: f64) -> tempfile::TempDir {
     let cache = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(cache.path().join("ollie")).unwrap();
     let json = format!(
-        r#"{{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{{"threads":1,"bandwidth_gbs":{gbs},"peak_gflops":{gflops}}}],"cache_bandwidth":[{{"bytes":524288,"gbs":[{gbs}]}}],"measured_at":0}}"#
+        r#"{{"cpu":"test","isa":"scalar","last_level_cache_bytes":1048576,"ceilings":[{{"threads":1,"bandwidth_gbs":{gbs},"peak_gflops":{gflops}}}],"cache_bandwidth":[{{"bytes":524288,"gbs":[{gbs}]}}],"measured_at":0,"pinned":true}}"#
     );
     std::fs::write(cache.path().join("ollie/machine.json"), json).unwrap();
     cache
