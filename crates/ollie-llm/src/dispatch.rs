@@ -2,6 +2,7 @@
 //! a queue and hand back replies. The threads are never joined: a call that hangs holds only its
 //! own thread until its time limit, and dropping the `Dispatcher` lets them end.
 
+use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -23,10 +24,19 @@ pub struct Done {
     pub seconds: f64,
 }
 
+/// A call still in flight when its caller stopped waiting.
+pub struct Abandoned {
+    pub tag: u64,
+    pub messages: Vec<Message>,
+    /// Since it was submitted.
+    pub seconds: f64,
+}
+
 pub struct Dispatcher {
     jobs: Sender<Job>,
     done: Receiver<Done>,
-    in_flight: usize,
+    /// Calls submitted and not handed back, by tag: their messages and when they were sent.
+    in_flight: HashMap<u64, (Vec<Message>, Instant)>,
 }
 
 impl Dispatcher {
@@ -47,24 +57,34 @@ impl Dispatcher {
                 }
             });
         }
-        Dispatcher { jobs, done, in_flight: 0 }
+        Dispatcher { jobs, done, in_flight: HashMap::new() }
     }
 
+    /// Sends a conversation; its tag must not be in flight already.
     pub fn submit(&mut self, job: Job) {
+        let (tag, messages) = (job.tag, job.messages.clone());
         if self.jobs.send(job).is_ok() {
-            self.in_flight += 1;
+            self.in_flight.insert(tag, (messages, Instant::now()));
         }
     }
 
     /// A finished call, if one is ready.
     pub fn try_next(&mut self) -> Option<Done> {
         let done = self.done.try_recv().ok()?;
-        self.in_flight -= 1;
+        self.in_flight.remove(&done.tag);
         Some(done)
     }
 
     /// Calls submitted and not yet handed back.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
+        self.in_flight.len()
+    }
+
+    /// Stops waiting for the calls in flight: they are handed back as abandoned (their threads
+    /// end with their time limit; a reply that comes later is dropped).
+    pub fn abandon(&mut self) -> Vec<Abandoned> {
+        let mut abandoned: Vec<Abandoned> = self.in_flight.drain().map(|(tag, (messages, sent))| Abandoned { tag, messages, seconds: sent.elapsed().as_secs_f64() }).collect();
+        abandoned.sort_by_key(|a| a.tag);
+        abandoned
     }
 }

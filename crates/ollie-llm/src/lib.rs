@@ -13,6 +13,6 @@ mod prompt;
 pub mod scripted;
 
 pub use client::{ApiKey, Client, ClientConfig, LlmError, Message, Reply, Usage, KEY_VARIABLES};
-pub use dispatch::{Dispatcher, Done, Job};
+pub use dispatch::{Abandoned, Dispatcher, Done, Job};
 pub use extract::{extract, Extracted, Unusable};
 pub use prompt::{MachineFacts, PromptError, Prompts, Rejected, Shot, Shown, Task, TEMPLATES};

@@ -283,29 +283,47 @@ impl<'a> LlmProposer<'a> {
         }
     }
 
+    /// The record of a call in `conversation` with `messages`, before its outcome is known.
+    fn call_record(&self, conversation: u64, messages: &[Message], seconds: f64) -> LlmCall {
+        let prompt = serde_json::to_string(messages).expect("serializable");
+        let prompt_hash: String = sha2::Sha256::digest(prompt.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect();
+        LlmCall {
+            conversation,
+            turn: self.conversations.get(&conversation).map_or(0, |c| c.repairs),
+            prompt_hash,
+            prompt,
+            model: self.options.model.clone(),
+            reply: None,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cost: None,
+            seconds,
+            attempts: 1,
+            outcome: String::new(),
+            detail: None,
+            source_hash: None,
+            at_seconds: 0.0,
+        }
+    }
+
+    /// The search is over: the calls that finished are taken in, and those still in flight are
+    /// logged as `abandoned`, with how long they had waited.
+    pub fn abandon(&mut self) {
+        self.poll();
+        for a in self.dispatcher.abandon() {
+            let call = LlmCall {
+                outcome: "abandoned".into(),
+                detail: Some(format!("no reply after {:.1} s, when the search's budget ended", a.seconds)),
+                ..self.call_record(a.tag, &a.messages, a.seconds)
+            };
+            self.log.borrow_mut().calls.push(call);
+        }
+    }
+
     /// Takes in the calls that finished.
     fn poll(&mut self) {
         while let Some(done) = self.dispatcher.try_next() {
-            let prompt = serde_json::to_string(&done.messages).expect("serializable");
-            let prompt_hash: String = sha2::Sha256::digest(prompt.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect();
-            let turn = self.conversations.get(&done.tag).map_or(0, |c| c.repairs);
-            let mut call = LlmCall {
-                conversation: done.tag,
-                turn,
-                prompt_hash,
-                prompt,
-                model: self.options.model.clone(),
-                reply: None,
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                cost: None,
-                seconds: done.seconds,
-                attempts: 1,
-                outcome: String::new(),
-                detail: None,
-                source_hash: None,
-                at_seconds: 0.0,
-            };
+            let mut call = self.call_record(done.tag, &done.messages, done.seconds);
             match done.result {
                 Ok(reply) => {
                     self.failures = 0;

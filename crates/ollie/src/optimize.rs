@@ -539,13 +539,16 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             progress.show(elapsed(&run));
         },
     );
+    drop(list);
+    if let Some(l) = llm.as_mut() {
+        l.abandon();
+    }
+    drop(llm);
     store_calls();
     progress.finish();
     if let Some(why) = llm_log.as_ref().and_then(|l| l.borrow().gave_up.clone()) {
         eprintln!("the llm proposer stopped early: {why}");
     }
-    drop(list);
-    drop(llm);
     let mut store = store.into_inner();
     if let Some(e) = store_error.into_inner() {
         return Err(anyhow::Error::from(e).context("writing the store").into());

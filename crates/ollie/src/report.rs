@@ -69,8 +69,10 @@ pub struct LlmTally {
     pub completion_tokens: u64,
     /// Dollars, where the endpoint or --llm-price gave a price.
     pub cost: Option<f64>,
-    /// Calls by outcome: `kernel`, `no-code`, `timeout`, ...
+    /// Calls by outcome: `kernel`, `no-code`, `timeout`, `abandoned`, ...
     pub outcomes: std::collections::BTreeMap<String, usize>,
+    /// How long each call still in flight when the search ended had waited.
+    pub abandoned_seconds: Vec<f64>,
 }
 
 impl LlmTally {
@@ -87,6 +89,9 @@ impl LlmTally {
                 t.cost = Some(t.cost.unwrap_or(0.0) + cost);
             }
             *t.outcomes.entry(c.outcome.clone()).or_default() += 1;
+            if c.outcome == "abandoned" {
+                t.abandoned_seconds.push(c.seconds);
+            }
         }
         Some(t)
     }
@@ -94,7 +99,20 @@ impl LlmTally {
     fn line(&self) -> String {
         let outcomes: Vec<String> = self.outcomes.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let cost = self.cost.map_or_else(String::new, |c| format!(", ${c:.4}"));
-        format!("llm: {} calls ({}), {} tokens ({} prompt, {} completion){cost}", self.calls, outcomes.join(", "), self.prompt_tokens + self.completion_tokens, self.prompt_tokens, self.completion_tokens)
+        let abandoned = if self.abandoned_seconds.is_empty() {
+            String::new()
+        } else {
+            let waits: Vec<String> = self.abandoned_seconds.iter().map(|s| format!("{s:.1} s")).collect();
+            format!("; still waiting for a reply when the budget ended: {} (waited {})", self.abandoned_seconds.len(), waits.join(", "))
+        };
+        format!(
+            "llm: {} calls ({}), {} tokens ({} prompt, {} completion){cost}{abandoned}",
+            self.calls,
+            if outcomes.is_empty() { "none made".to_string() } else { outcomes.join(", ") },
+            self.prompt_tokens + self.completion_tokens,
+            self.prompt_tokens,
+            self.completion_tokens
+        )
     }
 }
 
@@ -112,6 +130,15 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     let mut tally = Tally::default();
     history.iter().for_each(|c| tally.add(c));
     let cost = graph.cost();
+    // Every proposer the run asked for has its row, those that produced no candidate too.
+    let requested = requested_proposers(r);
+    let mut proposers = proposer_table(history);
+    for p in &requested {
+        if !proposers.iter().any(|row| &row.0 == p) {
+            proposers.push((p.clone(), 0, 0));
+        }
+    }
+    let llm = LlmTally::of(calls).or_else(|| requested.iter().any(|p| p == "llm").then(LlmTally::default));
     let json = serde_json::json!({
         "kernel": name,
         "spec": r.new.spec_path,
@@ -127,13 +154,25 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "fraction_of_roofline": floor.seconds / summary.best_seconds,
         "flops": cost.flops,
         "compulsory_bytes": cost.min_bytes,
-        "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs },
-        "proposers": proposer_table(history).into_iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
-        "llm": LlmTally::of(calls),
+        "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs, "measured": machine.measured_date(), "measurements": machine.measurements, "pinned": machine.pinned },
+        "proposers": proposers.iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
+        "llm": llm,
     });
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
-    let table = table(graph, summary, floor, &tally, LlmTally::of(calls).as_ref());
+    let table = table(graph, summary, floor, &tally, llm.as_ref());
     let mut md = format!("# ollie: `{name}`\n\nSpec `{}`, run {} ({:.0} s of search).\n\n```text\n{table}```\n\n", r.new.spec_path, r.id.0, summary.search_seconds);
+    writeln!(
+        md,
+        "The roofline: {} ({}), {} threads, {:.1} GB/s and {:.0} GFLOP/s, measured {} (the best of {}; `ollie machine` shows them).\n",
+        machine.cpu,
+        machine.isa,
+        floor.ceiling.threads,
+        floor.ceiling.bandwidth_gbs,
+        floor.ceiling.peak_gflops,
+        machine.measured_date(),
+        machine.measurements
+    )
+    .unwrap();
     if summary.schedule.trim().is_empty() {
         writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nWritten whole, not a schedule of the naive loop nest: its source is `{name}.c`.\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.flags).unwrap();
     } else {
@@ -141,7 +180,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     }
     writeln!(md, "Re-verified with fresh seed {} (see `certificate.json`); timed against the naive kernel over {} interleaved pairs.\n", summary.verify_seed, summary.pairs).unwrap();
     md.push_str("## Proposers\n\n| proposer | evaluations | improvements |\n|---|---|---|\n");
-    for (p, tries, wins) in proposer_table(history) {
+    for (p, tries, wins) in &proposers {
         writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
     }
     md.push_str("\n## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | proposer | schedule |\n|---|---|---|---|---|\n");
@@ -175,6 +214,12 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
         writeln!(t, "{}", llm.line()).unwrap();
     }
     t
+}
+
+/// The proposers a run's options name (its first session's).
+fn requested_proposers(r: &Run) -> Vec<String> {
+    let options: serde_json::Value = serde_json::from_str(&r.new.options).unwrap_or_default();
+    options["proposers"].as_array().map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect()).unwrap_or_default()
 }
 
 /// Per proposer, in order of first appearance: (name, evaluations, improvements).

@@ -173,6 +173,36 @@ fn an_endpoint_that_never_answers_or_is_not_there_costs_only_its_timeout() {
 }
 
 #[test]
+fn a_call_still_in_flight_when_the_budget_ends_is_recorded_and_reported() {
+    // The model never answers within the search's 4 s: its call is abandoned at the end, stored
+    // with how long it had waited, and the report says what `llm` did (nothing but wait).
+    let server = ScriptedServer::start(vec![], Answer::Silence);
+    let (cache, out) = (cache(), tempfile::tempdir().unwrap());
+    let o = Command::new(env!("CARGO_BIN_EXE_ollie"))
+        .args(["optimize", "test_data/llm/colsum.py", "--seed", "3", "--proposers", "mutate,llm", "--llm-url", &server.url, "--llm-model", "scripted"])
+        .args(["--llm-concurrency", "1", "--llm-timeout", "600s", "--time", "4s", "--out"])
+        .arg(out.path())
+        .env("XDG_CACHE_HOME", cache.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    let calls = llm_calls(&out.path().join("ollie.db"));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].2, "abandoned");
+    assert!(calls[0].4 >= 3.0, "{calls:?}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["llm"]["calls"], 1, "{report}");
+    assert_eq!(report["llm"]["outcomes"]["abandoned"], 1, "{report}");
+    let proposers = report["proposers"].as_array().unwrap();
+    assert!(proposers.iter().any(|p| p["name"] == "llm" && p["evaluations"] == 0), "{report}");
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(md.contains("| llm | 0 | 0 |") && md.contains("still waiting for a reply when the budget ended: 1"), "{md}");
+    assert!(stdout.contains("abandoned 1"), "{stdout}");
+}
+
+#[test]
 fn a_resumed_search_keeps_its_llm_budget_and_conversations() {
     let server = ScriptedServer::start(vec![reply("good.md"), reply("wrong.md")], Answer::Status(500, None));
     let (cache, out) = (cache(), tempfile::tempdir().unwrap());
