@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The pipeline order of DESIGN.md: a crate may depend only on crates before it.
+/// The pipeline order of ARCHITECTURE.md: a crate may depend only on crates before it.
 const ORDER: &[&str] = &[
     "ollie-graph",
     "ollie-spec",

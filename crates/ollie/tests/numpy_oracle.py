@@ -6,7 +6,7 @@ Reads INPUT_DIR/<param>.npy for each parameter, calls the kernel exactly as the 
 and writes OUT_DIR/out.npy (or out0.npy, out1.npy, ... for a tuple) in float64. NAME=VALUE
 overrides a module-level constant, as `ollie --dim` does.
 
-ollie's reference evaluates every float in float64 (DESIGN.md, "The spec"), so numpy runs the
+ollie's reference evaluates every float in float64 (docs/spec.md, "Semantics"), so numpy runs the
 spec with float32 aliased to float64 (`np.float32`, and `dtype=`/`astype` spelled any way);
 everything else is numpy itself.
 """
