@@ -49,8 +49,11 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
         // Where a first-order term is undefined (0·log 0, 0/0) the bound is unknown: infinite,
         // never NaN (which the accuracy rule would read as "no error allowed").
         let defined = |t: Tensor| t.mapv_into(|b| if b.is_nan() { f64::INFINITY } else { b });
-        let rounding = defined(own_rounding(&node.op, &value, &v) + propagate(&node.op, &value, &v, &e, inputs));
-        let underflow = defined(own_underflow(&node.op, node.ty.dtype, &value, &v) + propagate(&node.op, &value, &v, &a, inputs));
+        // Contractions weigh errors by their operands' magnitudes: taken once for both bounds.
+        let abs: Vec<Tensor> = if matches!(node.op, Op::Einsum(_)) { v.iter().map(|t| t.mapv(f64::abs)).collect() } else { Vec::new() };
+        let abs: Vec<&Tensor> = abs.iter().collect();
+        let rounding = defined(own_rounding(&node.op, &value, &v, &abs) + propagate(&node.op, &value, &v, &abs, &e, inputs));
+        let underflow = defined(own_underflow(&node.op, node.ty.dtype, &value, &v) + propagate(&node.op, &value, &v, &abs, &a, inputs));
         for &arg in &node.args {
             remaining[arg.index()] -= 1;
             if remaining[arg.index()] == 0 {
@@ -85,7 +88,7 @@ fn sum_factor(n: usize) -> f64 {
 
 /// How many units of `u·|f|` a unary function's float32 implementation may err by: 2 per ulp of
 /// its allowance (OpenCL's single-precision figures, which SLEEF's u10/u35 functions meet).
-pub fn unary_allowance(u: UnaryOp) -> f64 {
+fn unary_allowance(u: UnaryOp) -> f64 {
     match u {
         UnaryOp::Neg | UnaryOp::Abs => 0.0,
         UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sqrt => 6.0,
@@ -94,7 +97,7 @@ pub fn unary_allowance(u: UnaryOp) -> f64 {
 }
 
 /// The same for binary operations: correctly rounded arithmetic, `**` 3 ulp, max/min exact.
-pub fn binary_allowance(b: BinaryOp) -> f64 {
+fn binary_allowance(b: BinaryOp) -> f64 {
     match b {
         BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => 1.0,
         BinaryOp::Pow => 6.0,
@@ -122,8 +125,14 @@ fn summed(op: &Op, v: &[&Tensor]) -> usize {
     }
 }
 
+/// The roundings behind one element of a contraction summing `n` products: each product rounds
+/// k − 1 times, then the sum grows as any sum does.
+fn einsum_roundings(spec: &EinsumSpec, n: usize) -> f64 {
+    (spec.inputs.len() - 1) as f64 + if n > 1 { sum_factor(n) } else { 1.0 }
+}
+
 /// The error an operation adds by rounding its own result, in units of `u`.
-fn own_rounding(op: &Op, value: &Tensor, v: &[&Tensor]) -> Tensor {
+fn own_rounding(op: &Op, value: &Tensor, v: &[&Tensor], abs: &[&Tensor]) -> Tensor {
     match op {
         Op::Constant { .. } => value.mapv(f64::abs),
         Op::Unary(u) => value.mapv(|f| unary_allowance(*u) * f.abs()),
@@ -132,13 +141,7 @@ fn own_rounding(op: &Op, value: &Tensor, v: &[&Tensor]) -> Tensor {
             let abs = v[0].mapv(f64::abs);
             apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[&abs], &[]) * sum_factor(summed(op, v))
         }
-        // Each product rounds k − 1 times, then the sum grows as any sum does.
-        Op::Einsum(spec) => {
-            let abs: Vec<Tensor> = v.iter().map(|t| t.mapv(f64::abs)).collect();
-            let n = summed(op, v);
-            let magnitude = apply(op, &abs.iter().collect::<Vec<_>>(), &[]);
-            magnitude * ((spec.inputs.len() - 1) as f64 + if n > 1 { sum_factor(n) } else { 1.0 })
-        }
+        Op::Einsum(spec) => apply(op, abs, &[]) * einsum_roundings(spec, summed(op, v)),
         _ => ArrayD::zeros(value.raw_dim()),
     }
 }
@@ -155,17 +158,14 @@ fn own_underflow(op: &Op, dtype: DType, value: &Tensor, v: &[&Tensor]) -> Tensor
         Op::Unary(u) if unary_allowance(*u) > 0.0 => 1.0,
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
         Op::Reduce { op: ReduceOp::Sum, .. } => sum_factor(summed(op, v)),
-        Op::Einsum(spec) => {
-            let n = summed(op, v);
-            (spec.inputs.len() - 1) as f64 + if n > 1 { sum_factor(n) } else { 1.0 }
-        }
+        Op::Einsum(spec) => einsum_roundings(spec, summed(op, v)),
         _ => 0.0,
     };
     ArrayD::from_elem(value.raw_dim(), roundings)
 }
 
 /// `Σ |∂f/∂xₖ| · e(xₖ)`: how an operation carries its operands' errors `e` (either kind).
-fn propagate(op: &Op, value: &Tensor, v: &[&Tensor], e: &[&Tensor], inputs: &[Tensor]) -> Tensor {
+fn propagate(op: &Op, value: &Tensor, v: &[&Tensor], abs: &[&Tensor], e: &[&Tensor], inputs: &[Tensor]) -> Tensor {
     match op {
         Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) => ArrayD::zeros(value.raw_dim()),
         // Data movement: errors move with the values.
@@ -195,21 +195,19 @@ fn propagate(op: &Op, value: &Tensor, v: &[&Tensor], e: &[&Tensor], inputs: &[Te
             // The selected element's error: at most the largest along the axes.
             ReduceOp::Max | ReduceOp::Min => apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &[e[0]], inputs),
         },
-        Op::Einsum(spec) => einsum_propagate(spec, value, v, e, inputs),
+        Op::Einsum(spec) => einsum_propagate(spec, value, abs, e, inputs),
     }
 }
 
-/// For `Σ Π xⱼ`: each operand's error weighted by the other factors.
-fn einsum_propagate(spec: &EinsumSpec, value: &Tensor, v: &[&Tensor], e: &[&Tensor], inputs: &[Tensor]) -> Tensor {
+/// For `Σ Π xⱼ`: each operand's error weighted by the other factors' magnitudes `abs`.
+fn einsum_propagate(spec: &EinsumSpec, value: &Tensor, abs: &[&Tensor], e: &[&Tensor], inputs: &[Tensor]) -> Tensor {
     let op = Op::Einsum(spec.clone());
     let mut bound = ArrayD::zeros(value.raw_dim());
-    let mut abs: Option<Vec<Tensor>> = None;
     for j in 0..spec.inputs.len() {
         if e[j].iter().all(|&x| x == 0.0) {
             continue;
         }
-        let abs = abs.get_or_insert_with(|| v.iter().map(|t| t.mapv(f64::abs)).collect());
-        let mut operands: Vec<&Tensor> = abs.iter().collect();
+        let mut operands = abs.to_vec();
         operands[j] = e[j];
         bound = bound + apply(&op, &operands, inputs);
     }

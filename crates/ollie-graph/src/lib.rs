@@ -15,7 +15,7 @@ pub use check::check;
 pub use cost::Cost;
 pub use einsum::EinsumSpec;
 pub use graph::{Graph, GraphError, Node, NodeId, Param};
-pub use error_bound::{binary_allowance, evaluate_with_error_bounds, unary_allowance, ErrorBound};
+pub use error_bound::{evaluate_with_error_bounds, ErrorBound};
 pub use op::{broadcast_shapes, broadcasts_to, BinaryOp, CmpOp, Op, ReduceOp, SliceAxis, UnaryOp};
 pub use reference::{evaluate, Tensor};
 pub use text::parse;

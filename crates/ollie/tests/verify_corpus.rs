@@ -2,7 +2,8 @@
 //! first line expects (`// expect: accepted`, or `// expect: rejected KIND...` naming the
 //! acceptable reasons), through `ollie check`. `// flags:` lines after it set the compiler
 //! flags; with several, the kernel is checked once with each (a kernel with AVX-512, AVX2 and
-//! scalar paths is checked on every path this machine can run).
+//! scalar paths is checked on every path this machine can run). An accepted kernel must have been
+//! tested on every input family.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -79,6 +80,15 @@ fn verdict(case: &Case, out: &Path) -> Result<String, String> {
     let code = output.status.code();
     if code != Some(if accepted { 0 } else { 1 }) {
         return Err(format!("exit code {code:?} for accepted={accepted}"));
+    }
+    if accepted {
+        // Accepted on every family, the extremes among them: nothing was skipped.
+        let tested: Vec<&str> = report["certificate"]["tests"].as_array().unwrap().iter().map(|t| t["id"]["family"].as_str().unwrap()).collect();
+        for family in ["normal", "uniform", "large", "tiny", "cancellation", "zeros", "constant-along-axis(-1)"] {
+            if !tested.contains(&family) {
+                return Err(format!("accepted without a test on the {family} family: {tested:?}"));
+            }
+        }
     }
     Ok(if accepted { "accepted".to_string() } else { report["rejection"]["kind"].as_str().unwrap().to_string() })
 }
