@@ -20,6 +20,10 @@ pub enum Family {
     /// Normal scaled by 100 to 10⁴: catches a dropped max-subtraction (overflow) and
     /// magnitude-dependent shortcuts.
     Large,
+    /// Uniform on [−100, 100]: differences of elements cover every magnitude an `exp` of them
+    /// can have, from overflow through the smallest normal numbers to underflow, densely in any
+    /// row of a few hundred elements (a flush of small normal numbers cannot hide in a gap).
+    Wide,
     /// Normal scaled down to ~1e-30 with a share of float32 subnormals.
     Tiny,
     /// Large values of both signs that nearly cancel in sums, plus small noise.
@@ -38,6 +42,7 @@ impl fmt::Display for Family {
             Family::Normal => f.write_str("normal"),
             Family::Uniform => f.write_str("uniform"),
             Family::Large => f.write_str("large"),
+            Family::Wide => f.write_str("wide"),
             Family::Tiny => f.write_str("tiny"),
             Family::Cancellation => f.write_str("cancellation"),
             Family::ConstantAlong { from_end } => write!(f, "constant-along-axis(-{})", from_end + 1),
@@ -49,7 +54,7 @@ impl fmt::Display for Family {
 impl Family {
     /// Every family for a kernel whose parameters have at most `max_rank` axes.
     pub fn all(max_rank: usize) -> Vec<Family> {
-        let mut families = vec![Family::Normal, Family::Uniform, Family::Large, Family::Tiny, Family::Cancellation, Family::Zeros];
+        let mut families = vec![Family::Normal, Family::Uniform, Family::Large, Family::Wide, Family::Tiny, Family::Cancellation, Family::Zeros];
         families.extend((0..max_rank).map(|from_end| Family::ConstantAlong { from_end }));
         families
     }
@@ -78,6 +83,7 @@ impl Family {
                 let scale = 10f64.powf(rng.random_range(2.0..4.0));
                 ArrayD::from_shape_simple_fn(IxDyn(shape), || scale * normal(rng))
             }
+            Family::Wide => ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random_range(-100.0..100.0)),
             Family::Tiny => ArrayD::from_shape_simple_fn(IxDyn(shape), || {
                 // A quarter below float32's smallest normal (1.18e-38).
                 let scale = if rng.random_range(0..4) == 0 { 1e-40 } else { 1e-30 };

@@ -84,7 +84,7 @@ fn verdict(case: &Case, out: &Path) -> Result<String, String> {
     if accepted {
         // Accepted on every family, the extremes among them: nothing was skipped.
         let tested: Vec<&str> = report["certificate"]["tests"].as_array().unwrap().iter().map(|t| t["id"]["family"].as_str().unwrap()).collect();
-        for family in ["normal", "uniform", "large", "tiny", "cancellation", "zeros", "constant-along-axis(-1)"] {
+        for family in ["normal", "uniform", "large", "wide", "tiny", "cancellation", "zeros", "constant-along-axis(-1)"] {
             if !tested.contains(&family) {
                 return Err(format!("accepted without a test on the {family} family: {tested:?}"));
             }

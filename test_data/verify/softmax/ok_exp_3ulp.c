@@ -5,7 +5,7 @@
  * moved a further 2 ulp, up on even elements and down on odd ones. */
 static float exp_3ulp(float v, int i) {
     float e = expf(v);
-    if (!(e > 0.0f) || isinf(e)) return e;
+    if (!isnormal(e)) return e; /* zero, subnormal or infinite: left as they are */
     int bits;
     memcpy(&bits, &e, 4);
     bits += (i & 1) ? -2 : 2;
