@@ -16,7 +16,7 @@
 //!   A(xₖ)` with `k` the roundings that produce the element (`c(n)` for a sum, as above), and a
 //!   subnormal input may be read as zero (denormals-are-zero): `A = 1` there, else 0.
 
-use ndarray::{ArrayD, Zip};
+use ndarray::{ArrayD, ArrayViewD, IxDyn, Zip};
 
 use crate::einsum::EinsumSpec;
 use crate::graph::{Graph, GraphError};
@@ -33,53 +33,71 @@ pub struct ErrorBound {
     pub underflow: Tensor,
 }
 
+/// A bound while the graph is evaluated: `None` where it is zero everywhere (inputs, exact data
+/// movement of them), so that the inputs' exactness costs no memory.
+type Bound = Option<Tensor>;
+
 /// The reference outputs and their error bounds, evaluated on `inputs`.
 pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(Vec<Tensor>, Vec<ErrorBound>), GraphError> {
     crate::reference::check_inputs(graph, inputs)?;
     let mut remaining = graph.use_counts();
-    let mut values: Vec<Option<Tensor>> = vec![None; graph.nodes.len()];
-    let mut bounds: Vec<Option<ErrorBound>> = vec![None; graph.nodes.len()];
+    // Inputs are borrowed, never copied; every other value is owned.
+    let mut values: Vec<Option<Value>> = vec![None; graph.nodes.len()];
+    let mut bounds: Vec<(Bound, Bound)> = vec![(None, None); graph.nodes.len()];
     for id in graph.ids() {
         let node = graph.node(id);
-        let v: Vec<&Tensor> = node.args.iter().map(|a| values[a.index()].as_ref().expect("evaluated")).collect();
-        let b: Vec<&ErrorBound> = node.args.iter().map(|a| bounds[a.index()].as_ref().expect("evaluated")).collect();
-        let value = apply(&node.op, &v, inputs);
-        let e: Vec<&Tensor> = b.iter().map(|b| &b.rounding).collect();
-        let a: Vec<&Tensor> = b.iter().map(|b| &b.underflow).collect();
-        // Where a first-order term is undefined (0·log 0, 0/0) the bound is unknown: infinite,
-        // never NaN (which the accuracy rule would read as "no error allowed").
-        let defined = |t: Tensor| t.mapv_into(|b| if b.is_nan() { f64::INFINITY } else { b });
+        let v: Vec<ArrayViewD<f64>> = node.args.iter().map(|a| values[a.index()].as_ref().expect("evaluated").view()).collect();
+        let value: Value = match node.op {
+            Op::Input { index } => Value::from(inputs[index].view()),
+            _ => Value::from(apply(&node.op, &v, inputs)),
+        };
+        let value_view = value.view();
+        let e: Vec<Option<&Tensor>> = node.args.iter().map(|a| bounds[a.index()].0.as_ref()).collect();
+        let a: Vec<Option<&Tensor>> = node.args.iter().map(|a| bounds[a.index()].1.as_ref()).collect();
         // Contractions weigh errors by their operands' magnitudes: taken once for both bounds.
         let abs: Vec<Tensor> = if matches!(node.op, Op::Einsum(_)) { v.iter().map(|t| t.mapv(f64::abs)).collect() } else { Vec::new() };
-        let abs: Vec<&Tensor> = abs.iter().collect();
-        let rounding = defined(own_rounding(&node.op, &value, &v, &abs) + propagate(&node.op, &value, &v, &abs, &e, inputs));
-        let underflow = defined(own_underflow(&node.op, node.ty.dtype, &value, &v) + propagate(&node.op, &value, &v, &abs, &a, inputs));
+        let rounding = sum(own_rounding(&node.op, &value_view, &v, &abs), propagate(&node.op, &value_view, &v, &abs, &e, inputs));
+        let underflow = sum(own_underflow(&node.op, node.ty.dtype, &value_view, &v), propagate(&node.op, &value_view, &v, &abs, &a, inputs));
+        drop(v);
         for &arg in &node.args {
             remaining[arg.index()] -= 1;
             if remaining[arg.index()] == 0 {
                 values[arg.index()] = None;
-                bounds[arg.index()] = None;
+                bounds[arg.index()] = (None, None);
             }
         }
         values[id.index()] = Some(value);
-        bounds[id.index()] = Some(ErrorBound { rounding, underflow });
+        bounds[id.index()] = (rounding, underflow);
     }
     // Outputs count as uses, so their values and bounds are still here.
     let standard = |t: &Tensor| t.as_standard_layout().into_owned();
-    let outputs = graph.outputs.iter().map(|o| standard(values[o.index()].as_ref().expect("evaluated"))).collect();
+    let outputs: Vec<Tensor> = graph.outputs.iter().map(|o| values[o.index()].as_ref().expect("evaluated").as_standard_layout().into_owned()).collect();
     let bounds = graph
         .outputs
         .iter()
-        .map(|o| {
-            let b = bounds[o.index()].as_ref().expect("evaluated");
-            ErrorBound { rounding: standard(&b.rounding), underflow: standard(&b.underflow) }
+        .zip(&outputs)
+        .map(|(o, value)| {
+            let whole = |b: &Bound| b.as_ref().map_or_else(|| ArrayD::zeros(value.raw_dim()), standard);
+            let (rounding, underflow) = &bounds[o.index()];
+            ErrorBound { rounding: whole(rounding), underflow: whole(underflow) }
         })
         .collect();
     Ok((outputs, bounds))
 }
 
-fn apply(op: &Op, args: &[&Tensor], inputs: &[Tensor]) -> Tensor {
-    eval_op(op, args.iter().map(|t| Value::from(t.view())).collect(), inputs).into_owned()
+/// `own + propagated`, with NaN (a first-order term undefined: 0·log 0, 0/0) made infinite: the
+/// bound is then unknown, never NaN (which the accuracy rule would read as "no error allowed").
+fn sum(own: Bound, propagated: Bound) -> Bound {
+    let total = match (own, propagated) {
+        (Some(a), Some(b)) => a + b,
+        (Some(t), None) | (None, Some(t)) => t,
+        (None, None) => return None,
+    };
+    Some(total.mapv_into(|b| if b.is_nan() { f64::INFINITY } else { b }))
+}
+
+fn apply(op: &Op, args: &[ArrayViewD<f64>], inputs: &[Tensor]) -> Tensor {
+    eval_op(op, args.iter().map(|t| Value::from(t.clone())).collect(), inputs).into_owned()
 }
 
 fn sum_factor(n: usize) -> f64 {
@@ -106,7 +124,7 @@ fn binary_allowance(b: BinaryOp) -> f64 {
 }
 
 /// The summed-over size of a reduction or contraction.
-fn summed(op: &Op, v: &[&Tensor]) -> usize {
+fn summed(op: &Op, v: &[ArrayViewD<f64>]) -> usize {
     match op {
         Op::Reduce { axes, .. } => axes.iter().map(|&a| v[0].shape()[a]).product(),
         Op::Einsum(spec) => {
@@ -131,54 +149,63 @@ fn einsum_roundings(spec: &EinsumSpec, n: usize) -> f64 {
     (spec.inputs.len() - 1) as f64 + if n > 1 { sum_factor(n) } else { 1.0 }
 }
 
-/// The error an operation adds by rounding its own result, in units of `u`.
-fn own_rounding(op: &Op, value: &Tensor, v: &[&Tensor], abs: &[&Tensor]) -> Tensor {
+/// The error an operation adds by rounding its own result, in units of `u`; `None` for exact
+/// operations.
+fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Tensor]) -> Bound {
     match op {
-        Op::Constant { .. } => value.mapv(f64::abs),
-        Op::Unary(u) => value.mapv(|f| unary_allowance(*u) * f.abs()),
-        Op::Binary(b) => value.mapv(|f| binary_allowance(*b) * f.abs()),
+        Op::Constant { .. } => Some(value.mapv(f64::abs)),
+        Op::Unary(u) if unary_allowance(*u) > 0.0 => Some(value.mapv(|f| unary_allowance(*u) * f.abs())),
+        Op::Binary(b) if binary_allowance(*b) > 0.0 => Some(value.mapv(|f| binary_allowance(*b) * f.abs())),
         Op::Reduce { op: ReduceOp::Sum, axes } => {
             let abs = v[0].mapv(f64::abs);
-            apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[&abs], &[]) * sum_factor(summed(op, v))
+            Some(apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[abs.view()], &[]) * sum_factor(summed(op, v)))
         }
-        Op::Einsum(spec) => apply(op, abs, &[]) * einsum_roundings(spec, summed(op, v)),
-        _ => ArrayD::zeros(value.raw_dim()),
+        Op::Einsum(spec) => Some(apply(op, &abs.iter().map(|t| t.view()).collect::<Vec<_>>(), &[]) * einsum_roundings(spec, summed(op, v))),
+        _ => None,
     }
 }
 
 /// The underflow an operation adds by rounding its own result, in units of `λ`; for an input,
-/// 1 where it is subnormal (and may be read as zero).
-fn own_underflow(op: &Op, dtype: DType, value: &Tensor, v: &[&Tensor]) -> Tensor {
+/// 1 where it is subnormal (and may be read as zero); `None` where it adds none.
+fn own_underflow(op: &Op, dtype: DType, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>]) -> Bound {
     let roundings = match op {
         Op::Input { .. } => {
             let smallest_normal = if dtype == DType::F64 { f64::MIN_POSITIVE } else { f32::MIN_POSITIVE as f64 };
-            return value.mapv(|x| if x != 0.0 && x.abs() < smallest_normal { 1.0 } else { 0.0 });
+            let subnormal = |x: f64| x != 0.0 && x.abs() < smallest_normal;
+            return value.iter().any(|&x| subnormal(x)).then(|| value.mapv(|x| if subnormal(x) { 1.0 } else { 0.0 }));
         }
         Op::Constant { .. } => 1.0,
         Op::Unary(u) if unary_allowance(*u) > 0.0 => 1.0,
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
         Op::Reduce { op: ReduceOp::Sum, .. } => sum_factor(summed(op, v)),
         Op::Einsum(spec) => einsum_roundings(spec, summed(op, v)),
-        _ => 0.0,
+        _ => return None,
     };
-    ArrayD::from_elem(value.raw_dim(), roundings)
+    Some(ArrayD::from_elem(value.raw_dim(), roundings))
 }
 
-/// `Σ |∂f/∂xₖ| · e(xₖ)`: how an operation carries its operands' errors `e` (either kind).
-fn propagate(op: &Op, value: &Tensor, v: &[&Tensor], abs: &[&Tensor], e: &[&Tensor], inputs: &[Tensor]) -> Tensor {
-    match op {
-        Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) => ArrayD::zeros(value.raw_dim()),
+/// `Σ |∂f/∂xₖ| · e(xₖ)`: how an operation carries its operands' errors `e` (either kind);
+/// `None` when no operand has any.
+fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Tensor], e: &[Option<&Tensor>], inputs: &[Tensor]) -> Bound {
+    if e.iter().all(Option::is_none) {
+        return None;
+    }
+    // An operand without error, as a zero of its shape that allocates nothing.
+    let zero = ArrayD::<f64>::zeros(IxDyn(&[]));
+    let ev: Vec<ArrayViewD<f64>> = e.iter().zip(v).map(|(e, v)| e.map_or_else(|| zero.broadcast(v.raw_dim()).expect("a scalar broadcasts"), |e| e.view())).collect();
+    Some(match op {
+        Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) => return None,
         // Data movement: errors move with the values.
-        Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, e, inputs),
-        Op::Select => Zip::from(v[0]).and(e[1]).and(e[2]).map_collect(|&c, &a, &b| if c != 0.0 { a } else { b }),
-        Op::Unary(u) => Zip::from(value).and(v[0]).and(e[0]).map_collect(|&f, &a, &ea| match u {
+        Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, &ev, inputs),
+        Op::Select => Zip::from(&v[0]).and(&ev[1]).and(&ev[2]).map_collect(|&c, &a, &b| if c != 0.0 { a } else { b }),
+        Op::Unary(u) => Zip::from(value).and(&v[0]).and(&ev[0]).map_collect(|&f, &a, &ea| match u {
             UnaryOp::Neg | UnaryOp::Abs => ea,
             UnaryOp::Exp => f.abs() * ea,
             UnaryOp::Log => ea / a.abs(),
             UnaryOp::Sqrt => ea / (2.0 * f.abs()).max(f64::MIN_POSITIVE),
             UnaryOp::Tanh => (1.0 - f * f) * ea,
         }),
-        Op::Binary(b) => Zip::from(value).and(v[0]).and(v[1]).and(e[0]).and(e[1]).map_collect(|&f, &a, &c, &ea, &ec| match b {
+        Op::Binary(b) => Zip::from(value).and(&v[0]).and(&v[1]).and(&ev[0]).and(&ev[1]).map_collect(|&f, &a, &c, &ea, &ec| match b {
             BinaryOp::Add | BinaryOp::Sub => ea + ec,
             BinaryOp::Mul => c.abs() * ea + a.abs() * ec,
             BinaryOp::Div => ea / c.abs() + a.abs() * ec / (c * c),
@@ -191,27 +218,26 @@ fn propagate(op: &Op, value: &Tensor, v: &[&Tensor], abs: &[&Tensor], e: &[&Tens
             BinaryOp::Max | BinaryOp::Min => ea.max(ec),
         }),
         Op::Reduce { op: r, axes } => match r {
-            ReduceOp::Sum => apply(op, &[e[0]], inputs),
+            ReduceOp::Sum => apply(op, &ev[..1], inputs),
             // The selected element's error: at most the largest along the axes.
-            ReduceOp::Max | ReduceOp::Min => apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &[e[0]], inputs),
+            ReduceOp::Max | ReduceOp::Min => apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &ev[..1], inputs),
         },
-        Op::Einsum(spec) => einsum_propagate(spec, value, abs, e, inputs),
-    }
-}
-
-/// For `Σ Π xⱼ`: each operand's error weighted by the other factors' magnitudes `abs`.
-fn einsum_propagate(spec: &EinsumSpec, value: &Tensor, abs: &[&Tensor], e: &[&Tensor], inputs: &[Tensor]) -> Tensor {
-    let op = Op::Einsum(spec.clone());
-    let mut bound = ArrayD::zeros(value.raw_dim());
-    for j in 0..spec.inputs.len() {
-        if e[j].iter().all(|&x| x == 0.0) {
-            continue;
+        // For `Σ Π xⱼ`: each erring operand's error weighted by the other factors' magnitudes.
+        Op::Einsum(_) => {
+            let mut bound: Option<Tensor> = None;
+            for (j, ej) in e.iter().enumerate() {
+                let Some(ej) = ej else { continue };
+                let mut operands: Vec<ArrayViewD<f64>> = abs.iter().map(|t| t.view()).collect();
+                operands[j] = ej.view();
+                let term = apply(op, &operands, inputs);
+                bound = Some(match bound {
+                    Some(b) => b + term,
+                    None => term,
+                });
+            }
+            return bound;
         }
-        let mut operands = abs.to_vec();
-        operands[j] = e[j];
-        bound = bound + apply(&op, &operands, inputs);
-    }
-    bound
+    })
 }
 
 #[cfg(test)]

@@ -267,6 +267,19 @@ impl Session {
         read_tensor(&self.map[r.start..r.start + r.len], &self.specs[index])
     }
 
+    /// Whether output `k` in shared memory is, bit for bit, `tensor` as [`Session::output`] read
+    /// it (without reading it into a new tensor).
+    pub fn output_is(&self, k: usize, tensor: &Tensor) -> bool {
+        let index = self.inputs + k;
+        let r = &self.layout.regions[index];
+        let bytes = &self.map[r.start..r.start + r.len];
+        if self.specs[index].dtype == DType::F64 {
+            bytes.chunks_exact(8).zip(tensor.iter()).all(|(c, v)| u64::from_le_bytes(c.try_into().unwrap()) == v.to_bits())
+        } else {
+            bytes.chunks_exact(4).zip(tensor.iter()).all(|(c, v)| (f32::from_le_bytes(c.try_into().unwrap()) as f64).to_bits() == v.to_bits())
+        }
+    }
+
     /// The first buffer whose slack bytes (around it) or guard page were changed.
     pub fn damaged_canary(&self) -> Option<usize> {
         self.layout.regions.iter().position(|r| {
@@ -279,8 +292,12 @@ impl Session {
     /// a kernel that changes that protection and writes anyway).
     pub fn input_checksum(&self, k: usize) -> u64 {
         let r = &self.layout.regions[k];
-        // FNV-1a: fast and adequate for detecting any change.
-        self.map[r.start..r.start + r.len].iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+        // FNV-1a over 8-byte words, then the last few bytes: fast and adequate for detecting any
+        // change.
+        let words = self.map[r.start..r.start + r.len].chunks_exact(8);
+        let rest = words.remainder();
+        let h = words.fold(0xcbf2_9ce4_8422_2325u64, |h, w| (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x100_0000_01b3));
+        rest.iter().fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
     }
 
     /// Calls the kernel once and waits for it within the time limit.

@@ -146,21 +146,38 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
 
 /// What a correct kernel must produce, from the reference and the naive kernel (kept running in
 /// its sandbox), remembered by input: a search verifies and times many candidates on the same
-/// input sets, and recomputes nothing for them.
+/// input sets, and recomputes nothing for them. The memory it keeps is bounded in bytes: the
+/// input sets used longest ago are forgotten first.
 pub struct Oracle<'a> {
     pub(crate) graph: &'a Graph,
     pub(crate) runner: &'a Runner,
     baseline: PathBuf,
     session: Option<Session>,
-    cache: HashMap<u64, Rc<Expected>>,
+    /// By input hash: the expected outputs and when they were last used.
+    cache: HashMap<u64, (Rc<Expected>, u64)>,
+    /// Bytes the cache may hold.
+    capacity: usize,
+    clock: u64,
 }
 
-/// Input sets remembered at most (each holds the reference, its bounds and the naive outputs).
-const ORACLE_CAPACITY: usize = 64;
+/// What the oracle remembers at most, in bytes, unless told otherwise: each input set costs four
+/// float64 copies of the outputs (reference, two bounds, naive outputs). At least one set is kept
+/// whatever its size.
+pub const ORACLE_BYTES: usize = 1 << 30;
 
 impl<'a> Oracle<'a> {
     pub fn new(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> Oracle<'a> {
-        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new() }
+        Oracle::with_capacity(graph, runner, baseline, ORACLE_BYTES)
+    }
+
+    /// An oracle that remembers at most `capacity` bytes of expected outputs.
+    pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: &Path, capacity: usize) -> Oracle<'a> {
+        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new(), capacity, clock: 0 }
+    }
+
+    /// Bytes the remembered input sets hold now.
+    pub fn bytes(&self) -> usize {
+        self.cache.values().map(|(e, _)| e.bytes()).sum()
     }
 
     /// The expected outputs for `values`.
@@ -171,7 +188,9 @@ impl<'a> Oracle<'a> {
             v.iter().for_each(|x| x.to_bits().hash(&mut hasher));
         }
         let key = hasher.finish();
-        if let Some(e) = self.cache.get(&key) {
+        self.clock += 1;
+        if let Some((e, used)) = self.cache.get_mut(&key) {
+            *used = self.clock;
             return Ok(e.clone());
         }
         if self.session.is_none() {
@@ -189,10 +208,13 @@ impl<'a> Oracle<'a> {
                 return Err(e);
             }
         };
-        if self.cache.len() >= ORACLE_CAPACITY {
-            self.cache.clear();
+        // The least recently used go until the new set fits.
+        let mut held = self.bytes();
+        while held + expected.bytes() > self.capacity && !self.cache.is_empty() {
+            let oldest = *self.cache.iter().min_by_key(|(_, (_, used))| *used).expect("not empty").0;
+            held -= self.cache.remove(&oldest).expect("present").0.bytes();
         }
-        self.cache.insert(key, expected.clone());
+        self.cache.insert(key, (expected.clone(), self.clock));
         Ok(expected)
     }
 }
@@ -213,16 +235,20 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut calls = 0;
     // Saved counterexamples first, then every family: fresh inputs, then one element changed.
-    let mut plan: Vec<(String, u64, Vec<Tensor>, bool)> =
-        config.saved.iter().enumerate().map(|(i, v)| ("saved-counterexample".to_string(), i as u64, v.clone(), false)).collect();
+    // Input sets are made when their turn comes: one at a time is alive.
+    let mut plan: Vec<(Option<Family>, u64)> = (0..config.saved.len()).map(|i| (None, i as u64)).collect();
     for family in config.families.clone().unwrap_or_else(|| Family::all(max_rank)) {
         for _ in 0..config.sets_per_family {
-            let seed: u64 = rng.random();
-            plan.push((family.to_string(), seed, family.generate(&graph.params, seed), true));
+            plan.push((Some(family), rng.random()));
         }
     }
     let mut previous: Option<(Vec<Tensor>, Vec<Tensor>)> = None;
-    for (family, seed, mut values, edit) in plan {
+    for (family, seed) in plan {
+        let (mut values, edit) = match family {
+            Some(f) => (f.generate(&graph.params, seed), true),
+            None => (config.saved[seed as usize].clone(), false),
+        };
+        let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
         for kind in ["fresh", "one-element-changed"] {
             if kind == "one-element-changed" {
                 if !edit {
@@ -277,6 +303,11 @@ pub(crate) struct Expected {
 }
 
 impl Expected {
+    fn bytes(&self) -> usize {
+        let elements: usize = self.reference.iter().map(|t| t.len()).sum();
+        4 * elements * std::mem::size_of::<f64>()
+    }
+
     /// Evaluates the reference on `values` and runs the naive kernel in `base` on them.
     pub(crate) fn new(graph: &Graph, base: &mut Session, values: &[Tensor]) -> Result<Expected, VerifyError> {
         let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
@@ -336,10 +367,11 @@ pub(crate) fn checked_call(
         return Ok(Err(Rejection::InputModified { test: id.clone(), buffer }));
     }
     let outputs: Vec<Tensor> = (0..graph.outputs.len()).map(|k| cand.output(k)).collect();
-    let bits = |t: &Tensor| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    // Bit for bit (NaN payloads included), without copies.
+    let identical = |a: &Tensor, b: &Tensor| a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits());
     if let Some(delay) = reread_delay {
         std::thread::sleep(delay);
-        if let Some(k) = (0..outputs.len()).find(|&k| bits(&cand.output(k)) != bits(&outputs[k])) {
+        if let Some(k) = (0..outputs.len()).find(|&k| !cand.output_is(k, &outputs[k])) {
             return Ok(Err(Rejection::ChangedAfterReturn { test: id.clone(), output: k }));
         }
     }
@@ -355,7 +387,7 @@ pub(crate) fn checked_call(
             Ok(f) => figures.push(f),
             Err(inaccuracy) => {
                 if let Some((last_reference, last_outputs)) = previous {
-                    if bits(&last_outputs[k]) == bits(y) && bits(&last_reference[k]) != bits(r) {
+                    if identical(&last_outputs[k], y) && !identical(&last_reference[k], r) {
                         return Ok(Err(Rejection::StaleOutput { test: id.clone(), output: k }));
                     }
                 }

@@ -303,3 +303,24 @@ fn check_random_schedule(runner: &Runner, hung: &std::sync::Mutex<Vec<String>>, 
     let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
     agrees(&graph, &reference, &outputs).map_err(|e| format!("{e} with the schedule\n{schedule}\n{nest}"))
 }
+
+/// The oracle remembers expected outputs for reuse, within its byte budget: a verification of
+/// many input sets leaves at most that much behind, and with room for all it keeps them all.
+#[test]
+fn the_oracle_keeps_within_its_byte_budget() {
+    let graph = graph_of(&root().join("test_data/verify/softmax.py")).unwrap();
+    let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap());
+    let cache = tempfile::tempdir().unwrap();
+    let library = compile(&c, &["-O3", "-march=native"], cache.path()).unwrap();
+    let runner = runner();
+    // One input set's expected outputs: four float64 copies of the 8×300 output.
+    let set = 4 * 8 * 300 * 8;
+    let config = ollie_verify::VerifyConfig { seed: 5, sets_per_family: 1, ..Default::default() };
+    let mut small = ollie_verify::Oracle::with_capacity(&graph, &runner, &library, 3 * set);
+    assert!(ollie_verify::verify_with(&mut small, &library, &config).unwrap().accepted);
+    assert_eq!(small.bytes(), 3 * set, "the three most recent sets");
+    let mut large = ollie_verify::Oracle::with_capacity(&graph, &runner, &library, 1000 * set);
+    let report = ollie_verify::verify_with(&mut large, &library, &config).unwrap();
+    // Every call on new inputs (fresh, or one element changed) is an input set of its own.
+    assert_eq!(large.bytes(), report.certificate.tests.len() * set);
+}
