@@ -242,7 +242,8 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             plan.push((Some(family), rng.random()));
         }
     }
-    let mut previous: Option<(Vec<Tensor>, Vec<Tensor>)> = None;
+    // The last call's expected outputs (shared with the oracle, not copied) and its outputs.
+    let mut previous: Option<(Rc<Expected>, Vec<Tensor>)> = None;
     for (family, seed) in plan {
         let (mut values, edit) = match family {
             Some(f) => (f.generate(&graph.params, seed), true),
@@ -259,7 +260,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
             let expected = oracle.expected(&values)?;
-            match checked_call(graph, &mut cand, &values, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref())? {
+            match checked_call(graph, &mut cand, &values, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&e.reference[..], &y[..])))? {
                 Ok(checked) => {
                     certificate.tests.push(TestRecord {
                         id,
@@ -267,7 +268,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
                         normwise: checked.figures.iter().map(|f| f.normwise).collect(),
                         elapsed_seconds: checked.elapsed.as_secs_f64(),
                     });
-                    previous = Some((expected.reference.clone(), checked.outputs));
+                    previous = Some((expected.clone(), checked.outputs));
                 }
                 Err(rejection) => {
                     cand.finish();
@@ -344,7 +345,7 @@ pub(crate) fn checked_call(
     id: &TestId,
     floor: Option<f64>,
     reread_delay: Option<Duration>,
-    previous: Option<&(Vec<Tensor>, Vec<Tensor>)>,
+    previous: Option<(&[Tensor], &[Tensor])>,
 ) -> Result<Result<Checked, Rejection>, VerifyError> {
     for (k, v) in values.iter().enumerate() {
         cand.set_input(k, v)?;
