@@ -294,6 +294,15 @@ fn cpu_name() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Memory this machine can give a new process now (`MemAvailable` of `/proc/meminfo`), in bytes;
+/// `None` where the kernel does not say.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// The largest data cache that Linux reports for cpu0, in bytes (32 MiB if unknown).
 fn last_level_cache_bytes() -> u64 {
     let mut best = 0u64;

@@ -13,4 +13,4 @@ pub use accuracy::{judge, Figures, Inaccuracy, Tolerance};
 pub use bench::{bench, bench_with, BenchConfig, BenchReport, Timing};
 pub use family::Family;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
-pub use verify::{verify, verify_with, Certificate, Oracle, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};
+pub use verify::{memory_needed, verify, verify_with, Certificate, Oracle, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError, ORACLE_BYTES};

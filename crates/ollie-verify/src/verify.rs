@@ -219,6 +219,21 @@ impl<'a> Oracle<'a> {
     }
 }
 
+/// Bytes the verifier needs at most to verify or time kernels of `graph`, beyond ollie itself:
+/// an input set in float64 and its one-element-changed copy being made, the magnitudes a
+/// contraction takes of its operands, each tensor again in float32 in the shared buffers of up to
+/// three kernel processes (the candidate, the kernel it is timed against, the naive one), and
+/// the oracle's budget. An estimate from above, so that a problem too large for the machine is
+/// refused before anything runs rather than ended by the out-of-memory killer.
+pub fn memory_needed(graph: &Graph) -> u64 {
+    let elements = |ids: &mut dyn Iterator<Item = &ollie_graph::TensorType>| ids.map(|t| t.shape.iter().product::<usize>() as u64).sum::<u64>();
+    let inputs = elements(&mut graph.params.iter().map(|p| &p.ty));
+    let outputs = elements(&mut graph.outputs.iter().map(|&o| graph.ty(o)));
+    let f64s = 3 * inputs + 6 * outputs;
+    let f32s = 3 * (inputs + outputs);
+    8 * f64s + 4 * f32s + ORACLE_BYTES as u64
+}
+
 /// [`verify`] with the expected outputs from (and remembered in) `oracle`.
 pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
     let graph = oracle.graph;

@@ -23,6 +23,7 @@ pub struct Options {
 
 pub fn run(o: &Options) -> Result<(), Failure> {
     let spec = load::load(&o.spec)?;
+    load::ensure_fits(&spec.graph)?;
     let graph = &spec.graph;
     if o.calls == 0 {
         return Err(user_error("error: --calls must be at least 1"));

@@ -22,6 +22,7 @@ pub struct Options {
 
 pub fn run(o: &Options) -> Result<(), Failure> {
     let spec = load::load(&o.spec)?;
+    load::ensure_fits(&spec.graph)?;
     let graph = &spec.graph;
     let source = std::fs::read_to_string(&o.kernel).map_err(|e| user_error(format!("error: cannot read kernel `{}`: {e}", o.kernel.display())))?;
     let compiler = Compiler::new(Compiler::default_cache_dir());

@@ -326,6 +326,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     }
     let (names, llm_options) = proposers(o)?;
     let spec = load::load(&o.spec)?;
+    load::ensure_fits(&spec.graph)?;
     let graph = &spec.graph;
     let naive = ollie_loops::lower(graph).context("lowering the spec")?;
     // A candidate's compilation gets 20 s: gcc sometimes never finishes on a generated nest.

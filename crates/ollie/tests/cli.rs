@@ -142,6 +142,23 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn a_problem_too_large_for_the_machine_is_refused_before_anything_runs() {
+    // 10¹⁰ elements of softmax: hundreds of GB to verify, on any machine this runs on.
+    let kernel = "test_data/verify/softmax/ok_pairwise.c";
+    for args in [&["check", "test_data/verify/softmax.py", kernel, "--dim", "B=33333334"][..], &["bench", "test_data/verify/softmax.py", kernel, "--dim", "B=33333334"]] {
+        let out = ollie(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("is too large for this machine") && err.contains("GB is available"), "{err}");
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = ollie(&["optimize", "test_data/verify/softmax.py", "--dim", "B=33333334", "--time", "5s", "--out", out_dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is too large for this machine"));
+    assert!(std::fs::read_dir(out_dir.path()).unwrap().next().is_none(), "nothing written");
+}
+
+#[test]
 fn graph_prints_the_selected_kernel() {
     let out = ollie(&["graph", "test_data/err/several_kernels.py::second"]);
     assert!(out.status.success(), "{}", stderr(&out));
