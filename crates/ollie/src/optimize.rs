@@ -565,9 +565,15 @@ fn stored_kernel(c: &Candidate) -> Result<Kernel, Failure> {
     Ok(Kernel::from_stored(&c.schedule, &c.source, &c.flags).context("a stored schedule does not parse")?)
 }
 
-/// The `--dim` values a run was started with (kept in its options).
+/// An option a run was started with, as stored in its options (the default where it is missing
+/// or of another shape).
+pub fn stored_option<T: serde::de::DeserializeOwned + Default>(run: &Run, key: &str) -> T {
+    serde_json::from_str::<serde_json::Value>(&run.new.options).ok().and_then(|v| serde_json::from_value(v[key].clone()).ok()).unwrap_or_default()
+}
+
+/// The `--dim` values a run was started with.
 pub fn stored_dims(run: &Run) -> Vec<(String, i64)> {
-    serde_json::from_str::<serde_json::Value>(&run.new.options).ok().and_then(|v| serde_json::from_value(v["dims"].clone()).ok()).unwrap_or_default()
+    stored_option(run, "dims")
 }
 
 fn unix_now() -> i64 {

@@ -131,7 +131,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     history.iter().for_each(|c| tally.add(c));
     let cost = graph.cost();
     // Every proposer the run asked for has its row, those that produced no candidate too.
-    let requested = requested_proposers(r);
+    let requested: Vec<String> = crate::optimize::stored_option(r, "proposers");
     let mut proposers = proposer_table(history);
     for p in &requested {
         if !proposers.iter().any(|row| &row.0 == p) {
@@ -214,12 +214,6 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
         writeln!(t, "{}", llm.line()).unwrap();
     }
     t
-}
-
-/// The proposers a run's options name (its first session's).
-fn requested_proposers(r: &Run) -> Vec<String> {
-    let options: serde_json::Value = serde_json::from_str(&r.new.options).unwrap_or_default();
-    options["proposers"].as_array().map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect()).unwrap_or_default()
 }
 
 /// Per proposer, in order of first appearance: (name, evaluations, improvements).
