@@ -235,6 +235,10 @@ impl Machine {
                 Source::Remeasured { gain }
             }
         };
+        match source {
+            Source::Remeasured { gain } => tracing::info!("a quick probe ran {gain:.2}x faster than the cached ceilings: measuring them again"),
+            _ => tracing::info!("measuring this machine's ceilings (cached; `ollie machine` shows them)"),
+        }
         let measured = Machine::measure(config);
         let machine = match &cached {
             Some(c) => measured.best_of(c),

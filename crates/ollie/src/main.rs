@@ -279,16 +279,10 @@ fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>) -> Resul
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
-/// This machine's ceilings: cached, or measured now and cached.
+/// This machine's ceilings and where they came from (`Machine::ceilings`), from ollie's cache.
 pub fn machine_ceilings(refresh: bool, config: &ollie_runner::MachineConfig) -> Result<(ollie_runner::Machine, ollie_runner::Source, PathBuf), Failure> {
     let path = ollie_runner::cache_root().join("machine.json");
-    if refresh || ollie_runner::Machine::load(&path).is_none_or(|m| !m.pinned && !m.is_this_machine()) {
-        tracing::info!("measuring this machine's ceilings (cached; `ollie machine` shows them)");
-    }
     let (machine, source) = ollie_runner::Machine::ceilings(&path, refresh, config).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
-    if let ollie_runner::Source::Remeasured { gain } = source {
-        tracing::info!("a quick probe ran {gain:.2}x faster than the cached ceilings: measured again");
-    }
     Ok((machine, source, path))
 }
 
