@@ -70,14 +70,14 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
         bounds[id.index()] = (rounding, underflow);
     }
     // Outputs count as uses, so their values and bounds are still here.
-    let standard = |t: &Tensor| t.as_standard_layout().into_owned();
-    let outputs: Vec<Tensor> = graph.outputs.iter().map(|o| values[o.index()].as_ref().expect("evaluated").as_standard_layout().into_owned()).collect();
+    let standard = |t: ArrayViewD<f64>| t.as_standard_layout().into_owned();
+    let outputs: Vec<Tensor> = graph.outputs.iter().map(|o| standard(values[o.index()].as_ref().expect("evaluated").view())).collect();
     let bounds = graph
         .outputs
         .iter()
         .zip(&outputs)
         .map(|(o, value)| {
-            let whole = |b: &Bound| b.as_ref().map_or_else(|| ArrayD::zeros(value.raw_dim()), standard);
+            let whole = |b: &Bound| b.as_ref().map_or_else(|| ArrayD::zeros(value.raw_dim()), |t| standard(t.view()));
             let (rounding, underflow) = &bounds[o.index()];
             ErrorBound { rounding: whole(rounding), underflow: whole(underflow) }
         })

@@ -226,9 +226,9 @@ impl<'a> Oracle<'a> {
 /// the oracle's budget. An estimate from above, so that a problem too large for the machine is
 /// refused before anything runs rather than ended by the out-of-memory killer.
 pub fn memory_needed(graph: &Graph) -> u64 {
-    let elements = |ids: &mut dyn Iterator<Item = &ollie_graph::TensorType>| ids.map(|t| t.shape.iter().product::<usize>() as u64).sum::<u64>();
-    let inputs = elements(&mut graph.params.iter().map(|p| &p.ty));
-    let outputs = elements(&mut graph.outputs.iter().map(|&o| graph.ty(o)));
+    let elements = |t: &ollie_graph::TensorType| t.shape.iter().product::<usize>() as u64;
+    let inputs: u64 = graph.params.iter().map(|p| elements(&p.ty)).sum();
+    let outputs: u64 = graph.outputs.iter().map(|&o| elements(graph.ty(o))).sum();
     let f64s = 3 * inputs + 6 * outputs;
     let f32s = 3 * (inputs + outputs);
     8 * f64s + 4 * f32s + ORACLE_BYTES as u64
