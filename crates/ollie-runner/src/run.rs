@@ -204,6 +204,13 @@ pub enum Call {
     Died(Outcome),
 }
 
+/// An output buffer's bytes in shared memory, by dtype.
+#[derive(Debug, Clone, Copy)]
+pub enum OutputData<'a> {
+    F32(&'a [u8]),
+    F64(&'a [u8]),
+}
+
 /// A running worker with the kernel loaded: set inputs, call, read outputs, as often as needed.
 pub struct Session {
     child: Child,
@@ -267,17 +274,21 @@ impl Session {
         read_tensor(&self.map[r.start..r.start + r.len], &self.specs[index])
     }
 
-    /// Whether output `k` in shared memory is, bit for bit, `tensor` as [`Session::output`] read
-    /// it (without reading it into a new tensor).
-    pub fn output_is(&self, k: usize, tensor: &Tensor) -> bool {
+    /// Output `k`'s elements where the kernel wrote them, as little-endian bytes of its dtype.
+    pub fn output_data(&self, k: usize) -> OutputData<'_> {
         let index = self.inputs + k;
         let r = &self.layout.regions[index];
         let bytes = &self.map[r.start..r.start + r.len];
         if self.specs[index].dtype == DType::F64 {
-            bytes.chunks_exact(8).zip(tensor.iter()).all(|(c, v)| u64::from_le_bytes(c.try_into().unwrap()) == v.to_bits())
+            OutputData::F64(bytes)
         } else {
-            bytes.chunks_exact(4).zip(tensor.iter()).all(|(c, v)| (f32::from_le_bytes(c.try_into().unwrap()) as f64).to_bits() == v.to_bits())
+            OutputData::F32(bytes)
         }
+    }
+
+    /// A checksum of output `k`'s bytes.
+    pub fn output_checksum(&self, k: usize) -> u64 {
+        self.checksum(self.inputs + k)
     }
 
     /// The first buffer whose slack bytes (around it) or guard page were changed.
@@ -291,13 +302,13 @@ impl Session {
     /// A checksum of input `k`'s bytes (inputs are mapped read-only in the worker; this catches
     /// a kernel that changes that protection and writes anyway).
     pub fn input_checksum(&self, k: usize) -> u64 {
-        let r = &self.layout.regions[k];
-        // FNV-1a over 8-byte words, then the last few bytes: fast and adequate for detecting any
-        // change.
-        let words = self.map[r.start..r.start + r.len].chunks_exact(8);
-        let rest = words.remainder();
-        let h = words.fold(0xcbf2_9ce4_8422_2325u64, |h, w| (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x100_0000_01b3));
-        rest.iter().fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+        self.checksum(k)
+    }
+
+    /// XXH3 of buffer `index`'s bytes: fast, and adequate for detecting any change.
+    fn checksum(&self, index: usize) -> u64 {
+        let r = &self.layout.regions[index];
+        xxhash_rust::xxh3::xxh3_64(&self.map[r.start..r.start + r.len])
     }
 
     /// Calls the kernel once and waits for it within the time limit.
@@ -397,14 +408,17 @@ impl Drop for Session {
 }
 
 fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
-    if dtype == DType::F64 {
-        for (chunk, x) in bytes.chunks_exact_mut(8).zip(tensor.iter()) {
-            chunk.copy_from_slice(&x.to_le_bytes());
+    fn fill(bytes: &mut [u8], dtype: DType, values: impl Iterator<Item = f64>) {
+        if dtype == DType::F64 {
+            bytes.chunks_exact_mut(8).zip(values).for_each(|(chunk, x)| chunk.copy_from_slice(&x.to_le_bytes()));
+        } else {
+            bytes.chunks_exact_mut(4).zip(values).for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes()));
         }
-    } else {
-        for (chunk, x) in bytes.chunks_exact_mut(4).zip(tensor.iter()) {
-            chunk.copy_from_slice(&(*x as f32).to_le_bytes());
-        }
+    }
+    // A tensor in standard layout (as inputs are made) is read as a slice: much faster.
+    match tensor.as_slice() {
+        Some(s) => fill(bytes, dtype, s.iter().copied()),
+        None => fill(bytes, dtype, tensor.iter().copied()),
     }
 }
 

@@ -27,22 +27,35 @@ pub enum Proposal<C> {
 /// How long the search sleeps when no proposer has a candidate ready.
 const IDLE: Duration = Duration::from_millis(20);
 
-/// Judges a candidate: verified and timed against the current one.
+/// Judges a candidate in two tiers, as STOKE does: a cheap first look at every candidate
+/// (built, screened, timed against the current one), and the full verification only for a
+/// candidate the chain is about to take.
 pub trait Evaluate<C> {
     /// Called with each batch before its candidates are evaluated one by one: the place to build
     /// them in parallel (timing stays serial).
     fn prepare(&mut self, _batch: &[C]) {}
+    /// The first tier: `Timed` if the candidate passed the screen, with its interleaved time
+    /// against `current`; `Rejected` otherwise.
     fn evaluate(&mut self, candidate: &C, current: &C) -> Evaluation;
+    /// The second tier, for a candidate the first passed and the chain is about to move to (or
+    /// record as its best): the full verification. `Err` holds the `Rejected` evaluation.
+    fn confirm(&mut self, _candidate: &C) -> Result<(), Evaluation> {
+        Ok(())
+    }
 }
 
-/// What the evaluator found.
+/// What became of a candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Evaluation {
-    /// Verified; its median time, and the interleaved time ratio candidate/current as
-    /// (median, p10, p90) over pairs.
+    /// Verified in full (both tiers); its median time, and the interleaved time ratio
+    /// candidate/current as (median, p10, p90) over pairs.
     Timed { seconds: f64, ratio: (f64, f64, f64) },
-    /// Not a valid kernel (illegal schedule, compile error, rejected by the verifier): the
-    /// reason's short kind (`compile-error`, `inaccurate`, ...) and what exactly went wrong.
+    /// Passed the first tier but slower than the current kernel, and the chain did not move to
+    /// it: not verified in full. Its time and ratio as for `Timed`.
+    Slower { seconds: f64, ratio: (f64, f64, f64) },
+    /// Not a valid kernel (illegal schedule, compile error, rejected by the verifier in either
+    /// tier): the reason's short kind (`compile-error`, `inaccurate`, ...) and what exactly went
+    /// wrong.
     Rejected { reason: String, detail: String },
 }
 
@@ -178,26 +191,34 @@ impl<C: Clone> Search<C> {
         }
     }
 
-    /// Evaluates one candidate and moves the chain.
+    /// Evaluates one candidate and moves the chain: the first tier, the Metropolis–Hastings
+    /// decision on its interleaved time ratio, and the second tier only if the chain takes it.
     fn step(&mut self, k: usize, evaluation: usize, proposer: &str, candidate: C, evaluator: &mut dyn Evaluate<C>) -> Event<C> {
-        let outcome = evaluator.evaluate(&candidate, &self.current);
+        let mut outcome = evaluator.evaluate(&candidate, &self.current);
         let (mut moved, mut new_best, mut restarted) = (false, false, false);
-        if let Evaluation::Timed { seconds, ratio } = &outcome {
+        if let Evaluation::Timed { seconds, ratio } = outcome {
             // Metropolis–Hastings on log time, with the interleaved ratio as the measure.
             let log_ratio = ratio.0.ln();
-            moved = log_ratio <= 0.0 || self.rng.random_range(0.0..1.0) < (-log_ratio / self.config.temperature).exp();
+            let moves = log_ratio <= 0.0 || self.rng.random_range(0.0..1.0) < (-log_ratio / self.config.temperature).exp();
             // A new best must be faster than the current one beyond the noise, and faster
             // than the best so far.
-            if ratio.2 < 1.0 && *seconds < self.best_seconds {
-                new_best = true;
+            let best = ratio.2 < 1.0 && seconds < self.best_seconds;
+            if !(moves || best) {
+                outcome = Evaluation::Slower { seconds, ratio };
+            } else if let Err(rejected) = evaluator.confirm(&candidate) {
+                outcome = rejected;
+            } else {
+                (moved, new_best) = (moves, best);
+            }
+            if new_best {
                 self.best = candidate.clone();
-                self.best_seconds = *seconds;
+                self.best_seconds = seconds;
                 self.record[k].1 += 1;
                 self.since_best = 0;
             }
             if moved {
                 self.current = candidate.clone();
-                self.current_seconds = *seconds;
+                self.current_seconds = seconds;
             }
         }
         if !new_best {

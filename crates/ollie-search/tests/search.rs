@@ -66,6 +66,43 @@ fn the_search_finds_the_optimum_reproducibly() {
     assert!(bests.windows(2).all(|w| w[1] < w[0]), "{bests:?}");
 }
 
+/// [`Toy`] whose second tier rejects 38 (a kernel that passes the screen but not the full
+/// verification), counting what reaches that tier.
+struct Tiered {
+    confirmed: Vec<i64>,
+}
+impl Evaluate<i64> for Tiered {
+    fn evaluate(&mut self, c: &i64, current: &i64) -> Evaluation {
+        Toy.evaluate(c, current)
+    }
+    fn confirm(&mut self, c: &i64) -> Result<(), Evaluation> {
+        self.confirmed.push(*c);
+        if *c == 38 {
+            return Err(Evaluation::Rejected { reason: "inaccurate".into(), detail: "fails the full protocol".into() });
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn only_candidates_the_chain_takes_are_verified_in_full_and_a_failure_there_is_a_rejection() {
+    let mut search = Search::new(SearchConfig { seed: 3, max_evaluations: 300, ..Default::default() }, 0i64, 43.0);
+    let mut events = Vec::new();
+    let mut tiered = Tiered { confirmed: Vec::new() };
+    search.run(&mut [&mut Steps], &mut tiered, |_| false, |e| events.push(e.clone()));
+    assert_eq!(search.best, 42);
+    // The second tier saw exactly the candidates that moved the chain, and those it rejected.
+    let taken: Vec<i64> = events.iter().filter(|e| e.moved || (matches!(&e.outcome, Evaluation::Rejected { detail, .. } if detail == "fails the full protocol"))).map(|e| e.candidate).collect();
+    assert_eq!(tiered.confirmed, taken);
+    assert!(tiered.confirmed.contains(&38), "38 was proposed and would have been taken");
+    assert!(events.iter().filter(|e| e.candidate == 38).all(|e| !e.moved && !e.new_best && matches!(e.outcome, Evaluation::Rejected { .. } | Evaluation::Slower { .. })));
+    // A slower candidate the chain declined was never verified in full, and moved nothing.
+    let slower: Vec<&Event<i64>> = events.iter().filter(|e| matches!(e.outcome, Evaluation::Slower { .. })).collect();
+    assert!(!slower.is_empty());
+    assert!(slower.iter().all(|e| !e.moved && !e.new_best));
+    assert!(events.iter().all(|e| matches!(e.outcome, Evaluation::Timed { .. }) == e.moved));
+}
+
 #[test]
 fn the_stop_condition_ends_the_search() {
     let mut search = Search::new(SearchConfig { seed: 1, ..Default::default() }, 0i64, 43.0);

@@ -11,8 +11,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::family::Family;
-use crate::verify::{checked_call, rejection, Expected, Oracle, Rejection, TestId, VerifyError};
-use std::rc::Rc;
+use crate::oracle::{Expected, Oracle};
+use crate::verify::{checked_call, rejection, Rejection, TestId, VerifyError};
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -24,11 +25,23 @@ pub struct BenchConfig {
     pub calls: usize,
     /// No call can be faster than this (seconds): the machine's `Floor::fastest`.
     pub floor: Option<f64>,
+    /// With two kernels, fewer than `calls` pairs when they settle the question earlier.
+    pub early: Option<EarlyStop>,
+}
+
+/// When interleaved timing of two kernels may stop before its `calls` pairs: after at least
+/// `min_pairs`, as soon as the ratio's p10..p90 lies wholly on one side of 1 (which is faster
+/// is clear) or within 2% (more pairs would not make it clear), or once the timed calls have
+/// taken `seconds` together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EarlyStop {
+    pub min_pairs: usize,
+    pub seconds: f64,
 }
 
 impl Default for BenchConfig {
     fn default() -> BenchConfig {
-        BenchConfig { seed: 0, sets: 4, warmups: 3, calls: 21, floor: None }
+        BenchConfig { seed: 0, sets: 4, warmups: 3, calls: 21, floor: None, early: None }
     }
 }
 
@@ -65,7 +78,7 @@ pub struct BenchReport {
 
 struct Set {
     values: Vec<Tensor>,
-    expected: Rc<Expected>,
+    expected: Arc<Expected>,
     seed: u64,
 }
 
@@ -95,9 +108,18 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
     }
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); libraries.len()];
     let mut ratios = Vec::new();
-    for round in 0..config.warmups + config.calls {
+    let mut spent = 0.0;
+    // Each set serves a block of consecutive rounds, and a kernel's inputs are written only when
+    // its set changes: refilling them between calls from ollie's process (on the other core)
+    // would leave them in that core's cache, which a caller calling the kernel again and again on
+    // its own buffers does not pay.
+    let rounds = config.warmups + config.calls;
+    let per_set = rounds.div_ceil(sets.len());
+    let mut loaded: Vec<Option<usize>> = vec![None; libraries.len()];
+    for round in 0..rounds {
         let call = round + 1;
-        let set = &sets[round % sets.len()];
+        let which = round / per_set;
+        let set = &sets[which];
         let mut times = vec![None; sessions.len()];
         // Each kernel goes first in every other round: whatever the position in a round costs
         // (caches, clocks), it costs both alike.
@@ -108,7 +130,9 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
         for k in order {
             let Ok(s) = &mut sessions[k] else { continue };
             let id = TestId { family: "normal".into(), seed: set.seed, kind: if round < config.warmups { "warm-up" } else { "timed" }.into(), call };
-            match checked_call(graph, s, &set.values, &set.expected, &id, config.floor, None, None)? {
+            let refill = loaded[k] != Some(which);
+            loaded[k] = Some(which);
+            match checked_call(s, &set.values, refill, &set.expected, &id, config.floor, None, None)? {
                 Ok(checked) => {
                     let seconds = checked.elapsed.as_secs_f64();
                     if round >= config.warmups {
@@ -121,6 +145,13 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
         }
         if let [Some(a), Some(b)] = times[..] {
             ratios.push(a / b);
+            spent += a + b;
+            if let Some(early) = config.early.filter(|e| ratios.len() >= e.min_pairs) {
+                let r = Timing::from_samples(ratios.clone());
+                if r.p90 < 1.0 || r.p10 > 1.0 || r.p90 - r.p10 < 0.02 || spent >= early.seconds {
+                    break;
+                }
+            }
         }
     }
     let kernels = sessions

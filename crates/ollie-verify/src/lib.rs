@@ -6,11 +6,13 @@
 mod accuracy;
 mod bench;
 mod family;
+mod oracle;
 mod screen;
 mod verify;
 
-pub use accuracy::{judge, Figures, Inaccuracy, Tolerance};
-pub use bench::{bench, bench_with, BenchConfig, BenchReport, Timing};
+pub use accuracy::{judge, Figures, Inaccuracy, Target, Tolerance};
+pub use bench::{bench, bench_with, BenchConfig, BenchReport, EarlyStop, Timing};
 pub use family::Family;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
-pub use verify::{memory_needed, verify, verify_with, Certificate, Oracle, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError, ORACLE_BYTES};
+pub use oracle::{memory_needed, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};
+pub use verify::{verify, verify_with, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

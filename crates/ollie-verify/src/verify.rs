@@ -3,20 +3,19 @@
 //! refilled, and on a copy with one element changed; each output is checked against the
 //! reference (accuracy, every element written, nothing changing after return).
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use ollie_graph::{DType, ErrorBound, Graph, Tensor};
-use ollie_runner::{BufferSpec, Call, Outcome, Runner, RunnerError, Session};
+use ollie_graph::{Graph, Tensor};
+use ollie_runner::{BufferSpec, Call, OutputData, Outcome, Runner, RunnerError, Session};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::accuracy::{judge, Figures, Inaccuracy, Tolerance};
+use crate::accuracy::{Figures, Inaccuracy, Tolerance};
 use crate::family::Family;
+use crate::oracle::{Expected, Oracle};
 
 
 /// How thoroughly to verify.
@@ -34,6 +33,22 @@ pub struct VerifyConfig {
     pub floor: Option<f64>,
     /// Only these families (a search's quick screen); `None`: every family.
     pub families: Option<Vec<Family>>,
+}
+
+impl VerifyConfig {
+    /// What names this configuration's input sets besides the graph (its seed, sets per family
+    /// and families; saved counterexamples aside), for [`Oracle::knows_plan`].
+    pub fn plan(&self) -> String {
+        format!("seed {} sets {} families {:?}", self.seed, self.sets_per_family, self.families)
+    }
+
+    /// How many input sets a verification of a graph whose inputs have rank up to `max_rank`
+    /// goes through (each family's sets, each also with one element changed, and the saved
+    /// counterexamples).
+    pub fn input_sets(&self, max_rank: usize) -> usize {
+        let families = self.families.as_ref().map_or_else(|| Family::all(max_rank).len(), Vec::len);
+        self.saved.len() + 2 * families * self.sets_per_family
+    }
 }
 
 impl Default for VerifyConfig {
@@ -144,96 +159,6 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
     verify_with(&mut oracle, candidate, config)
 }
 
-/// What a correct kernel must produce, from the reference and the naive kernel (kept running in
-/// its sandbox), remembered by input: a search verifies and times many candidates on the same
-/// input sets, and recomputes nothing for them. The memory it keeps is bounded in bytes: the
-/// input sets used longest ago are forgotten first.
-pub struct Oracle<'a> {
-    pub(crate) graph: &'a Graph,
-    pub(crate) runner: &'a Runner,
-    baseline: PathBuf,
-    session: Option<Session>,
-    /// By input hash: the expected outputs and when they were last used.
-    cache: HashMap<u64, (Rc<Expected>, u64)>,
-    /// Bytes the cache may hold.
-    capacity: usize,
-    clock: u64,
-}
-
-/// What the oracle remembers at most, in bytes, unless told otherwise: each input set costs four
-/// float64 copies of the outputs (reference, two bounds, naive outputs). At least one set is kept
-/// whatever its size.
-pub const ORACLE_BYTES: usize = 1 << 30;
-
-impl<'a> Oracle<'a> {
-    pub fn new(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> Oracle<'a> {
-        Oracle::with_capacity(graph, runner, baseline, ORACLE_BYTES)
-    }
-
-    /// An oracle that remembers at most `capacity` bytes of expected outputs.
-    pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: &Path, capacity: usize) -> Oracle<'a> {
-        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new(), capacity, clock: 0 }
-    }
-
-    /// Bytes the remembered input sets hold now.
-    pub fn bytes(&self) -> usize {
-        self.cache.values().map(|(e, _)| e.bytes()).sum()
-    }
-
-    /// The expected outputs for `values`.
-    pub(crate) fn expected(&mut self, values: &[Tensor]) -> Result<Rc<Expected>, VerifyError> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for v in values {
-            v.shape().hash(&mut hasher);
-            v.iter().for_each(|x| x.to_bits().hash(&mut hasher));
-        }
-        let key = hasher.finish();
-        self.clock += 1;
-        if let Some((e, used)) = self.cache.get_mut(&key) {
-            *used = self.clock;
-            return Ok(e.clone());
-        }
-        if self.session.is_none() {
-            let (inputs, outputs) = BufferSpec::of(self.graph);
-            match self.runner.start(&self.baseline, &self.graph.name, &inputs, &outputs)? {
-                Ok(s) => self.session = Some(s),
-                Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
-            }
-        }
-        let base = self.session.as_mut().expect("started above");
-        let expected = match Expected::new(self.graph, base, values) {
-            Ok(e) => Rc::new(e),
-            Err(e) => {
-                self.session = None;
-                return Err(e);
-            }
-        };
-        // The least recently used go until the new set fits.
-        let mut held = self.bytes();
-        while held + expected.bytes() > self.capacity && !self.cache.is_empty() {
-            let oldest = *self.cache.iter().min_by_key(|(_, (_, used))| *used).expect("not empty").0;
-            held -= self.cache.remove(&oldest).expect("present").0.bytes();
-        }
-        self.cache.insert(key, (expected.clone(), self.clock));
-        Ok(expected)
-    }
-}
-
-/// Bytes the verifier needs at most to verify or time kernels of `graph`, beyond ollie itself:
-/// an input set in float64 and its one-element-changed copy being made, the magnitudes a
-/// contraction takes of its operands, each tensor again in float32 in the shared buffers of up to
-/// three kernel processes (the candidate, the kernel it is timed against, the naive one), and
-/// the oracle's budget. An estimate from above, so that a problem too large for the machine is
-/// refused before anything runs rather than ended by the out-of-memory killer.
-pub fn memory_needed(graph: &Graph) -> u64 {
-    let elements = |t: &ollie_graph::TensorType| t.shape.iter().product::<usize>() as u64;
-    let inputs: u64 = graph.params.iter().map(|p| elements(&p.ty)).sum();
-    let outputs: u64 = graph.outputs.iter().map(|&o| elements(graph.ty(o))).sum();
-    let f64s = 3 * inputs + 6 * outputs;
-    let f32s = 3 * (inputs + outputs);
-    8 * f64s + 4 * f32s + ORACLE_BYTES as u64
-}
-
 /// [`verify`] with the expected outputs from (and remembered in) `oracle`.
 pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
     let graph = oracle.graph;
@@ -257,8 +182,9 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             plan.push((Some(family), rng.random()));
         }
     }
-    // The last call's expected outputs (shared with the oracle, not copied) and its outputs.
-    let mut previous: Option<(Rc<Expected>, Vec<Tensor>)> = None;
+    // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
+    // checksums.
+    let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
     for (family, seed) in plan {
         let (mut values, edit) = match family {
             Some(f) => (f.generate(&graph.params, seed), true),
@@ -275,7 +201,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
             let expected = oracle.expected(&values)?;
-            match checked_call(graph, &mut cand, &values, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&e.reference[..], &y[..])))? {
+            match checked_call(&mut cand, &values, true, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
                 Ok(checked) => {
                     certificate.tests.push(TestRecord {
                         id,
@@ -283,7 +209,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
                         normwise: checked.figures.iter().map(|f| f.normwise).collect(),
                         elapsed_seconds: checked.elapsed.as_secs_f64(),
                     });
-                    previous = Some((expected.clone(), checked.outputs));
+                    previous = Some((expected.clone(), checked.checksums));
                 }
                 Err(rejection) => {
                     cand.finish();
@@ -293,6 +219,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
         }
     }
     cand.finish();
+    oracle.remember_plan(&config.plan());
     Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
 }
 
@@ -310,63 +237,39 @@ fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
     }
 }
 
-/// What a correct call on some inputs must produce: the reference, its error bounds and the
-/// naive kernel's outputs.
-pub(crate) struct Expected {
-    pub reference: Vec<Tensor>,
-    pub bounds: Vec<ErrorBound>,
-    pub baseline: Vec<Tensor>,
-}
-
-impl Expected {
-    fn bytes(&self) -> usize {
-        let elements: usize = self.reference.iter().map(|t| t.len()).sum();
-        4 * elements * std::mem::size_of::<f64>()
-    }
-
-    /// Evaluates the reference on `values` and runs the naive kernel in `base` on them.
-    pub(crate) fn new(graph: &Graph, base: &mut Session, values: &[Tensor]) -> Result<Expected, VerifyError> {
-        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
-        for (k, v) in values.iter().enumerate() {
-            base.set_input(k, v)?;
-        }
-        base.poison_outputs();
-        if let Call::Died(outcome) = base.call()? {
-            return Err(VerifyError::Baseline(outcome.summary()));
-        }
-        let baseline = (0..graph.outputs.len()).map(|k| base.output(k)).collect();
-        Ok(Expected { reference, bounds, baseline })
-    }
-}
-
 /// A call that passed every check.
 pub(crate) struct Checked {
     pub elapsed: Duration,
-    pub outputs: Vec<Tensor>,
+    /// Per output, a checksum of its bits.
+    pub checksums: Vec<u64>,
     pub figures: Vec<Figures>,
 }
 
-/// Calls the candidate once on `values` and checks the call as the contract says: returned, not
+/// Calls the candidate once on `values` (written to its buffers first if `refill`; otherwise
+/// they are there already, from its last call) and checks the call as the contract says: returned, not
 /// faster than `floor`, memory around the buffers and the inputs untouched, (after
 /// `reread_delay`, if given) outputs unchanged since return, every element written, accurate.
-/// An inaccurate output bit-identical to `previous` (the last call's reference and outputs) is
-/// named a stale cache. Verification and timing both check every call through here.
+/// An inaccurate output bit-identical to `previous` (the last call's expected outputs and its
+/// outputs' checksums) is named a stale cache. Verification and timing both check every call
+/// through here; outputs are read where the kernel wrote them, never copied.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn checked_call(
-    graph: &Graph,
     cand: &mut Session,
     values: &[Tensor],
+    refill: bool,
     expected: &Expected,
     id: &TestId,
     floor: Option<f64>,
     reread_delay: Option<Duration>,
-    previous: Option<(&[Tensor], &[Tensor])>,
+    previous: Option<(&Expected, &[u64])>,
 ) -> Result<Result<Checked, Rejection>, VerifyError> {
-    for (k, v) in values.iter().enumerate() {
-        cand.set_input(k, v)?;
+    if refill {
+        for (k, v) in values.iter().enumerate() {
+            cand.set_input(k, v)?;
+        }
     }
     cand.poison_outputs();
-    let checksums: Vec<u64> = (0..values.len()).map(|k| cand.input_checksum(k)).collect();
+    let inputs: Vec<u64> = (0..values.len()).map(|k| cand.input_checksum(k)).collect();
     let elapsed = match cand.call()? {
         Call::Returned { elapsed } => elapsed,
         Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
@@ -379,31 +282,33 @@ pub(crate) fn checked_call(
     if let Some(buffer) = cand.damaged_canary() {
         return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
     }
-    if let Some(buffer) = (0..values.len()).find(|&k| cand.input_checksum(k) != checksums[k]) {
+    if let Some(buffer) = (0..values.len()).find(|&k| cand.input_checksum(k) != inputs[k]) {
         return Ok(Err(Rejection::InputModified { test: id.clone(), buffer }));
     }
-    let outputs: Vec<Tensor> = (0..graph.outputs.len()).map(|k| cand.output(k)).collect();
-    // Bit for bit (NaN payloads included), without copies.
-    let identical = |a: &Tensor, b: &Tensor| a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits());
+    let outputs = expected.targets.len();
+    let checksums: Vec<u64> = (0..outputs).map(|k| cand.output_checksum(k)).collect();
     if let Some(delay) = reread_delay {
         std::thread::sleep(delay);
-        if let Some(k) = (0..outputs.len()).find(|&k| !cand.output_is(k, &outputs[k])) {
+        if let Some(k) = (0..outputs).find(|&k| cand.output_checksum(k) != checksums[k]) {
             return Ok(Err(Rejection::ChangedAfterReturn { test: id.clone(), output: k }));
         }
     }
     let mut figures = Vec::new();
-    for (k, y) in outputs.iter().enumerate() {
+    for (k, target) in expected.targets.iter().enumerate() {
         let unwritten = cand.unwritten(k);
         if unwritten > 0 {
             return Ok(Err(Rejection::Unwritten { test: id.clone(), output: k, count: unwritten }));
         }
-        let r = &expected.reference[k];
-        let tolerance = if graph.ty(graph.outputs[k]).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
-        match judge(tolerance, r, &expected.bounds[k], &expected.baseline[k], y) {
+        let judged = match cand.output_data(k) {
+            OutputData::F32(bytes) => target.judge(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)),
+            OutputData::F64(bytes) => target.judge(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()))),
+        };
+        match judged {
             Ok(f) => figures.push(f),
             Err(inaccuracy) => {
-                if let Some((last_reference, last_outputs)) = previous {
-                    if identical(&last_outputs[k], y) && !identical(&last_reference[k], r) {
+                // Bit for bit the last call's output, though what it should be changed: a cache.
+                if let Some((last, last_checksums)) = previous {
+                    if last_checksums[k] == checksums[k] && last.targets[k].reference().iter().zip(target.reference()).any(|(a, b)| a.to_bits() != b.to_bits()) {
                         return Ok(Err(Rejection::StaleOutput { test: id.clone(), output: k }));
                     }
                 }
@@ -411,7 +316,7 @@ pub(crate) fn checked_call(
             }
         }
     }
-    Ok(Ok(Checked { elapsed, outputs, figures }))
+    Ok(Ok(Checked { elapsed, checksums, figures }))
 }
 
 pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {

@@ -45,9 +45,9 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let (machine, roofline) = check::roofline_floor(graph)?;
     let (cost, ceiling, floor) = (graph.cost(), &roofline.ceiling, roofline.seconds);
     let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
-    let config = BenchConfig { seed: check::fresh_seed(), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };
+    let config = BenchConfig { seed: check::spec_seed(graph), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };
     let refs: Vec<&std::path::Path> = libraries.iter().map(|p| p.as_path()).collect();
-    let report = ollie_verify::bench(graph, &runner, &baseline, &refs, &config).context("timing")?;
+    let report = ollie_verify::bench_with(&mut check::oracle(graph, &runner, &baseline), &refs, &config).context("timing")?;
     let mut text = format!(
         "{}: {:.3} MFLOP, {:.3} MB compulsory traffic; {} ({} threads: {:.1} GFLOP/s, {:.1} GB/s)\n",
         graph.name,

@@ -28,14 +28,14 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let compiler = Compiler::new(Compiler::default_cache_dir());
     let baseline = compile_naive(&compiler, graph)?;
     let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
-    let seed = o.seed.unwrap_or_else(fresh_seed);
+    let seed = o.seed.unwrap_or_else(|| spec_seed(graph));
     let report = match compiler.compile(&source, &flags) {
         Ok(c) => {
             let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
             let saved = counterexamples::load(graph);
             let (_, floor) = roofline_floor(graph)?;
             let config = VerifyConfig { seed, saved, floor: Some(floor.fastest), ..VerifyConfig::default() };
-            ollie_verify::verify(graph, &runner, &baseline, &c.library, &config).context("verifying")?
+            ollie_verify::verify_with(&mut oracle(graph, &runner, &baseline), &c.library, &config).context("verifying")?
         }
         Err(Ok(outcome)) => Report {
             accepted: false,
@@ -71,6 +71,21 @@ pub fn roofline_floor(graph: &ollie_graph::Graph) -> Result<(ollie_runner::Machi
     let cost = graph.cost();
     let floor = machine.floor(cost.flops, cost.min_bytes).context("no machine ceilings")?;
     Ok((machine, floor))
+}
+
+/// The seed of a verification when none is given: fixed per spec (its graph), so that checking
+/// kernels of one spec again and again tests the same inputs, whose expected outputs the oracle
+/// keeps on disk; another seed tests other inputs.
+pub fn spec_seed(graph: &ollie_graph::Graph) -> u64 {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(graph.to_string().as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+/// The oracle of `ollie check`, `bench` and `optimize`: expected outputs kept in memory and in
+/// ollie's cache directory (`expected/`), shared by every later command on the same spec.
+pub fn oracle<'a>(graph: &'a ollie_graph::Graph, runner: &'a Runner, baseline: &std::path::Path) -> ollie_verify::Oracle<'a> {
+    ollie_verify::Oracle::new(graph, runner, baseline).keep_on_disk(&ollie_runner::cache_root().join("expected"), ollie_verify::DISK_BYTES)
 }
 
 /// A seed from the clock, for a fresh verification.

@@ -408,7 +408,7 @@ impl Propose<Kernel> for LlmProposer<'_> {
         self.poll();
         let own = self.pending.remove(&event.candidate);
         match &event.outcome {
-            Evaluation::Timed { seconds, .. } => {
+            Evaluation::Timed { seconds, .. } | Evaluation::Slower { seconds, .. } => {
                 let shown = self.scale.shown_kernel(self.naive, &event.candidate, *seconds, &event.proposer);
                 if event.new_best {
                     self.incumbent = shown.clone();

@@ -105,7 +105,7 @@ enum Command {
         /// Compiler flags for the kernel.
         #[arg(long, default_value = "-O3 -march=native", allow_hyphen_values = true)]
         flags: String,
-        /// The master seed of the input sets (default: fresh, printed and recorded).
+        /// The master seed of the input sets (default: one fixed per spec, printed and recorded).
         #[arg(long)]
         seed: Option<u64>,
         /// Seconds one call may take.

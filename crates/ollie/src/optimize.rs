@@ -1,6 +1,6 @@
 //! `ollie optimize`: the search end to end — kernels proposed by `mutate` (schedules, flags) and
 //! `llm` (whole sources), built in parallel, verified and timed serially, every evaluation and
-//! LLM call written to the store; at the end the best kernel is re-verified with fresh seeds,
+//! LLM call written to the store; at the end the best kernel is re-verified on inputs the search never saw,
 //! timed against the naive one and written out with its report.
 
 use std::cell::{Cell, RefCell};
@@ -17,7 +17,7 @@ use ollie_loops::LoopNest;
 use ollie_runner::{Compiler, Runner};
 use ollie_search::{Evaluate, Evaluation, Kernel, Mutate, Propose, Search, SearchConfig};
 use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, RunId, Store, TimingRecord};
-use ollie_verify::{BenchConfig, Oracle, Rejection, VerifyConfig};
+use ollie_verify::{BenchConfig, EarlyStop, Oracle, Rejection, VerifyConfig};
 use sha2::Digest;
 
 use crate::llm::{LlmOptions, LlmProposer, Setup};
@@ -111,6 +111,13 @@ struct Evaluator<'a> {
     /// The least time a kernel can take (a faster call is rejected as `too-fast`).
     fastest: f64,
     last: Rc<RefCell<Option<Details>>>,
+    /// What the final verification and timing will take, as last estimated.
+    reserve: Rc<Cell<f64>>,
+    /// The final verification's configuration, the naive kernel's time and the inputs' largest
+    /// rank, for that estimate.
+    last_verification: VerifyConfig,
+    naive_seconds: f64,
+    max_rank: usize,
 }
 
 /// The kernel's C source (a schedule applied to the naive nest) and flags, or why it has none:
@@ -166,34 +173,27 @@ impl Evaluator<'_> {
             details.reason = Some(("unchanged".into(), "the same source and flags as the current kernel".into()));
             return Ok(details);
         }
-        // A quick screen (saved counterexamples, normal inputs) before timing; the whole
-        // protocol only for candidates the chain may move to.
-        let screen = VerifyConfig { families: Some(vec![ollie_verify::Family::Normal]), ..self.verify.clone() };
-        if !self.passes(&library, &screen, &mut details)? {
-            return Ok(details);
-        }
-        // About a fifth of a second of calls per kernel, between 5 and 11 interleaved pairs.
-        let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.fastest);
-        let calls = ((0.2 / guess) as usize).clamp(5, 11);
-        let config = BenchConfig { seed: self.bench_seed, sets: 2, warmups: 1, calls, floor: Some(self.fastest) };
-        let started = Instant::now();
-        let mut timed = ollie_verify::bench_with(&mut self.oracle, &[&library, &current_library], &config)?;
-        // Faster by the median but not beyond the noise: once more, with more pairs.
-        if timed.ratios.as_ref().is_some_and(|r| r.median < 1.0 && r.p90 >= 1.0) {
-            let again = BenchConfig { calls: 21, seed: config.seed.wrapping_add(1), ..config };
-            timed = ollie_verify::bench_with(&mut self.oracle, &[&library, &current_library], &again)?;
-        }
-        tracing::debug!(seconds = started.elapsed().as_secs_f64(), calls, "timed");
-        match (&timed.kernels[0], &timed.ratios) {
-            (Ok(_), Some(ratio)) if ratio.median > MOVE_RATIO => {
-                details.reason = Some(("slower".into(), format!("{:.2}x the current kernel's time (p10..p90 {:.2}..{:.2})", ratio.median, ratio.p10, ratio.p90)));
+        // The first tier: the saved counterexamples, then interleaved timing against the
+        // current kernel on normal inputs, every timed call's outputs checked.
+        if !self.verify.saved.is_empty() {
+            let screen = VerifyConfig { families: Some(Vec::new()), ..self.verify.clone() };
+            if !self.passes(&library, &screen, &mut details)? {
+                return Ok(details);
             }
+        }
+        // Pairs until the ratio is clear (5 at least, 21 at most), within about 30 of the
+        // current kernel's calls.
+        let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.fastest);
+        let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).max(0.05) };
+        let config = BenchConfig { seed: self.bench_seed, sets: 1, warmups: 1, calls: 21, floor: Some(self.fastest), early: Some(early) };
+        let started = Instant::now();
+        let timed = ollie_verify::bench_with(&mut self.oracle, &[&library, &current_library], &config)?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), pairs = timed.ratios.as_ref().map_or(0, |r| r.samples.len()), "timed");
+        match (&timed.kernels[0], &timed.ratios) {
             (Ok(t), Some(ratio)) => {
-                if self.passes(&library, &self.verify.clone(), &mut details)? {
-                    let estimate = self.seconds.get(current).copied().unwrap_or(t.median) * ratio.median;
-                    self.seconds.insert(candidate.clone(), estimate);
-                    details.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
-                }
+                let estimate = self.seconds.get(current).copied().unwrap_or(t.median) * ratio.median;
+                self.seconds.insert(candidate.clone(), estimate);
+                details.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
             }
             (Err(r), _) => details.reason = Some(rejection_reason(r)),
             (Ok(_), None) => anyhow::bail!("the current kernel failed while timing"),
@@ -219,11 +219,6 @@ impl Evaluator<'_> {
         Ok(false)
     }
 }
-
-/// Candidates slower than the current one by more than this are not verified in full: the chain
-/// would move to them with probability below e^-3 at the search's temperature (0.05), so they
-/// are recorded as `slower` instead.
-const MOVE_RATIO: f64 = 1.16;
 
 /// Counterexamples tried first by every verification, at most.
 const MAX_SAVED: usize = 8;
@@ -272,9 +267,65 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             }
         };
         *self.last.borrow_mut() = Some(details);
+        self.estimate_reserve();
         evaluation
     }
+
+    /// The second tier: the whole protocol, for a candidate the chain is about to take.
+    fn confirm(&mut self, candidate: &Kernel) -> Result<(), Evaluation> {
+        let library = match self.build(candidate) {
+            Ok((_, _, library)) => library,
+            Err((reason, detail)) => return Err(Evaluation::Rejected { reason, detail }),
+        };
+        let mut last = self.last.borrow_mut().take().unwrap_or_else(|| Details { source: String::new(), flags: Vec::new(), reason: None, timing: None, counterexample: None });
+        let verify = self.verify.clone();
+        let passed = self.passes(&library, &verify, &mut last);
+        let outcome = match passed {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let reason = last.reason.clone().expect("a rejection gives its reason");
+                self.rejected.insert(candidate.clone(), reason.clone());
+                Err(Evaluation::Rejected { reason: reason.0, detail: reason.1 })
+            }
+            Err(e) => {
+                tracing::warn!("verification failed: {e:#}");
+                last.reason = Some(("internal".into(), format!("{e:#}")));
+                Err(Evaluation::Rejected { reason: "internal".into(), detail: format!("{e:#}") })
+            }
+        };
+        if outcome.is_err() {
+            last.timing = None;
+        }
+        *self.last.borrow_mut() = Some(last);
+        self.estimate_reserve();
+        outcome
+    }
 }
+
+impl Evaluator<'_> {
+    /// Estimates what `finish` will take from what the oracle's input sets have cost so far:
+    /// every input set of the final verification computed (or read back, if that verification
+    /// ran to its end before) and called once, then the final timing's calls.
+    fn estimate_reserve(&self) {
+        let costs = self.oracle.costs();
+        let read = costs.per_read().unwrap_or(0.0);
+        let computed = costs.per_computed().unwrap_or(10.0 * read);
+        let per_set = if self.oracle.knows_plan(&self.last_verification.plan()) { read } else { computed };
+        let best = self.seconds.values().copied().fold(self.naive_seconds, f64::min);
+        let sets = self.last_verification.input_sets(self.max_rank) as f64;
+        let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (best + self.naive_seconds);
+        self.reserve.set(sets * (per_set + read + best) + timing + 1.0);
+    }
+}
+
+/// The final verification: every family, two input sets each, from the spec's seed (inputs the
+/// search never saw; the same a later `ollie check` of the result tests by default).
+fn final_verification(graph: &Graph, floor: &ollie_runner::Floor) -> VerifyConfig {
+    VerifyConfig { seed: check::spec_seed(graph), floor: Some(floor.fastest), ..VerifyConfig::default() }
+}
+
+/// The final timing against the naive kernel, as reported: 21 interleaved pairs.
+const FINAL_TIMING: BenchConfig = BenchConfig { seed: 0, sets: 4, warmups: 2, calls: 21, floor: None, early: None };
 
 /// A rejection's kind (`inaccurate`, `too-fast`, ...) and its description.
 fn rejection_reason(r: &Rejection) -> (String, String) {
@@ -316,6 +367,8 @@ impl Tally {
 }
 
 pub fn run(o: &Options) -> Result<(), Failure> {
+    // The budget counts from here: loading, the naive kernel's timing and the final phase too.
+    let session = Instant::now();
     if o.time.is_nan() || o.time <= 0.0 {
         return Err(user_error("error: --time must be positive"));
     }
@@ -357,7 +410,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         (run, history)
     } else {
         let seed = o.seed.unwrap_or_else(check::fresh_seed);
-        let naive_seconds = time_alone(&mut Oracle::new(graph, &patient, &baseline), &baseline, seed, floor.fastest)?;
+        let naive_seconds = time_alone(&mut check::oracle(graph, &patient, &baseline), &baseline, seed, floor.fastest)?;
         let llm = llm_options.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
         let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.spec.dims, "proposers": names, "llm": llm });
         let new = NewRun {
@@ -397,7 +450,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     // --timeout): anything slower is of no use, and a hung one costs no more.
     let limit = (20.0 * run.new.naive_seconds).max(0.25).min(o.timeout);
     let runner = Runner::current_exe(Duration::from_secs_f64(limit)).context("locating ollie's executable")?;
-    let oracle = Oracle::new(graph, &runner, &baseline);
+    let oracle = check::oracle(graph, &runner, &baseline);
     // The chain's state, from the store.
     let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
     let kernel_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Failure> {
@@ -447,6 +500,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         verify.saved.push(c.shapes.into_iter().zip(c.data).map(|(s, d)| Tensor::from_shape_vec(s, d).expect("stored with its shape")).collect());
     }
     let last = Rc::new(RefCell::new(None));
+    let reserve = Rc::new(Cell::new(0.0));
     let mut evaluator = Evaluator {
         naive: &naive,
         compiler: &compiler,
@@ -458,6 +512,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         bench_seed: run.new.seed ^ 0x5eed,
         fastest: floor.fastest,
         last: last.clone(),
+        reserve: reserve.clone(),
+        last_verification: final_verification(graph, &floor),
+        naive_seconds: run.new.naive_seconds,
+        max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
     };
     let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, ..SearchConfig::default() };
     let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
@@ -475,7 +533,6 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let mut tally = Tally::default();
     history.iter().for_each(|(_, c)| tally.add(c));
     let progress = Progress::new(o.time, run.elapsed_seconds, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_log.clone());
-    let session = Instant::now();
     let elapsed = |run: &Run| run.elapsed_seconds + session.elapsed().as_secs_f64();
     let (mut best_id, mut current_id) = (best_id, current_id);
     // A failed write stops the search: what is not stored could not be resumed.
@@ -498,11 +555,20 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         |s| {
             store_calls();
             progress.tick(elapsed(&run));
-            store_error.borrow().is_some() || elapsed(&run) >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
+            // The budget covers the whole command: the search stops early enough for the final
+            // verification and timing to fit.
+            store_error.borrow().is_some() || elapsed(&run) + reserve.get() >= o.time || interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
         },
         |event| {
             store_calls();
             let Some(d) = last.borrow_mut().take() else { return };
+            // What the search made of it: taken after the full verification, declined as
+            // slower (first tier only), or rejected in either tier.
+            let (reason, timing) = match &event.outcome {
+                Evaluation::Timed { .. } => (None, d.timing),
+                Evaluation::Slower { ratio: (median, p10, p90), .. } => (Some(("slower".to_string(), format!("{median:.2}x the current kernel's time (p10..p90 {p10:.2}..{p90:.2})"))), d.timing),
+                Evaluation::Rejected { reason, detail } => (Some((reason.clone(), detail.clone())), None),
+            };
             let candidate = Candidate {
                 evaluation: event.evaluation,
                 source_hash: hash(&d.source, &d.flags),
@@ -512,10 +578,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 parent: Some(current_id),
                 proposer: event.proposer.clone(),
                 at_seconds: elapsed(&run),
-                accepted: d.reason.is_none(),
-                detail: d.reason.as_ref().map(|r| r.1.clone()),
-                reason: d.reason.map(|r| r.0),
-                timing: d.timing,
+                accepted: reason.is_none(),
+                detail: reason.as_ref().map(|r| r.1.clone()),
+                reason: reason.map(|r| r.0),
+                timing,
                 moved: event.moved,
                 new_best: event.new_best,
             };
@@ -582,7 +648,7 @@ fn unix_now() -> i64 {
 
 /// The naive kernel's median time, timed alone.
 fn time_alone(oracle: &mut Oracle, library: &Path, seed: u64, floor: f64) -> Result<f64, Failure> {
-    let config = BenchConfig { seed, sets: 2, warmups: 1, calls: 7, floor: Some(floor) };
+    let config = BenchConfig { seed, sets: 2, warmups: 1, calls: 7, floor: Some(floor), early: None };
     let report = ollie_verify::bench_with(oracle, &[library], &config).context("timing the naive kernel")?;
     match &report.kernels[0] {
         Ok(t) => Ok(t.median),
@@ -603,15 +669,16 @@ pub struct FinishContext<'a> {
     pub elapsed: f64,
 }
 
-/// Re-verifies the fastest candidates with fresh seeds until one passes, times it against the
+/// Re-verifies the fastest candidates on inputs the search never saw until one passes, times it against the
 /// naive kernel, and writes every output.
 fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
     let history = cx.store.candidates(cx.run).context("reading the store")?;
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
     let estimate = |c: &Candidate| c.timing.map_or(f64::INFINITY, |t| t.estimate);
     timed.sort_by(|a, b| estimate(&a.1).total_cmp(&estimate(&b.1)));
-    let fresh = check::fresh_seed();
-    // The fastest few, each re-verified with fresh seeds and timed against the naive kernel:
+    let config = final_verification(cx.graph, cx.floor);
+    let seed = config.seed;
+    // The fastest few, each re-verified on those inputs and timed against the naive kernel:
     // the first that passes and is not slower than naive is the result (the naive kernel always
     // qualifies, last).
     let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
@@ -624,13 +691,12 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
                 continue;
             }
         };
-        let config = VerifyConfig { seed: fresh, floor: Some(cx.floor.fastest), ..VerifyConfig::default() };
         let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
         if !report.accepted {
-            eprintln!("candidate {} failed re-verification with fresh seeds: {}", id.0, report.rejection.as_ref().map(check::describe).unwrap_or_default());
+            eprintln!("candidate {} failed re-verification: {}", id.0, report.rejection.as_ref().map(check::describe).unwrap_or_default());
             continue;
         }
-        let bench = BenchConfig { seed: fresh, sets: 4, warmups: 2, calls: 21, floor: Some(cx.floor.fastest) };
+        let bench = BenchConfig { seed, floor: Some(cx.floor.fastest), ..FINAL_TIMING };
         let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
         let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
             (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),
@@ -663,7 +729,7 @@ fn finish(cx: FinishContext, mut oracle: Oracle) -> Result<(), Failure> {
         speedup_p10: 1.0 / ratio.p90,
         speedup_p90: 1.0 / ratio.p10,
         pairs: ratio.samples.len(),
-        verify_seed: fresh,
+        verify_seed: seed,
         search_seconds: cx.elapsed,
         naive_is_best: c.proposer == "naive",
     };

@@ -313,8 +313,9 @@ fn the_oracle_keeps_within_its_byte_budget() {
     let cache = tempfile::tempdir().unwrap();
     let library = compile(&c, &["-O3", "-march=native"], cache.path()).unwrap();
     let runner = runner();
-    // One input set's expected outputs: four float64 copies of the 8×300 output.
-    let set = 4 * 8 * 300 * 8;
+    // One input set's expected outputs: the reference and the elementwise bound of the 8×300
+    // output, in float64.
+    let set = 2 * 8 * 300 * 8;
     let config = ollie_verify::VerifyConfig { seed: 5, sets_per_family: 1, ..Default::default() };
     let mut small = ollie_verify::Oracle::with_capacity(&graph, &runner, &library, 3 * set);
     assert!(ollie_verify::verify_with(&mut small, &library, &config).unwrap().accepted);
@@ -323,4 +324,42 @@ fn the_oracle_keeps_within_its_byte_budget() {
     let report = ollie_verify::verify_with(&mut large, &library, &config).unwrap();
     // Every call on new inputs (fresh, or one element changed) is an input set of its own.
     assert_eq!(large.bytes(), report.certificate.tests.len() * set);
+}
+
+/// Expected outputs kept on disk are read back by a later oracle instead of computed, give the
+/// same verdict and figures, and a damaged file is computed anew, never trusted.
+#[test]
+fn the_oracle_reads_its_files_back_and_recomputes_damaged_ones() {
+    let graph = graph_of(&root().join("test_data/verify/softmax.py")).unwrap();
+    let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap());
+    let cache = tempfile::tempdir().unwrap();
+    let library = compile(&c, &["-O3", "-march=native"], cache.path()).unwrap();
+    let runner = runner();
+    let dir = cache.path().join("expected");
+    let config = ollie_verify::VerifyConfig { seed: 9, sets_per_family: 1, ..Default::default() };
+    let verify = || {
+        let mut oracle = ollie_verify::Oracle::new(&graph, &runner, &library).keep_on_disk(&dir, ollie_verify::DISK_BYTES);
+        let report = ollie_verify::verify_with(&mut oracle, &library, &config).unwrap();
+        assert!(report.accepted, "{:?}", report.rejection);
+        (oracle.costs(), oracle.knows_plan(&config.plan()), report.certificate.tests.iter().map(|t| (t.worst_elementwise.clone(), t.normwise.clone())).collect::<Vec<_>>())
+    };
+    let (first, known, figures) = verify();
+    let sets = first.computed;
+    assert!(sets > 10 && first.read == 0 && known, "{first:?}");
+    let files = || std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "expected")).collect::<Vec<_>>();
+    assert_eq!(files().len(), sets);
+    let (second, _, again) = verify();
+    assert_eq!((second.computed, second.read), (0, sets), "{second:?}");
+    assert_eq!(again, figures, "the same figures from the files");
+    // One file truncated, another with a flipped bit: both are computed anew.
+    let damaged = files();
+    let bytes = std::fs::read(&damaged[0]).unwrap();
+    std::fs::write(&damaged[0], &bytes[..bytes.len() - 9]).unwrap();
+    let mut bytes = std::fs::read(&damaged[1]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 4;
+    std::fs::write(&damaged[1], &bytes).unwrap();
+    let (third, _, again) = verify();
+    assert_eq!((third.computed, third.read), (2, sets - 2), "{third:?}");
+    assert_eq!(again, figures);
 }

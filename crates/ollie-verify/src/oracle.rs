@@ -1,0 +1,457 @@
+//! The oracle: what a correct kernel must produce on an input set — per output, the reference
+//! folded with its error bounds and the naive kernel's output into one [`Target`] — computed
+//! once per input set and remembered: in memory within a byte budget, and (when given a
+//! directory) on disk, so that another candidate, a resumed search or a later `ollie check` on
+//! the same inputs computes nothing again.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use ollie_graph::{DType, Graph, Tensor};
+use ollie_runner::{BufferSpec, Call, Runner, Session};
+use sha2::Digest;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::accuracy::{Special, Target, Tolerance};
+use crate::verify::VerifyError;
+
+/// What the oracle keeps in memory at most, in bytes, unless told otherwise: each input set
+/// costs 16 bytes per output element (the reference and the elementwise bound, in float64). At
+/// least one set is kept whatever its size; with a directory, the others are read back from disk.
+pub const ORACLE_BYTES: usize = 512 << 20;
+
+/// What the files of a directory given to [`Oracle::keep_on_disk`] may hold together, in bytes:
+/// beyond it, the files used longest ago are removed.
+pub const DISK_BYTES: u64 = 8 << 30;
+
+/// Remembers, by input, what a correct call must produce.
+pub struct Oracle<'a> {
+    pub(crate) graph: &'a Graph,
+    pub(crate) runner: &'a Runner,
+    baseline: PathBuf,
+    session: Option<Session>,
+    /// By the inputs' fingerprint: the expected outputs and when they were last used.
+    cache: HashMap<u128, (Arc<Expected>, u64)>,
+    /// Bytes the cache may hold.
+    capacity: usize,
+    clock: u64,
+    disk: Option<Disk>,
+    costs: Costs,
+}
+
+/// What the oracle's work has cost so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Costs {
+    /// Input sets whose expected outputs were computed, and the seconds that took.
+    pub computed: usize,
+    pub compute_seconds: f64,
+    /// Input sets read back from disk, and the seconds that took.
+    pub read: usize,
+    pub read_seconds: f64,
+}
+
+impl Costs {
+    /// Seconds per input set computed, if any was.
+    pub fn per_computed(&self) -> Option<f64> {
+        (self.computed > 0).then(|| self.compute_seconds / self.computed as f64)
+    }
+
+    /// Seconds per input set read from disk, if any was.
+    pub fn per_read(&self) -> Option<f64> {
+        (self.read > 0).then(|| self.read_seconds / self.read as f64)
+    }
+}
+
+/// The oracle's directory and what names its files: everything the expected outputs depend on
+/// besides the inputs (the graph, the naive kernel's library, this build of ollie).
+/// Files are written by a thread of their own, and removed (the least recently used first)
+/// when they hold more than the limit.
+struct Disk {
+    dir: PathBuf,
+    context: [u8; 32],
+    writes: Option<std::sync::mpsc::SyncSender<(PathBuf, Arc<Expected>)>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<'a> Oracle<'a> {
+    pub fn new(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> Oracle<'a> {
+        Oracle::with_capacity(graph, runner, baseline, ORACLE_BYTES)
+    }
+
+    /// An oracle that keeps at most `capacity` bytes of expected outputs in memory.
+    pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: &Path, capacity: usize) -> Oracle<'a> {
+        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new(), capacity, clock: 0, disk: None, costs: Costs::default() }
+    }
+
+    /// Also keeps every input set's expected outputs as a file in `dir` (at most `limit` bytes
+    /// of them), and reads them from there before computing them. A file that does not read
+    /// back whole and intact is computed anew. The directory is made if it is missing; if it
+    /// cannot be, the oracle keeps to memory.
+    pub fn keep_on_disk(mut self, dir: &Path, limit: u64) -> Oracle<'a> {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            tracing::warn!("expected outputs stay in memory: cannot make {}: {e}", dir.display());
+            return self;
+        }
+        let mut context = sha2::Sha256::new();
+        context.update(FORMAT);
+        context.update(self.graph.to_string());
+        match std::fs::read(&self.baseline) {
+            Ok(library) => context.update(sha2::Sha256::digest(&library)),
+            Err(e) => {
+                tracing::warn!("expected outputs stay in memory: cannot read the naive kernel: {e}");
+                return self;
+            }
+        }
+        // This build of ollie (its reference interpreter and bounds): the executable's identity.
+        let exe = std::env::current_exe().and_then(std::fs::metadata).map(|m| (m.len(), m.modified().ok()));
+        context.update(format!("{} {exe:?}", env!("CARGO_PKG_VERSION")));
+        self.disk = Some(Disk::new(dir.to_path_buf(), context.finalize().into(), limit));
+        self
+    }
+
+    /// What computing and reading expected outputs has cost so far.
+    pub fn costs(&self) -> Costs {
+        self.costs
+    }
+
+    /// Whether a verification `plan` (see [`crate::VerifyConfig::plan`]) ran to its end before
+    /// with this oracle's directory: then every one of its input sets is on disk (unless the
+    /// directory was trimmed since).
+    pub fn knows_plan(&self, plan: &str) -> bool {
+        self.disk.as_ref().is_some_and(|d| d.plan_path(plan).exists())
+    }
+
+    /// Notes that `plan` ran to its end.
+    pub(crate) fn remember_plan(&self, plan: &str) {
+        if let Some(d) = &self.disk {
+            let _ = std::fs::write(d.plan_path(plan), plan);
+        }
+    }
+
+    /// Bytes the input sets remembered in memory hold now.
+    pub fn bytes(&self) -> usize {
+        self.cache.values().map(|(e, _)| e.bytes()).sum()
+    }
+
+    /// The expected outputs for `values`.
+    pub(crate) fn expected(&mut self, values: &[Tensor]) -> Result<Arc<Expected>, VerifyError> {
+        let key = fingerprint(values);
+        self.clock += 1;
+        if let Some((e, used)) = self.cache.get_mut(&key) {
+            *used = self.clock;
+            return Ok(e.clone());
+        }
+        let started = std::time::Instant::now();
+        let expected = match self.disk.as_ref().and_then(|d| d.read(key)) {
+            Some(e) => {
+                self.costs.read += 1;
+                self.costs.read_seconds += started.elapsed().as_secs_f64();
+                Arc::new(e)
+            }
+            None => {
+                let e = Arc::new(self.compute(values)?);
+                self.costs.computed += 1;
+                self.costs.compute_seconds += started.elapsed().as_secs_f64();
+                if let Some(d) = &self.disk {
+                    d.write(key, e.clone());
+                }
+                e
+            }
+        };
+        // The least recently used go until the new set fits.
+        let mut held = self.bytes();
+        while held + expected.bytes() > self.capacity && !self.cache.is_empty() {
+            let oldest = *self.cache.iter().min_by_key(|(_, (_, used))| *used).expect("not empty").0;
+            held -= self.cache.remove(&oldest).expect("present").0.bytes();
+        }
+        self.cache.insert(key, (expected.clone(), self.clock));
+        Ok(expected)
+    }
+
+    /// Evaluates the reference on `values` and runs the naive kernel on them (in its own
+    /// sandboxed process, started on first use and kept).
+    fn compute(&mut self, values: &[Tensor]) -> Result<Expected, VerifyError> {
+        if self.session.is_none() {
+            let (inputs, outputs) = BufferSpec::of(self.graph);
+            match self.runner.start(&self.baseline, &self.graph.name, &inputs, &outputs)? {
+                Ok(s) => self.session = Some(s),
+                Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+            }
+        }
+        let base = self.session.as_mut().expect("started above");
+        let result = Expected::new(self.graph, base, values);
+        if result.is_err() {
+            self.session = None;
+        }
+        result
+    }
+}
+
+/// What a correct call on some inputs must produce: a [`Target`] per output.
+pub(crate) struct Expected {
+    pub targets: Vec<Target>,
+}
+
+impl Expected {
+    fn bytes(&self) -> usize {
+        self.targets.iter().map(Target::bytes).sum()
+    }
+
+    /// Evaluates the reference on `values` and runs the naive kernel in `base` on them.
+    fn new(graph: &Graph, base: &mut Session, values: &[Tensor]) -> Result<Expected, VerifyError> {
+        for (k, v) in values.iter().enumerate() {
+            base.set_input(k, v)?;
+        }
+        base.poison_outputs();
+        if let Call::Died(outcome) = base.call()? {
+            return Err(VerifyError::Baseline(outcome.summary()));
+        }
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
+        let targets = graph
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(k, &o)| {
+                let tolerance = if graph.ty(o).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
+                Target::new(tolerance, &reference[k], &bounds[k], &base.output(k))
+            })
+            .collect();
+        Ok(Expected { targets })
+    }
+}
+
+/// The first bytes of an oracle file, and part of every file's name: a change of the format or
+/// of what a target means changes it.
+const FORMAT: &[u8] = b"ollie expected outputs, format 2\n";
+
+/// Expected outputs waiting to be written, at most: the oracle goes on while they are.
+const PENDING_WRITES: usize = 2;
+
+impl Disk {
+    fn new(dir: PathBuf, context: [u8; 32], limit: u64) -> Disk {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<(PathBuf, Arc<Expected>)>(PENDING_WRITES);
+        let writer_dir = dir.clone();
+        let writer = std::thread::spawn(move || {
+            for (path, expected) in receiver {
+                if let Err(e) = write(&writer_dir, &path, &expected) {
+                    tracing::warn!("cannot store expected outputs in {}: {e}", writer_dir.display());
+                    continue;
+                }
+                trim(&writer_dir, limit);
+            }
+        });
+        Disk { dir, context, writes: Some(sender), writer: Some(writer) }
+    }
+
+    fn path(&self, key: u128) -> PathBuf {
+        let mut name = sha2::Sha256::new();
+        name.update(self.context);
+        name.update(key.to_le_bytes());
+        let hex: String = name.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{hex}.expected"))
+    }
+
+    fn plan_path(&self, plan: &str) -> PathBuf {
+        let mut name = sha2::Sha256::new();
+        name.update(self.context);
+        name.update(plan);
+        let hex: String = name.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{hex}.plan"))
+    }
+
+    /// The expected outputs stored for `key`, if a file holds them whole and intact.
+    fn read(&self, key: u128) -> Option<Expected> {
+        let path = self.path(key);
+        let file = std::fs::File::open(&path).ok()?;
+        match read(file) {
+            Some(e) => {
+                // Used now: the last to be removed when the directory is over its limit.
+                let _ = std::fs::File::options().write(true).open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+                tracing::debug!(path = %path.display(), "expected outputs read from disk");
+                Some(e)
+            }
+            None => {
+                tracing::warn!("{} is damaged; computing its expected outputs anew", path.display());
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Stores `expected` under `key` on the writer thread (the oracle goes on meanwhile).
+    /// Failing to store costs only time later.
+    fn write(&self, key: u128, expected: Arc<Expected>) {
+        if let Some(writes) = &self.writes {
+            let _ = writes.send((self.path(key), expected));
+        }
+    }
+}
+
+impl Drop for Disk {
+    /// Waits for the pending writes: a file is written whole or not at all.
+    fn drop(&mut self) {
+        drop(self.writes.take());
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Writes `expected` to `path` through a temporary file in `dir`, so that no reader sees half
+/// of one: [`FORMAT`], the number of outputs, per output its shape, element count, special
+/// count, normwise bound, values and special elements (all 64-bit little-endian words), then an
+/// XXH3-128 checksum of everything before it.
+fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    {
+        let mut out = Checksummed { inner: std::io::BufWriter::with_capacity(1 << 20, file.as_file_mut()), hash: Xxh3::new() };
+        out.put(FORMAT)?;
+        out.put(&(expected.targets.len() as u64).to_le_bytes())?;
+        for t in &expected.targets {
+            let (shape, values, specials, norm_bound) = t.parts();
+            let mut header = vec![shape.len() as u64];
+            header.extend(shape.iter().map(|&n| n as u64));
+            header.extend([values.len() as u64, specials.len() as u64, norm_bound.to_bits()]);
+            out.put(bytemuck::cast_slice(&header))?;
+            out.put(bytemuck::cast_slice(values))?;
+            let specials: Vec<u64> = specials.iter().flat_map(|s| [s.index as u64, s.reference.to_bits(), s.baseline.to_bits()]).collect();
+            out.put(bytemuck::cast_slice(&specials))?;
+        }
+        let sum = out.hash.digest128().to_le_bytes();
+        out.inner.write_all(&sum)?;
+        out.inner.flush()?;
+    }
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// What [`write`] wrote, if it is whole and its checksum holds. Values are read straight into
+/// the target's own allocation.
+fn read(file: std::fs::File) -> Option<Expected> {
+    let mut input = Checksummed { inner: std::io::BufReader::with_capacity(1 << 16, file), hash: Xxh3::new() };
+    let mut format = vec![0u8; FORMAT.len()];
+    input.take(&mut format)?;
+    if format != FORMAT {
+        return None;
+    }
+    let count = input.word()?;
+    let mut targets = Vec::new();
+    for _ in 0..count.min(1 << 20) {
+        let rank = input.word()?;
+        let shape = (0..rank.min(64)).map(|_| input.word().map(|n| n as usize)).collect::<Option<Vec<_>>>()?;
+        let (n, specials, norm_bound) = (input.word()? as usize, input.word()? as usize, f64::from_bits(input.word()?));
+        if shape.len() as u64 != rank || shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).and_then(|e| e.checked_mul(2)) != Some(n) {
+            return None;
+        }
+        let mut values = vec![0f64; n];
+        input.take(bytemuck::cast_slice_mut(&mut values))?;
+        let mut words = vec![0u64; specials.min(n).checked_mul(3)?];
+        input.take(bytemuck::cast_slice_mut(&mut words))?;
+        let specials = words.chunks_exact(3).map(|w| Special { index: w[0] as usize, reference: f64::from_bits(w[1]), baseline: f64::from_bits(w[2]) }).collect();
+        targets.push(Target::from_parts(shape, values, specials, norm_bound)?);
+    }
+    let computed = input.hash.digest128();
+    let mut sum = [0u8; 16];
+    input.inner.read_exact(&mut sum).ok()?;
+    let mut rest = [0u8; 1];
+    let at_end = matches!(input.inner.read(&mut rest), Ok(0));
+    (targets.len() as u64 == count && u128::from_le_bytes(sum) == computed && at_end).then_some(Expected { targets })
+}
+
+/// A reader or writer that hashes what passes through it.
+struct Checksummed<T> {
+    inner: T,
+    hash: Xxh3,
+}
+
+impl<W: Write> Checksummed<W> {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.hash.update(bytes);
+        self.inner.write_all(bytes)
+    }
+}
+
+impl<R: Read> Checksummed<R> {
+    fn take(&mut self, bytes: &mut [u8]) -> Option<()> {
+        self.inner.read_exact(bytes).ok()?;
+        self.hash.update(bytes);
+        Some(())
+    }
+
+    fn word(&mut self) -> Option<u64> {
+        let mut w = [0u8; 8];
+        self.take(&mut w)?;
+        Some(u64::from_le_bytes(w))
+    }
+}
+
+/// Removes the files used longest ago until `dir`'s oracle files hold at most `limit` bytes.
+fn trim(dir: &Path, limit: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "expected"))
+        .filter_map(|e| e.metadata().ok().map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), e.path())))
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort();
+    for (_, len, path) in files {
+        if total <= limit {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            total -= len;
+        }
+    }
+}
+
+/// A 128-bit fingerprint (XXH3) of input values: shapes and every bit of every element.
+pub(crate) fn fingerprint(values: &[Tensor]) -> u128 {
+    let mut hash = Xxh3::new();
+    for v in values {
+        hash.update(&(v.ndim() as u64).to_le_bytes());
+        v.shape().iter().for_each(|&n| hash.update(&(n as u64).to_le_bytes()));
+        match v.as_slice() {
+            Some(s) => hash.update(bytemuck::cast_slice(s)),
+            None => v.iter().for_each(|x| hash.update(&x.to_le_bytes())),
+        }
+    }
+    hash.digest128()
+}
+
+/// Bytes the verifier needs at most to verify or time kernels of `graph`, beyond ollie itself:
+/// an input set in float64 and its one-element-changed copy being made, the reference's and its
+/// bounds' working values, the magnitudes a contraction takes of its operands, each tensor again
+/// in float32 in the shared buffers of up to three kernel processes (the candidate, the kernel
+/// it is timed against, the naive one), and the oracle's budget. An estimate from above, so
+/// that a problem too large for the machine is refused before anything runs rather than ended by
+/// the out-of-memory killer.
+pub fn memory_needed(graph: &Graph) -> u64 {
+    let elements = |t: &ollie_graph::TensorType| t.shape.iter().product::<usize>() as u64;
+    let inputs: u64 = graph.params.iter().map(|p| elements(&p.ty)).sum();
+    let outputs: u64 = graph.outputs.iter().map(|&o| elements(graph.ty(o))).sum();
+    let f64s = 3 * inputs + 6 * outputs;
+    let f32s = 3 * (inputs + outputs);
+    8 * f64s + 4 * f32s + ORACLE_BYTES as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_tell_one_changed_bit_and_a_changed_shape() {
+        let a = Tensor::from_shape_vec(vec![3, 5], (0..15).map(|i| i as f64 * 0.37).collect()).unwrap();
+        let mut b = a.clone();
+        b[[2, 4]] = f64::from_bits(b[[2, 4]].to_bits() ^ 1);
+        let c = a.clone().into_shape_with_order(vec![5, 3]).unwrap();
+        let fa = fingerprint(std::slice::from_ref(&a));
+        assert_eq!(fa, fingerprint(&[a.clone()]));
+        assert_ne!(fa, fingerprint(&[b]));
+        assert_ne!(fa, fingerprint(&[c]));
+        assert_ne!(fa, fingerprint(&[a.clone(), a]));
+    }
+}
