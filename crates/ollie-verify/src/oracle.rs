@@ -73,6 +73,8 @@ struct Disk {
     dir: PathBuf,
     context: [u8; 32],
     writes: Option<std::sync::mpsc::SyncSender<(PathBuf, Arc<Expected>)>>,
+    /// Files sent to the writer and not yet on disk.
+    pending: Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -110,6 +112,14 @@ impl<'a> Oracle<'a> {
         context.update(format!("{} {exe:?}", env!("CARGO_PKG_VERSION")));
         self.disk = Some(Disk::new(dir.to_path_buf(), context.finalize().into(), limit));
         self
+    }
+
+    /// Waits until the files being written are on disk: timing must have the machine to
+    /// itself.
+    pub fn settle(&self) {
+        if let Some(d) = &self.disk {
+            d.settle();
+        }
     }
 
     /// What computing and reading expected outputs has cost so far.
@@ -234,16 +244,20 @@ impl Disk {
     fn new(dir: PathBuf, context: [u8; 32], limit: u64) -> Disk {
         let (sender, receiver) = std::sync::mpsc::sync_channel::<(PathBuf, Arc<Expected>)>(PENDING_WRITES);
         let writer_dir = dir.clone();
+        let pending = Arc::new((std::sync::Mutex::new(0usize), std::sync::Condvar::new()));
+        let done = pending.clone();
         let writer = std::thread::spawn(move || {
             for (path, expected) in receiver {
-                if let Err(e) = write(&writer_dir, &path, &expected) {
-                    tracing::warn!("cannot store expected outputs in {}: {e}", writer_dir.display());
-                    continue;
+                match write(&writer_dir, &path, &expected) {
+                    Ok(()) => trim(&writer_dir, limit),
+                    Err(e) => tracing::warn!("cannot store expected outputs in {}: {e}", writer_dir.display()),
                 }
-                trim(&writer_dir, limit);
+                let (count, changed) = &*done;
+                *count.lock().expect("not poisoned") -= 1;
+                changed.notify_all();
             }
         });
-        Disk { dir, context, writes: Some(sender), writer: Some(writer) }
+        Disk { dir, context, writes: Some(sender), pending, writer: Some(writer) }
     }
 
     fn path(&self, key: u128) -> PathBuf {
@@ -285,7 +299,19 @@ impl Disk {
     /// Failing to store costs only time later.
     fn write(&self, key: u128, expected: Arc<Expected>) {
         if let Some(writes) = &self.writes {
-            let _ = writes.send((self.path(key), expected));
+            *self.pending.0.lock().expect("not poisoned") += 1;
+            if writes.send((self.path(key), expected)).is_err() {
+                *self.pending.0.lock().expect("not poisoned") -= 1;
+            }
+        }
+    }
+
+    /// Waits until every file sent to the writer is on disk (synced).
+    fn settle(&self) {
+        let (count, changed) = &*self.pending;
+        let mut n = count.lock().expect("not poisoned");
+        while *n > 0 {
+            n = changed.wait(n).expect("not poisoned");
         }
     }
 }
@@ -324,6 +350,9 @@ fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
         out.inner.write_all(&sum)?;
         out.inner.flush()?;
     }
+    // On disk before the oracle says it is settled: the kernel's write-back would otherwise
+    // come later, perhaps while a kernel is being timed.
+    file.as_file().sync_data()?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

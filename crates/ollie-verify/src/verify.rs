@@ -201,7 +201,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
             let expected = oracle.expected(&values)?;
-            match checked_call(&mut cand, &values, true, &expected, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
+            match checked_call(&mut cand, &values, true, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
                 Ok(checked) => {
                     certificate.tests.push(TestRecord {
                         id,
@@ -246,7 +246,9 @@ pub(crate) struct Checked {
 }
 
 /// Calls the candidate once on `values` (written to its buffers first if `refill`; otherwise
-/// they are there already, from its last call) and checks the call as the contract says: returned, not
+/// they are there already, from its last call) and checks the call as the contract says (an
+/// output whose checksums are `judged`, those of outputs already found accurate on the same
+/// inputs, is not judged again): returned, not
 /// faster than `floor`, memory around the buffers and the inputs untouched, (after
 /// `reread_delay`, if given) outputs unchanged since return, every element written, accurate.
 /// An inaccurate output bit-identical to `previous` (the last call's expected outputs and its
@@ -258,6 +260,7 @@ pub(crate) fn checked_call(
     values: &[Tensor],
     refill: bool,
     expected: &Expected,
+    judged: Option<&[u64]>,
     id: &TestId,
     floor: Option<f64>,
     reread_delay: Option<Duration>,
@@ -292,6 +295,10 @@ pub(crate) fn checked_call(
         if let Some(k) = (0..outputs).find(|&k| cand.output_checksum(k) != checksums[k]) {
             return Ok(Err(Rejection::ChangedAfterReturn { test: id.clone(), output: k }));
         }
+    }
+    // Bit for bit what an earlier call on these same inputs produced and passed.
+    if judged == Some(&checksums[..]) {
+        return Ok(Ok(Checked { elapsed, checksums, figures: Vec::new() }));
     }
     let mut figures = Vec::new();
     for (k, target) in expected.targets.iter().enumerate() {
