@@ -110,8 +110,25 @@ impl Runner {
     }
 
     /// Starts a worker for `symbol` of `library` with these buffers (outputs poisoned with NaN).
-    /// `Ok(Err(outcome))` when the kernel cannot even be loaded.
+    /// `Ok(Err(outcome))` when the kernel cannot even be loaded. OpenMP threads sleep between
+    /// calls (`OMP_WAIT_POLICY=PASSIVE`): nothing of the worker runs while it is not called.
     pub fn start(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
+        self.start_with(library, symbol, inputs, outputs, Some("PASSIVE"))
+    }
+
+    /// [`Runner::start`] for timing: libgomp's default wait policy (threads spin a while after a
+    /// parallel region before they sleep), as in a program calling the kernel again and again;
+    /// the caller stops the worker between calls ([`Session::pause`]) so that its spinning never
+    /// takes a core from anything else. See ARCHITECTURE.md, "OpenMP teams".
+    pub fn start_for_timing(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
+        let mut started = self.start_with(library, symbol, inputs, outputs, None)?;
+        if let Ok(s) = &mut started {
+            s.pause();
+        }
+        Ok(started)
+    }
+
+    fn start_with(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec], wait_policy: Option<&str>) -> Result<Result<Session, Outcome>, RunnerError> {
         let specs: Vec<BufferSpec> = inputs.iter().chain(outputs).cloned().collect();
         if specs.len() > crate::worker::MAX_BUFFERS {
             return Err(RunnerError::TooManyBuffers(specs.len()));
@@ -148,13 +165,12 @@ impl Runner {
             .arg((self.timeout.as_secs() * 100 + 60).to_string())
             .current_dir(&workdir)
             .env_clear()
-            // OpenMP threads sleep between calls instead of spinning: several kernels share the
-            // machine's cores while they are timed interleaved, and a spinning idle team would
-            // slow whichever kernel runs next.
-            .env("OMP_WAIT_POLICY", "PASSIVE")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(policy) = wait_policy {
+            command.env("OMP_WAIT_POLICY", policy);
+        }
         // SAFETY: only async-signal-safe calls between fork and exec: dup2 gives the shared file
         // a fixed number without CLOEXEC; the child dies with its parent.
         unsafe {
@@ -176,7 +192,7 @@ impl Runner {
             let _ = stderr.by_ref().take(64 * 1024).read_to_string(&mut text);
             text
         });
-        let mut session = Session { child, commands, replies, map, layout, specs, inputs: inputs.len(), timeout: self.timeout, log: Some(log), workdir };
+        let mut session = Session { child, commands, replies, map, layout, specs, inputs: inputs.len(), timeout: self.timeout, log: Some(log), workdir, paused: false };
         match session.await_reply(b'r')? {
             None => {
                 session.poison_outputs();
@@ -223,6 +239,8 @@ pub struct Session {
     timeout: Duration,
     log: Option<std::thread::JoinHandle<String>>,
     workdir: PathBuf,
+    /// Stopped by `SIGSTOP` until its next call.
+    paused: bool,
 }
 
 impl Session {
@@ -311,8 +329,48 @@ impl Session {
         xxhash_rust::xxh3::xxh3_64(&self.map[r.start..r.start + r.len])
     }
 
+    /// Pins the worker's threads one to a CPU (of those ollie may use, in turn) and stops the
+    /// worker — all its threads, spinning ones included — until its next call or
+    /// [`Session::finish`]. Pinned, two threads of one team never share a CPU: a team resumed
+    /// from a stop could otherwise find its threads spinning on one CPU by turns.
+    pub fn pause(&mut self) {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: plain system calls on our own child's threads (not yet reaped: the session owns
+        // the child) with a zeroed and then filled CPU set.
+        unsafe {
+            let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) == 0 {
+                let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect();
+                let mut tids: Vec<libc::pid_t> = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()).unwrap_or_default();
+                tids.sort_unstable();
+                for (i, &tid) in tids.iter().enumerate().filter(|_| !cpus.is_empty()) {
+                    let mut one: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpus[i % cpus.len()], &mut one);
+                    libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &one);
+                }
+            }
+            if libc::kill(pid, libc::SIGSTOP) == 0 {
+                self.paused = true;
+            }
+        }
+    }
+
+    /// The worker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn resume(&mut self) {
+        if self.paused {
+            // SAFETY: a signal to our own child, as in `pause`.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGCONT) };
+            self.paused = false;
+        }
+    }
+
     /// Calls the kernel once and waits for it within the time limit.
     pub fn call(&mut self) -> Result<Call, RunnerError> {
+        self.resume();
         if self.commands.write_all(b"c").and_then(|_| self.commands.flush()).is_err() {
             // The worker is gone already; its status says why.
             return Ok(Call::Died(self.death()?));
@@ -391,6 +449,7 @@ impl Session {
 
     /// Ends the worker.
     pub fn finish(mut self) {
+        self.resume();
         let _ = self.commands.write_all(b"q");
         if self.child.wait_timeout(Duration::from_secs(2)).ok().flatten().is_none() {
             let _ = self.child.kill();

@@ -101,7 +101,7 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
     }
     let mut sessions: Vec<Result<Session, Rejection>> = Vec::new();
     for lib in libraries {
-        sessions.push(match runner.start(lib, &graph.name, &inputs, &outputs)? {
+        sessions.push(match runner.start_for_timing(lib, &graph.name, &inputs, &outputs)? {
             Ok(s) => Ok(s),
             Err(outcome) => Err(rejection(&outcome, None)),
         });
@@ -140,7 +140,10 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
                 judged[k] = None;
             }
             loaded[k] = Some(which);
-            match checked_call(s, &set.values, refill, &set.expected, judged[k].as_deref(), &id, config.floor, None, None)? {
+            let checked = checked_call(s, &set.values, refill, &set.expected, judged[k].as_deref(), &id, config.floor, None, None)?;
+            // Stopped until its next call (see `Runner::start_for_timing`).
+            s.pause();
+            match checked {
                 Ok(checked) => {
                     judged[k] = Some(checked.checksums.clone());
                     let seconds = checked.elapsed.as_secs_f64();

@@ -171,3 +171,40 @@ fn a_session_calls_the_kernel_on_new_inputs_each_time() {
     assert_eq!(session.damaged_canary(), None);
     session.finish();
 }
+
+/// A timing session is stopped between calls (its OpenMP team pinned, spinning frozen): every
+/// call continues it, the kernel's threads still do their work, and it ends promptly while
+/// stopped.
+#[test]
+fn a_timing_session_is_stopped_between_calls_and_still_calls_and_ends() {
+    let cache = tempfile::tempdir().unwrap();
+    let source = "void k(const float *restrict x, float *restrict out) {\n#pragma omp parallel for num_threads(2)\n  for (int i = 0; i < 64; i++) out[i] = 2 * x[i];\n}";
+    let library = Compiler::new(cache.path()).compile(source, &["-O2".into(), "-fopenmp".into()]).unwrap().library;
+    let mut session = runner(10 * SECOND).start_for_timing(&library, "k", &[f32s(&[64])], &[f32s(&[64])]).unwrap().unwrap();
+    // The worker's scheduling state from /proc once the stop has taken effect (signals arrive
+    // asynchronously): `T` when stopped.
+    let state = |s: &ollie_runner::Session| {
+        let read = || {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.pid())).unwrap();
+            stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(1);
+        while read() != 'T' && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        read()
+    };
+    assert_eq!(state(&session), 'T', "stopped before its first call");
+    for round in 0..4 {
+        let x = ArrayD::from_shape_vec(IxDyn(&[64]), (0..64).map(|i| (round * 100 + i) as f64).collect()).unwrap();
+        session.set_input(0, &x).unwrap();
+        session.poison_outputs();
+        assert!(matches!(session.call().unwrap(), ollie_runner::Call::Returned { .. }));
+        assert_eq!(session.output(0), x.mapv(|v| 2.0 * v));
+        session.pause();
+        assert_eq!(state(&session), 'T', "stopped after call {round}");
+    }
+    let started = std::time::Instant::now();
+    session.finish();
+    assert!(started.elapsed() < Duration::from_secs(1), "a stopped worker is continued to end: {:?}", started.elapsed());
+}
