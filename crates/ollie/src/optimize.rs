@@ -113,6 +113,8 @@ struct Evaluator<'a> {
     last: Rc<RefCell<Option<Details>>>,
     /// What the final verification and timing will take, as last estimated.
     reserve: Rc<Cell<f64>>,
+    /// Seconds per test of the last full verification that passed.
+    per_test: Cell<Option<f64>>,
     /// The final verification's configuration, the naive kernel's time and the inputs' largest
     /// rank, for that estimate.
     last_verification: VerifyConfig,
@@ -207,7 +209,11 @@ impl Evaluator<'_> {
     fn passes(&mut self, library: &Path, config: &VerifyConfig, details: &mut Details) -> Result<bool, anyhow::Error> {
         let started = Instant::now();
         let report = ollie_verify::verify_with(&mut self.oracle, library, config)?;
-        tracing::debug!(seconds = started.elapsed().as_secs_f64(), calls = report.certificate.tests.len(), "verified");
+        let (seconds, tests) = (started.elapsed().as_secs_f64(), report.certificate.tests.len());
+        tracing::debug!(seconds, calls = tests, "verified");
+        if report.accepted && config.families.is_none() && tests > 0 {
+            self.per_test.set(Some(seconds / tests as f64));
+        }
         let Some(r) = &report.rejection else { return Ok(true) };
         details.reason = Some(rejection_reason(r));
         if let Some(inputs) = report.counterexample {
@@ -315,9 +321,13 @@ impl Evaluator<'_> {
         let computed = costs.per_computed().unwrap_or(10.0 * read);
         let per_set = if self.oracle.knows_plan(&self.last_verification.plan()) { read } else { computed };
         let best = self.seconds.values().copied().fold(self.naive_seconds, f64::min);
+        // Each test of the final verification costs what one of the search's full
+        // verifications did (making the inputs, their expected outputs computed or read, the
+        // call and its checks: its sets are cached alike), or else what the oracle's sets cost.
+        let per_test = self.per_test.get().unwrap_or(per_set + read + best);
         let sets = self.last_verification.input_sets(self.max_rank) as f64;
         let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (best + self.naive_seconds);
-        self.reserve.set(sets * (per_set + read + best) + timing + 1.0);
+        self.reserve.set(sets * per_test + timing + 1.0);
     }
 }
 
@@ -520,6 +530,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         fastest: floor.fastest,
         last: last.clone(),
         reserve: reserve.clone(),
+        per_test: Cell::new(None),
         last_verification: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
