@@ -180,6 +180,7 @@ fn a_call_still_in_flight_when_the_budget_ends_is_recorded_and_reported() {
     // with how long it had waited, and the report says what `llm` did (nothing but wait).
     let server = ScriptedServer::start(vec![], Answer::Silence);
     let (cache, out) = (cache(), tempfile::tempdir().unwrap());
+    let started = Instant::now();
     let o = Command::new(env!("CARGO_BIN_EXE_ollie"))
         .args(["optimize", "test_data/llm/colsum.py", "--seed", "3", "--proposers", "mutate,llm", "--llm-url", &server.url, "--llm-model", "scripted"])
         .args(["--llm-concurrency", "1", "--llm-timeout", "600s", "--time", "4s", "--out"])
@@ -188,14 +189,16 @@ fn a_call_still_in_flight_when_the_budget_ends_is_recorded_and_reported() {
         .current_dir(root())
         .output()
         .unwrap();
+    let ran = started.elapsed();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
     let calls = llm_calls(&out.path().join("ollie.db"));
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].2, "abandoned");
-    // It waited for as long as the search ran: the 4 s budget less loading, the naive kernel's
-    // timing and what the final verification is estimated to take.
-    assert!(calls[0].4 >= 1.5, "{calls:?}");
+    // It waited for as long as the search ran: some of the 4 s budget (less loading, the naive
+    // kernel's timing and what the final phase is estimated to take), and no longer than the
+    // command.
+    assert!(calls[0].4 > 0.2 && calls[0].4 < ran.as_secs_f64(), "{calls:?} in {ran:?}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap()).unwrap();
     assert_eq!(report["llm"]["calls"], 1, "{report}");
     assert_eq!(report["llm"]["outcomes"]["abandoned"], 1, "{report}");
