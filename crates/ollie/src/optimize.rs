@@ -89,6 +89,7 @@ pub const STORE_FILE: &str = "ollie.db";
 type Build = Result<(String, Vec<String>, PathBuf), (String, String)>;
 
 /// What the evaluator learned about the last candidate, for the store.
+#[derive(Default)]
 struct Details {
     source: String,
     flags: Vec<String>,
@@ -117,7 +118,7 @@ struct Evaluator<'a> {
     per_test: Cell<Option<f64>>,
     /// The final verification's configuration, the naive kernel's time and the inputs' largest
     /// rank, for that estimate.
-    last_verification: VerifyConfig,
+    final_config: VerifyConfig,
     naive_seconds: f64,
     max_rank: usize,
 }
@@ -262,7 +263,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!("evaluation failed: {e:#}");
-                Details { source: String::new(), flags: Vec::new(), reason: Some(("internal".into(), format!("{e:#}"))), timing: None, counterexample: None }
+                Details { reason: Some(("internal".into(), format!("{e:#}"))), ..Details::default() }
             }
         };
         if let Some(reason) = details.reason.as_ref().filter(|r| !matches!(r.0.as_str(), "slower" | "internal" | "unchanged")) {
@@ -286,7 +287,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             Ok((_, _, library)) => library,
             Err((reason, detail)) => return Err(Evaluation::Rejected { reason, detail }),
         };
-        let mut last = self.last.borrow_mut().take().unwrap_or_else(|| Details { source: String::new(), flags: Vec::new(), reason: None, timing: None, counterexample: None });
+        let mut last = self.last.borrow_mut().take().unwrap_or_default();
         let verify = self.verify.clone();
         let passed = self.passes(&library, &verify, &mut last);
         let outcome = match passed {
@@ -319,13 +320,13 @@ impl Evaluator<'_> {
         let costs = self.oracle.costs();
         let read = costs.per_read().unwrap_or(0.0);
         let computed = costs.per_computed().unwrap_or(10.0 * read);
-        let per_set = if self.oracle.knows_plan(&self.last_verification.plan()) { read } else { computed };
+        let per_set = if self.oracle.knows_plan(&self.final_config.plan()) { read } else { computed };
         let best = self.seconds.values().copied().fold(self.naive_seconds, f64::min);
         // Each test of the final verification costs what one of the search's full
         // verifications did (making the inputs, their expected outputs computed or read, the
         // call and its checks: its sets are cached alike), or else what the oracle's sets cost.
         let per_test = self.per_test.get().unwrap_or(per_set + read + best);
-        let sets = self.last_verification.input_sets(self.max_rank) as f64;
+        let sets = self.final_config.input_sets(self.max_rank) as f64;
         let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (best + self.naive_seconds);
         self.reserve.set(sets * per_test + timing + 1.0);
     }
@@ -531,7 +532,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         last: last.clone(),
         reserve: reserve.clone(),
         per_test: Cell::new(None),
-        last_verification: final_verification(graph, &floor),
+        final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
     };

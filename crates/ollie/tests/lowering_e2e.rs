@@ -304,14 +304,20 @@ fn check_random_schedule(runner: &Runner, hung: &std::sync::Mutex<Vec<String>>, 
     agrees(&graph, &reference, &outputs).map_err(|e| format!("{e} with the schedule\n{schedule}\n{nest}"))
 }
 
-/// The oracle remembers expected outputs for reuse, within its byte budget: a verification of
-/// many input sets leaves at most that much behind, and with room for all it keeps them all.
-#[test]
-fn the_oracle_keeps_within_its_byte_budget() {
+/// The corpus softmax spec's graph and its naive kernel, built in a new cache directory.
+fn naive_softmax() -> (ollie_graph::Graph, tempfile::TempDir, PathBuf) {
     let graph = graph_of(&root().join("test_data/verify/softmax.py")).unwrap();
     let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap());
     let cache = tempfile::tempdir().unwrap();
     let library = compile(&c, &["-O3", "-march=native"], cache.path()).unwrap();
+    (graph, cache, library)
+}
+
+/// The oracle remembers expected outputs for reuse, within its byte budget: a verification of
+/// many input sets leaves at most that much behind, and with room for all it keeps them all.
+#[test]
+fn the_oracle_keeps_within_its_byte_budget() {
+    let (graph, cache, library) = naive_softmax();
     let runner = runner();
     // One input set's expected outputs: the reference and the elementwise bound of the 8×300
     // output, in float64.
@@ -330,10 +336,7 @@ fn the_oracle_keeps_within_its_byte_budget() {
 /// same verdict and figures, and a damaged file is computed anew, never trusted.
 #[test]
 fn the_oracle_reads_its_files_back_and_recomputes_damaged_ones() {
-    let graph = graph_of(&root().join("test_data/verify/softmax.py")).unwrap();
-    let c = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap());
-    let cache = tempfile::tempdir().unwrap();
-    let library = compile(&c, &["-O3", "-march=native"], cache.path()).unwrap();
+    let (graph, cache, library) = naive_softmax();
     let runner = runner();
     let dir = cache.path().join("expected");
     let config = ollie_verify::VerifyConfig { seed: 9, sets_per_family: 1, ..Default::default() };
