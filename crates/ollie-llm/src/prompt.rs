@@ -85,6 +85,7 @@ pub struct Shot<'a> {
     pub rejections: Vec<Rejected>,
 }
 
+#[derive(Clone)]
 pub struct Prompts {
     env: minijinja::Environment<'static>,
 }

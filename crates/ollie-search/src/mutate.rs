@@ -195,7 +195,8 @@ impl Mutate {
     }
 }
 
-impl Propose<Kernel> for Mutate {
+/// Mutations read nothing of the evaluator's notes.
+impl<N> Propose<Kernel, N> for Mutate {
     fn name(&self) -> &str {
         "mutate"
     }

@@ -6,12 +6,12 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Makes a new candidate from the current one (a random legal mutation, a rewrite, an LLM's
-/// kernel).
-pub trait Propose<C> {
+/// kernel). `N` is the evaluator's note on each step (`Evaluate::Note`).
+pub trait Propose<C, N> {
     fn name(&self) -> &str;
     fn propose(&mut self, current: &C, rng: &mut ChaCha8Rng) -> Proposal<C>;
     /// Sees every step of the search, whoever proposed it: what was accepted, rejected and why.
-    fn observe(&mut self, _event: &Event<C>) {}
+    fn observe(&mut self, _event: &Event<C, N>) {}
 }
 
 /// A proposer's answer.
@@ -31,21 +31,26 @@ const IDLE: Duration = Duration::from_millis(20);
 /// (built, screened, timed against the current one), and the full verification only for a
 /// candidate the chain is about to take.
 pub trait Evaluate<C> {
+    /// What the evaluator learned about a candidate beyond what the search needs (its source,
+    /// why it was rejected, its failing inputs): carried by the step's [`Event`] to the
+    /// proposers and the caller.
+    type Note;
     /// Called with each batch before its candidates are evaluated one by one: the place to build
     /// them in parallel (timing stays serial).
     fn prepare(&mut self, _batch: &[C]) {}
     /// The first tier: `Timed` if the candidate passed the screen, with its interleaved time
     /// against `current`; `Rejected` otherwise.
-    fn evaluate(&mut self, candidate: &C, current: &C) -> Evaluation;
+    fn evaluate(&mut self, candidate: &C, current: &C) -> (Evaluation, Self::Note);
     /// The second tier, for a candidate the first passed and the chain is about to move to (or
-    /// record as its best): the full verification. `Err` holds the `Rejected` evaluation.
-    fn confirm(&mut self, _candidate: &C) -> Result<(), Evaluation> {
-        Ok(())
+    /// record as its best): the full verification. `false` if it rejected the candidate (why is
+    /// written into the note).
+    fn confirm(&mut self, _candidate: &C, _note: &mut Self::Note) -> bool {
+        true
     }
 }
 
 /// What became of a candidate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Evaluation {
     /// Verified in full (both tiers); its median time, and the interleaved time ratio
     /// candidate/current as (median, p10, p90) over pairs.
@@ -54,9 +59,8 @@ pub enum Evaluation {
     /// it: not verified in full. Its time and ratio as for `Timed`.
     Slower { seconds: f64, ratio: (f64, f64, f64) },
     /// Not a valid kernel (illegal schedule, compile error, rejected by the verifier in either
-    /// tier): the reason's short kind (`compile-error`, `inaccurate`, ...) and what exactly went
-    /// wrong.
-    Rejected { reason: String, detail: String },
+    /// tier); the evaluator's note says why.
+    Rejected,
 }
 
 #[derive(Debug, Clone)]
@@ -91,7 +95,7 @@ pub enum StopReason {
 
 /// One step of the search, for the store and the progress display.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event<C> {
+pub struct Event<C, N> {
     pub evaluation: usize,
     pub proposer: String,
     pub candidate: C,
@@ -103,6 +107,8 @@ pub struct Event<C> {
     pub new_best: bool,
     /// Whether the chain, long without a new best, went back to the best after this step.
     pub restarted: bool,
+    /// The evaluator's note on the candidate.
+    pub note: N,
 }
 
 pub struct Search<C> {
@@ -133,12 +139,12 @@ impl<C: Clone> Search<C> {
     }
 
     /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
-    pub fn run(
+    pub fn run<E: Evaluate<C>>(
         &mut self,
-        proposers: &mut [&mut dyn Propose<C>],
-        evaluator: &mut dyn Evaluate<C>,
+        proposers: &mut [&mut dyn Propose<C, E::Note>],
+        evaluator: &mut E,
         mut stop: impl FnMut(&Search<C>) -> bool,
-        mut on_event: impl FnMut(&Event<C>),
+        mut on_event: impl FnMut(Event<C, E::Note>),
     ) -> StopReason {
         self.record.resize(proposers.len(), (0, 0));
         let mut exhausted = vec![false; proposers.len()];
@@ -186,15 +192,15 @@ impl<C: Clone> Search<C> {
                 for p in proposers.iter_mut() {
                     p.observe(&event);
                 }
-                on_event(&event);
+                on_event(event);
             }
         }
     }
 
     /// Evaluates one candidate and moves the chain: the first tier, the Metropolis–Hastings
     /// decision on its interleaved time ratio, and the second tier only if the chain takes it.
-    fn step(&mut self, k: usize, evaluation: usize, proposer: &str, candidate: C, evaluator: &mut dyn Evaluate<C>) -> Event<C> {
-        let mut outcome = evaluator.evaluate(&candidate, &self.current);
+    fn step<E: Evaluate<C>>(&mut self, k: usize, evaluation: usize, proposer: &str, candidate: C, evaluator: &mut E) -> Event<C, E::Note> {
+        let (mut outcome, mut note) = evaluator.evaluate(&candidate, &self.current);
         let (mut moved, mut new_best, mut restarted) = (false, false, false);
         if let Evaluation::Timed { seconds, ratio } = outcome {
             // Metropolis–Hastings on log time, with the interleaved ratio as the measure.
@@ -205,8 +211,8 @@ impl<C: Clone> Search<C> {
             let best = ratio.2 < 1.0 && seconds < self.best_seconds;
             if !(moves || best) {
                 outcome = Evaluation::Slower { seconds, ratio };
-            } else if let Err(rejected) = evaluator.confirm(&candidate) {
-                outcome = rejected;
+            } else if !evaluator.confirm(&candidate, &mut note) {
+                outcome = Evaluation::Rejected;
             } else {
                 (moved, new_best) = (moves, best);
             }
@@ -231,7 +237,7 @@ impl<C: Clone> Search<C> {
             }
         }
         tracing::debug!(evaluation, proposer, moved, new_best, "search step");
-        Event { evaluation, proposer: proposer.to_string(), candidate, outcome, moved, new_best, restarted }
+        Event { evaluation, proposer: proposer.to_string(), candidate, outcome, moved, new_best, restarted, note }
     }
 
     /// A bandit: each proposer not `idle` is drawn with weight (improvements + 1) / (tries + 2).

@@ -8,7 +8,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 struct Steps;
-impl Propose<i64> for Steps {
+impl Propose<i64, Why> for Steps {
     fn name(&self) -> &str {
         "steps"
     }
@@ -19,7 +19,7 @@ impl Propose<i64> for Steps {
 }
 
 struct Same;
-impl Propose<i64> for Same {
+impl Propose<i64, Why> for Same {
     fn name(&self) -> &str {
         "same"
     }
@@ -28,24 +28,31 @@ impl Propose<i64> for Same {
     }
 }
 
+/// The toy evaluator's note: why a candidate was rejected.
+type Why = Option<String>;
+
 /// Times n as 1 + |n − 42|; multiples of 7 other than 42 are rejected.
 struct Toy;
 impl Evaluate<i64> for Toy {
-    fn evaluate(&mut self, c: &i64, current: &i64) -> Evaluation {
+    type Note = Why;
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
         if c % 7 == 0 && *c != 42 {
-            return Evaluation::Rejected { reason: "multiple".into(), detail: format!("{c} is a multiple of 7") };
+            return (Evaluation::Rejected, Some(format!("{c} is a multiple of 7")));
         }
         let t = |n: i64| 1.0 + (n - 42).abs() as f64;
         let r = t(*c) / t(*current);
-        Evaluation::Timed { seconds: t(*c), ratio: (r, r * 0.98, r * 1.02) }
+        (Evaluation::Timed { seconds: t(*c), ratio: (r, r * 0.98, r * 1.02) }, None)
     }
 }
 
-fn run(seed: u64) -> (i64, Vec<Event<i64>>, Vec<(usize, usize)>) {
+/// The best, every step, and the proposers' record.
+type Outcome = (i64, Vec<Event<i64, Why>>, Vec<(usize, usize)>);
+
+fn run(seed: u64) -> Outcome {
     let mut search = Search::new(SearchConfig { seed, max_evaluations: 400, ..Default::default() }, 0i64, 43.0);
     let mut events = Vec::new();
     let (mut steps, mut same) = (Steps, Same);
-    let reason = search.run(&mut [&mut steps, &mut same], &mut Toy, |_| false, |e| events.push(e.clone()));
+    let reason = search.run(&mut [&mut steps, &mut same], &mut Toy, |_| false, |e| events.push(e));
     assert_eq!(reason, StopReason::EvaluationBudget);
     (search.best, events, search.proposer_record().to_vec())
 }
@@ -61,7 +68,9 @@ fn the_search_finds_the_optimum_reproducibly() {
     assert!(record[0].0 > record[1].0, "{record:?}");
     assert!(record[0].1 > 0 && record[1].1 == 0, "{record:?}");
     // Rejected candidates never move the chain; bests only improve.
-    assert!(events.iter().filter(|e| matches!(e.outcome, Evaluation::Rejected { .. })).all(|e| !e.moved && !e.new_best));
+    let rejected: Vec<_> = events.iter().filter(|e| e.outcome == Evaluation::Rejected).collect();
+    assert!(!rejected.is_empty());
+    assert!(rejected.iter().all(|e| !e.moved && !e.new_best && e.note.as_ref().is_some_and(|why| why.ends_with("is a multiple of 7"))), "the step carries the evaluator's note");
     let bests: Vec<i64> = events.iter().filter(|e| e.new_best).map(|e| (e.candidate - 42).abs()).collect();
     assert!(bests.windows(2).all(|w| w[1] < w[0]), "{bests:?}");
 }
@@ -72,15 +81,17 @@ struct Tiered {
     confirmed: Vec<i64>,
 }
 impl Evaluate<i64> for Tiered {
-    fn evaluate(&mut self, c: &i64, current: &i64) -> Evaluation {
+    type Note = Why;
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
         Toy.evaluate(c, current)
     }
-    fn confirm(&mut self, c: &i64) -> Result<(), Evaluation> {
+    fn confirm(&mut self, c: &i64, why: &mut Why) -> bool {
         self.confirmed.push(*c);
         if *c == 38 {
-            return Err(Evaluation::Rejected { reason: "inaccurate".into(), detail: "fails the full protocol".into() });
+            *why = Some("fails the full protocol".into());
+            return false;
         }
-        Ok(())
+        true
     }
 }
 
@@ -89,15 +100,15 @@ fn only_candidates_the_chain_takes_are_verified_in_full_and_a_failure_there_is_a
     let mut search = Search::new(SearchConfig { seed: 3, max_evaluations: 300, ..Default::default() }, 0i64, 43.0);
     let mut events = Vec::new();
     let mut tiered = Tiered { confirmed: Vec::new() };
-    search.run(&mut [&mut Steps], &mut tiered, |_| false, |e| events.push(e.clone()));
+    search.run(&mut [&mut Steps], &mut tiered, |_| false, |e| events.push(e));
     assert_eq!(search.best, 42);
     // The second tier saw exactly the candidates that moved the chain, and those it rejected.
-    let taken: Vec<i64> = events.iter().filter(|e| e.moved || (matches!(&e.outcome, Evaluation::Rejected { detail, .. } if detail == "fails the full protocol"))).map(|e| e.candidate).collect();
+    let taken: Vec<i64> = events.iter().filter(|e| e.moved || (e.outcome == Evaluation::Rejected && e.note.as_deref() == Some("fails the full protocol"))).map(|e| e.candidate).collect();
     assert_eq!(tiered.confirmed, taken);
     assert!(tiered.confirmed.contains(&38), "38 was proposed and would have been taken");
-    assert!(events.iter().filter(|e| e.candidate == 38).all(|e| !e.moved && !e.new_best && matches!(e.outcome, Evaluation::Rejected { .. } | Evaluation::Slower { .. })));
+    assert!(events.iter().filter(|e| e.candidate == 38).all(|e| !e.moved && !e.new_best && matches!(e.outcome, Evaluation::Rejected | Evaluation::Slower { .. })));
     // A slower candidate the chain declined was never verified in full, and moved nothing.
-    let slower: Vec<&Event<i64>> = events.iter().filter(|e| matches!(e.outcome, Evaluation::Slower { .. })).collect();
+    let slower: Vec<&Event<i64, Why>> = events.iter().filter(|e| matches!(e.outcome, Evaluation::Slower { .. })).collect();
     assert!(!slower.is_empty());
     assert!(slower.iter().all(|e| !e.moved && !e.new_best));
     assert!(events.iter().all(|e| matches!(e.outcome, Evaluation::Timed { .. }) == e.moved));
@@ -119,7 +130,7 @@ struct Slow {
     left: usize,
     seen: Vec<(i64, bool)>,
 }
-impl Propose<i64> for Slow {
+impl Propose<i64, Why> for Slow {
     fn name(&self) -> &str {
         "slow"
     }
@@ -128,13 +139,13 @@ impl Propose<i64> for Slow {
             return Proposal::Exhausted;
         }
         self.asked += 1;
-        if self.asked % 3 != 0 {
+        if !self.asked.is_multiple_of(3) {
             return Proposal::NotNow;
         }
         self.left -= 1;
         Proposal::Candidate(if self.left == 0 { 42 } else { current + 1 })
     }
-    fn observe(&mut self, event: &Event<i64>) {
+    fn observe(&mut self, event: &Event<i64, Why>) {
         self.seen.push((event.candidate, event.new_best));
     }
 }

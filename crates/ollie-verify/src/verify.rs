@@ -102,6 +102,28 @@ impl Rejection {
     }
 }
 
+/// What went wrong, for a person: the rejection with the test it happened in.
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = |t: &TestId| format!("on {} inputs (seed {}, call {}, {})", t.family, t.seed, t.call, t.kind);
+        match self {
+            Rejection::Inaccurate { test, output, detail, .. } => write!(f, "inaccurate output {output} {}:\n  {detail}", at(test)),
+            Rejection::Unwritten { test, output, count } => write!(f, "{count} elements of output {output} were never written {}", at(test)),
+            Rejection::ChangedAfterReturn { test, output } => write!(f, "output {output} changed after the kernel returned {}", at(test)),
+            Rejection::StaleOutput { test, output } => write!(f, "output {output} is the previous call's, though the inputs changed (a cache), {}", at(test)),
+            Rejection::OutOfBounds { test, buffer } => write!(f, "touched memory past the end of buffer {buffer} {}", at(test)),
+            Rejection::InputModified { test, buffer } => write!(f, "wrote to input {buffer} {}", at(test)),
+            Rejection::Forbidden { test, syscall } => write!(f, "made a forbidden system call, {syscall}, {}", at(test)),
+            Rejection::Crashed { test, signal } => write!(f, "crashed with signal {signal} {}", at(test)),
+            Rejection::Timeout { test, seconds } => write!(f, "did not return within {seconds} s {}", at(test)),
+            Rejection::TooFast { test, seconds, floor } => {
+                write!(f, "returned in {seconds:.3e} s, faster than any kernel can be on this machine ({floor:.3e} s, with its data in cache), {}", at(test))
+            }
+            Rejection::Failed { reason } => write!(f, "could not be run: {reason}"),
+        }
+    }
+}
+
 /// Which test a rejection happened in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TestId {

@@ -8,8 +8,10 @@ use anyhow::Context;
 use ollie_runner::{Compiler, Runner};
 use ollie_verify::{BenchConfig, Timing};
 
-use crate::report::seconds;
-use crate::{check, load, stdout, user_error, Failure, SpecArgs};
+use ollie_driver::report::seconds;
+use ollie_driver::setup;
+
+use crate::{load, stdout, user_error, Failure, SpecArgs};
 
 pub struct Options {
     pub spec: SpecArgs,
@@ -23,13 +25,13 @@ pub struct Options {
 
 pub fn run(o: &Options) -> Result<(), Failure> {
     let spec = load::load(&o.spec)?;
-    load::ensure_fits(&spec.graph)?;
+    setup::ensure_fits(&spec.graph)?;
     let graph = &spec.graph;
     if o.calls == 0 {
         return Err(user_error("error: --calls must be at least 1"));
     }
     let compiler = Compiler::new(Compiler::default_cache_dir());
-    let baseline = check::compile_naive(&compiler, graph)?;
+    let baseline = setup::compile_naive(&compiler, graph)?;
     let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
     let paths: Vec<&PathBuf> = std::iter::once(&o.kernel).chain(o.vs.as_ref()).collect();
     let names: Vec<String> = paths.iter().map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
@@ -42,12 +44,12 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
         }
     }
-    let (machine, roofline) = check::roofline_floor(graph)?;
+    let (machine, roofline) = setup::roofline_floor(graph)?;
     let (cost, ceiling, floor) = (graph.cost(), &roofline.ceiling, roofline.seconds);
     let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
-    let config = BenchConfig { seed: check::spec_seed(graph), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };
+    let config = BenchConfig { seed: setup::spec_seed(graph), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };
     let refs: Vec<&std::path::Path> = libraries.iter().map(|p| p.as_path()).collect();
-    let report = ollie_verify::bench_with(&mut check::oracle(graph, &runner, &baseline), &refs, &config).context("timing")?;
+    let report = ollie_verify::bench_with(&mut setup::oracle(graph, &runner, &baseline), &refs, &config).context("timing")?;
     let mut text = format!(
         "{}: {:.3} MFLOP, {:.3} MB compulsory traffic; {} ({} threads: {:.1} GFLOP/s, {:.1} GB/s)\n",
         graph.name,
@@ -78,7 +80,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             )),
             Err(r) => {
                 rejected = true;
-                text.push_str(&format!("{name:<24} rejected: {}\n", check::describe(r)));
+                text.push_str(&format!("{name:<24} rejected: {}\n", r));
             }
         }
     }

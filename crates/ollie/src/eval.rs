@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use ndarray_npy::WriteNpyExt;
-use ollie_graph::{DType, Tensor};
+use ollie_driver::inputs;
+use ollie_graph::DType;
 
-use crate::{inputs, load, user_error, Failure, SpecArgs};
+use crate::{load, user_error, Failure, SpecArgs};
 
 pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out: Option<&Path>, keep_f64: bool) -> Result<(), Failure> {
     let spec = load::load(args)?;
@@ -26,19 +26,9 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
         let ty = graph.ty(graph.outputs[k]);
         if let Some(dir) = out {
             let path = dir.join(format!("{name}.npy"));
-            write(&path, value, if keep_f64 { DType::F64 } else { ty.dtype }).with_context(|| format!("writing {}", path.display()))?;
+            inputs::write_npy(&path, value, if keep_f64 { DType::F64 } else { ty.dtype }).with_context(|| format!("writing {}", path.display()))?;
         }
         crate::stdout(&format!("{name}: {ty} sum={:.12e} abs_sum={:.12e}\n", value.sum(), value.mapv(f64::abs).sum()))?;
-    }
-    Ok(())
-}
-
-/// Writes `value` as a .npy file of `dtype` (float32 unless float64).
-pub fn write(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    match dtype {
-        DType::F32 => value.mapv(|x| x as f32).write_npy(file)?,
-        _ => value.write_npy(file)?,
     }
     Ok(())
 }

@@ -2,13 +2,9 @@
 
 mod bench;
 mod check;
-mod counterexamples;
 mod eval;
-mod inputs;
-mod llm;
 mod load;
 mod optimize;
-mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -264,6 +260,15 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+impl From<ollie_driver::Error> for Failure {
+    fn from(e: ollie_driver::Error) -> Failure {
+        match e {
+            ollie_driver::Error::User(message) => Failure::User(message),
+            ollie_driver::Error::Internal(e) => Failure::Internal(e),
+        }
+    }
+}
+
 pub fn user_error(message: impl Into<String>) -> Failure {
     Failure::User(message.into())
 }
@@ -279,16 +284,9 @@ fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>) -> Resul
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
-/// This machine's ceilings and where they came from (`Machine::ceilings`), from ollie's cache.
-pub fn machine_ceilings(refresh: bool, config: &ollie_runner::MachineConfig) -> Result<(ollie_runner::Machine, ollie_runner::Source, PathBuf), Failure> {
-    let path = ollie_runner::cache_root().join("machine.json");
-    let (machine, source) = ollie_runner::Machine::ceilings(&path, refresh, config).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
-    Ok((machine, source, path))
-}
-
 fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<(), Failure> {
     let config = ollie_runner::MachineConfig { array_bytes: array_mib.map(|m| m << 20), repetitions: repetitions.max(1), ..Default::default() };
-    let (machine, source, path) = machine_ceilings(refresh, &config)?;
+    let (machine, source, path) = ollie_driver::setup::machine_ceilings(refresh, &config)?;
     let mut text = format!(
         "{}\nFMA path: {}, last-level cache {} MiB\n\n{:>7}  {:>16}  {:>20}\n",
         machine.cpu,
@@ -382,8 +380,8 @@ fn main() -> ExitCode {
         Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm } => {
             optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm, key: key.clone() })
         }
-        Command::Runs { dir } => report::runs(&dir),
-        Command::Report { dir } => report::rebuild(&dir),
+        Command::Runs { dir } => ollie_driver::report::runs(&dir).map_err(Failure::from).and_then(|t| stdout(&t)),
+        Command::Report { dir } => ollie_driver::report::rebuild(&dir).map_err(Failure::from).and_then(|t| stdout(&t)),
         Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)

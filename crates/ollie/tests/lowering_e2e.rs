@@ -275,7 +275,7 @@ fn check_random_schedule(runner: &Runner, hung: &std::sync::Mutex<Vec<String>>, 
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut kernel = ollie_search::Kernel::Scheduled(ollie_search::initial_schedule());
     for _ in 0..8 {
-        if let ollie_search::Proposal::Candidate(next) = mutate.propose(&kernel, &mut rng) {
+        if let ollie_search::Proposal::Candidate(next) = Propose::<_, ()>::propose(&mut mutate, &kernel, &mut rng) {
             kernel = next;
         }
     }
@@ -317,7 +317,7 @@ fn naive_softmax() -> (ollie_graph::Graph, tempfile::TempDir, PathBuf) {
 /// many input sets leaves at most that much behind, and with room for all it keeps them all.
 #[test]
 fn the_oracle_keeps_within_its_byte_budget() {
-    let (graph, cache, library) = naive_softmax();
+    let (graph, _cache, library) = naive_softmax();
     let runner = runner();
     // One input set's expected outputs: the reference and the elementwise bound of the 8×300
     // output, in float64.

@@ -4,24 +4,24 @@
 //! other; a reply without a usable kernel, or whose kernel does not compile, gets a repair turn
 //! in the same conversation. Every call is logged for the store.
 
-use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::rc::Rc;
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ollie_graph::Graph;
 use ollie_llm::{ApiKey, Client, ClientConfig, Dispatcher, Job, MachineFacts, Message, Prompts, Rejected, Shot, Shown, Task};
 use ollie_loops::LoopNest;
-use ollie_search::{Event, Evaluation, Kernel, Proposal, Propose, BASE_FLAGS};
+use ollie_search::{Evaluation, Event, Kernel, Proposal, Propose, BASE_FLAGS};
 use ollie_store::{Candidate, CandidateId, LlmCall};
 use rand_chacha::ChaCha8Rng;
 use sha2::Digest;
 
 use crate::optimize::hash;
-use crate::report;
+use crate::{report, Note, Reason};
 
 /// What the command line says about the LLM.
+#[derive(Clone)]
 pub struct LlmOptions {
     pub url: String,
     pub model: String,
@@ -40,15 +40,48 @@ pub struct LlmOptions {
     pub price: Option<(f64, f64)>,
 }
 
-/// Calls the proposer has finished, for the driver to store, and running totals.
-#[derive(Default)]
-pub struct LlmLog {
-    pub calls: Vec<LlmCall>,
+/// The proposer's running totals over the whole run (all sessions).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmTotals {
+    /// Calls made (sent).
     pub made: u64,
     pub tokens: u64,
     pub cost: f64,
     /// Why the proposer stopped asking, if it gave up.
     pub gave_up: Option<String>,
+}
+
+/// What the proposer tells the driver as it goes.
+enum News {
+    /// A call finished (or was abandoned): for the store.
+    Call(LlmCall),
+    Totals(LlmTotals),
+}
+
+/// The driver's end of the proposer's news: the calls finished since it last looked, and the
+/// latest totals.
+pub struct LlmWatch {
+    news: Receiver<News>,
+    totals: LlmTotals,
+}
+
+impl LlmWatch {
+    /// The calls finished since the last look, in order.
+    pub fn calls(&mut self) -> Vec<LlmCall> {
+        let mut calls = Vec::new();
+        for news in self.news.try_iter() {
+            match news {
+                News::Call(call) => calls.push(call),
+                News::Totals(totals) => self.totals = totals,
+            }
+        }
+        calls
+    }
+
+    /// The totals as of the last look.
+    pub fn totals(&self) -> &LlmTotals {
+        &self.totals
+    }
 }
 
 struct Conversation {
@@ -84,7 +117,8 @@ pub struct LlmProposer<'a> {
     timed: Vec<(f64, Shown)>,
     rejections: VecDeque<Rejected>,
     failures: u32,
-    pub log: Rc<RefCell<LlmLog>>,
+    totals: LlmTotals,
+    news: Sender<News>,
 }
 
 /// Times as prompts show them: against the naive kernel and the roofline floor.
@@ -119,7 +153,8 @@ pub struct Setup<'a> {
 }
 
 impl<'a> LlmProposer<'a> {
-    pub fn new(options: LlmOptions, naive: &'a LoopNest, s: Setup<'_>) -> LlmProposer<'a> {
+    /// The proposer, and the driver's end of its news.
+    pub fn new(options: LlmOptions, naive: &'a LoopNest, s: Setup<'_>) -> (LlmProposer<'a>, LlmWatch) {
         let graph = s.graph;
         let mut buffers: Vec<String> = graph.params.iter().map(|p| format!("{}: {} (input)", p.name, p.ty)).collect();
         buffers.extend((0..graph.outputs.len()).map(|k| format!("{}: {} (output)", graph.output_name(k), graph.ty(graph.outputs[k]))));
@@ -144,10 +179,12 @@ impl<'a> LlmProposer<'a> {
             memory_bound: s.floor.memory_bound,
         };
         // A resumed run's budget counts what it has spent already.
-        let mut log = LlmLog::default();
+        let mut totals = LlmTotals::default();
         if let Some(t) = report::LlmTally::of(s.calls) {
-            (log.made, log.tokens, log.cost) = (t.calls as u64, t.prompt_tokens + t.completion_tokens, t.cost.unwrap_or(0.0));
+            (totals.made, totals.tokens, totals.cost) = (t.calls as u64, t.prompt_tokens + t.completion_tokens, t.cost.unwrap_or(0.0));
         }
+        let (news, watch) = channel();
+        let watch = LlmWatch { news: watch, totals: totals.clone() };
         let client = Client::new(ClientConfig { api_key: options.key.clone(), timeout: options.timeout, ..ClientConfig::new(&options.url, &options.model) });
         let dispatcher = Dispatcher::new(Arc::new(client), options.concurrency);
         let (best, best_seconds, best_proposer) = s.best;
@@ -168,26 +205,27 @@ impl<'a> LlmProposer<'a> {
             timed: Vec::new(),
             rejections: VecDeque::new(),
             failures: 0,
-            log: Rc::new(RefCell::new(log)),
+            totals,
+            news,
             options,
         };
         for (_, c) in s.history {
-            match (&c.timing, &c.reason) {
+            match (&c.timing, c.reason.as_deref().map(Reason::from_code)) {
                 (Some(t), None) => proposer.timed.push((t.estimate, proposer.scale.shown(c.source.clone(), c.flags.clone(), t.estimate, &c.proposer))),
-                (_, Some(reason)) => proposer.remember_rejection(reason, c.detail.as_deref().unwrap_or(""), &c.proposer, &c.source),
+                (_, Some(Some(reason))) => proposer.remember_rejection(reason, c.detail.as_deref().unwrap_or(""), &c.proposer, &c.source),
                 _ => {}
             }
         }
-        proposer
+        (proposer, watch)
     }
 
-    fn remember_rejection(&mut self, reason: &str, detail: &str, proposer: &str, source: &str) {
+    fn remember_rejection(&mut self, reason: Reason, detail: &str, proposer: &str, source: &str) {
         // Only the verifier's verdicts teach something about correctness.
-        if matches!(reason, "slower" | "unchanged" | "compile-error" | "illegal-schedule" | "invalid-nest" | "untimed" | "internal") {
+        if !reason.is_verdict() {
             return;
         }
         let source = (proposer == "llm").then(|| source.to_string());
-        self.rejections.push_back(Rejected { reason: reason.to_string(), detail: detail.to_string(), proposer: proposer.to_string(), source });
+        self.rejections.push_back(Rejected { reason: reason.code().to_string(), detail: detail.to_string(), proposer: proposer.to_string(), source });
         if self.rejections.len() > REJECTIONS {
             self.rejections.pop_front();
         }
@@ -201,13 +239,19 @@ impl<'a> LlmProposer<'a> {
     }
 
     fn spent(&self) -> bool {
-        let log = self.log.borrow();
-        self.options.calls.is_some_and(|c| log.made >= c) || self.options.tokens.is_some_and(|t| log.tokens >= t)
+        let t = &self.totals;
+        self.options.calls.is_some_and(|c| t.made >= c) || self.options.tokens.is_some_and(|n| t.tokens >= n)
+    }
+
+    /// The totals, to the driver (which may have gone: then nobody is listening).
+    fn tell_totals(&self) {
+        let _ = self.news.send(News::Totals(self.totals.clone()));
     }
 
     fn send(&mut self, conversation: u64) {
         let messages = self.conversations[&conversation].messages.clone();
-        self.log.borrow_mut().made += 1;
+        self.totals.made += 1;
+        self.tell_totals();
         self.dispatcher.submit(Job { tag: conversation, messages });
     }
 
@@ -215,7 +259,7 @@ impl<'a> LlmProposer<'a> {
     /// counts while its call is in flight or its kernel waits for a verdict (`pending` holds the
     /// kernels ready to propose too).
     fn open(&mut self) {
-        while self.log.borrow().gave_up.is_none() && !self.spent() && self.dispatcher.in_flight() + self.pending.len() < self.options.concurrency {
+        while self.totals.gave_up.is_none() && !self.spent() && self.dispatcher.in_flight() + self.pending.len() < self.options.concurrency {
             let shot = Shot { task: &self.task, incumbent: self.incumbent.clone(), others: self.others(), rejections: self.rejections.iter().cloned().collect() };
             let messages = match self.options.prompts.open(&shot) {
                 Ok(m) => m,
@@ -256,10 +300,10 @@ impl<'a> LlmProposer<'a> {
     }
 
     fn give_up(&mut self, why: String) {
-        let mut log = self.log.borrow_mut();
-        if log.gave_up.is_none() {
+        if self.totals.gave_up.is_none() {
             tracing::warn!("the llm proposer stops: {why}");
-            log.gave_up = Some(why);
+            self.totals.gave_up = Some(why);
+            self.tell_totals();
         }
     }
 
@@ -267,7 +311,7 @@ impl<'a> LlmProposer<'a> {
     /// turn.
     fn repair(&mut self, conversation: u64, problem: &str, detail: &str) {
         let Some(c) = self.conversations.get(&conversation) else { return };
-        if c.repairs >= self.options.repairs || self.spent() || self.log.borrow().gave_up.is_some() {
+        if c.repairs >= self.options.repairs || self.spent() || self.totals.gave_up.is_some() {
             self.conversations.remove(&conversation);
             return;
         }
@@ -316,7 +360,7 @@ impl<'a> LlmProposer<'a> {
                 detail: Some(format!("no reply after {:.1} s, when the search's budget ended", a.seconds)),
                 ..self.call_record(a.tag, &a.messages, a.seconds)
             };
-            self.log.borrow_mut().calls.push(call);
+            let _ = self.news.send(News::Call(call));
         }
     }
 
@@ -329,11 +373,9 @@ impl<'a> LlmProposer<'a> {
                     self.failures = 0;
                     let u = reply.usage;
                     let cost = u.cost.or_else(|| self.options.price.map(|(p, c)| (u.prompt_tokens as f64 * p + u.completion_tokens as f64 * c) / 1e6));
-                    {
-                        let mut log = self.log.borrow_mut();
-                        log.tokens += u.total();
-                        log.cost += cost.unwrap_or(0.0);
-                    }
+                    self.totals.tokens += u.total();
+                    self.totals.cost += cost.unwrap_or(0.0);
+                    self.tell_totals();
                     call = LlmCall { model: if reply.model.is_empty() { call.model } else { reply.model.clone() }, reply: Some(reply.content.clone()), prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, cost, attempts: reply.attempts, ..call };
                     if let Some(c) = self.conversations.get_mut(&done.tag) {
                         c.messages.push(Message::assistant(reply.content.clone()));
@@ -382,12 +424,12 @@ impl<'a> LlmProposer<'a> {
                 }
             }
             tracing::debug!(conversation = call.conversation, outcome = %call.outcome, "llm call");
-            self.log.borrow_mut().calls.push(call);
+            let _ = self.news.send(News::Call(call));
         }
     }
 }
 
-impl Propose<Kernel> for LlmProposer<'_> {
+impl Propose<Kernel, Note> for LlmProposer<'_> {
     fn name(&self) -> &str {
         "llm"
     }
@@ -399,12 +441,12 @@ impl Propose<Kernel> for LlmProposer<'_> {
         self.open();
         match next {
             Some(kernel) => Proposal::Candidate(kernel),
-            None if self.dispatcher.in_flight() == 0 && (self.spent() || self.log.borrow().gave_up.is_some()) => Proposal::Exhausted,
+            None if self.dispatcher.in_flight() == 0 && (self.spent() || self.totals.gave_up.is_some()) => Proposal::Exhausted,
             None => Proposal::NotNow,
         }
     }
 
-    fn observe(&mut self, event: &Event<Kernel>) {
+    fn observe(&mut self, event: &Event<Kernel, Note>) {
         self.poll();
         let own = self.pending.remove(&event.candidate);
         match &event.outcome {
@@ -418,11 +460,11 @@ impl Propose<Kernel> for LlmProposer<'_> {
                     self.conversations.remove(&c);
                 }
             }
-            Evaluation::Rejected { reason, detail } => {
-                let (source, _) = event.candidate.emit(self.naive).unwrap_or_default();
-                self.remember_rejection(reason, detail, &event.proposer, &source);
+            Evaluation::Rejected => {
+                let (reason, detail) = event.note.rejected.clone().unwrap_or((Reason::Internal, String::new()));
+                self.remember_rejection(reason, &detail, &event.proposer, &event.note.source);
                 match own {
-                    Some(c) if reason == "compile-error" => self.repair(c, reason, detail),
+                    Some(c) if reason == Reason::CompileError => self.repair(c, reason.code(), &detail),
                     Some(c) => {
                         self.conversations.remove(&c);
                     }

@@ -1,20 +1,21 @@
-//! Kernel inputs from .npy files (f32 or f64, checked against the parameters) or from a seed.
+//! Kernel inputs from .npy files (f32 or f64, checked against the parameters) or from a seed,
+//! and arrays written back as .npy files.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use ndarray::{ArrayD, IxDyn};
 use ndarray_npy::npy::header::Header;
-use ndarray_npy::ReadNpyExt;
+use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 use ollie_graph::{DType, Param, Tensor};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::{user_error, Failure};
+use crate::{user_error, Error};
 
 /// One array per parameter, in parameter order, read from `NAME=FILE.npy` pairs.
-pub fn from_files(params: &[Param], given: &[(String, PathBuf)]) -> Result<Vec<Tensor>, Failure> {
+pub fn from_files(params: &[Param], given: &[(String, PathBuf)]) -> Result<Vec<Tensor>, Error> {
     for (i, (name, _)) in given.iter().enumerate() {
         if !params.iter().any(|p| &p.name == name) {
             let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
@@ -36,7 +37,7 @@ pub fn from_files(params: &[Param], given: &[(String, PathBuf)]) -> Result<Vec<T
         .collect()
 }
 
-fn read(param: &Param, path: &Path) -> Result<Tensor, Failure> {
+fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
     let bad = |what: String| user_error(format!("error: input `{}` from {}: {what}", param.name, path.display()));
     let open = || File::open(path).map_err(|e| bad(format!("cannot open: {e}")));
     let header = Header::from_reader(&mut open()?).map_err(|e| bad(format!("not a readable .npy file: {e}")))?;
@@ -94,4 +95,14 @@ pub fn random(params: &[Param], seed: u64) -> Vec<Tensor> {
             })
         })
         .collect()
+}
+
+/// Writes `value` as a .npy file of `dtype` (float32 unless float64).
+pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    match dtype {
+        DType::F32 => value.mapv(|x| x as f32).write_npy(file)?,
+        _ => value.write_npy(file)?,
+    }
+    Ok(())
 }

@@ -27,7 +27,7 @@ pub fn save(graph: &Graph, inputs: &[Tensor]) -> anyhow::Result<Option<PathBuf>>
     let at = base.join(n.to_string());
     std::fs::create_dir_all(&at)?;
     for (p, t) in graph.params.iter().zip(inputs) {
-        crate::eval::write(&at.join(format!("{}.npy", p.name)), t, p.ty.dtype)?;
+        crate::inputs::write_npy(&at.join(format!("{}.npy", p.name)), t, p.ty.dtype)?;
     }
     Ok(Some(at))
 }

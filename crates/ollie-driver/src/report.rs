@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::optimize::{Tally, STORE_FILE};
-use crate::{stdout, user_error, Failure};
+use crate::{user_error, Error};
 
 /// The outcome of a finished run, kept in the store.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,7 +117,9 @@ impl LlmTally {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, history: &[Candidate], calls: &[LlmCall], summary: &Summary, files: Option<Files>) -> Result<(), Failure> {
+/// Writes the report (and the kernel's files, if given) into `out`; returns the result's table
+/// and what was written, for the user.
+pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, history: &[Candidate], calls: &[LlmCall], summary: &Summary, files: Option<Files>) -> Result<String, Error> {
     let name = &graph.name;
     if let Some(f) = files {
         write_file(&out.join(format!("{name}.c")), f.source.as_bytes())?;
@@ -193,7 +195,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     write_file(&out.join("report.md"), md.as_bytes())?;
     progress_svg(&out.join("progress.svg"), history, r.new.naive_seconds).context("drawing progress.svg")?;
     roofline_svg(&out.join("roofline.svg"), floor, cost.flops, cost.min_bytes, r.new.naive_seconds, summary.best_seconds).context("drawing roofline.svg")?;
-    stdout(&format!("{table}\nwrote {}: {name}.c {name}.h lib{name}.so {name}.py certificate.json report.md report.json progress.svg roofline.svg\n", out.display()))
+    Ok(format!("{table}\nwrote {}: {name}.c {name}.h lib{name}.so {name}.py certificate.json report.md report.json progress.svg roofline.svg\n", out.display()))
 }
 
 /// The short table printed at the end and placed in the report.
@@ -380,8 +382,8 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
-/// `ollie runs [DIR]`: the searches stored in DIR.
-pub fn runs(dir: &Path) -> Result<(), Failure> {
+/// `ollie runs [DIR]`: the searches stored in DIR, as a table.
+pub fn runs(dir: &Path) -> Result<String, Error> {
     let store = open(dir)?;
     let mut text = format!("{:>4} {:<16} {:<28} {:>6} {:>8} {:>11} {:>9} {:<7} {}\n", "run", "kernel", "spec", "evals", "searched", "best", "speedup", "from", "state");
     for r in store.runs().context("reading the store")? {
@@ -406,10 +408,10 @@ pub fn runs(dir: &Path) -> Result<(), Failure> {
         )
         .unwrap();
     }
-    stdout(&text)
+    Ok(text)
 }
 
-fn open(dir: &Path) -> Result<Store, Failure> {
+fn open(dir: &Path) -> Result<Store, Error> {
     let path = dir.join(STORE_FILE);
     if !path.exists() {
         return Err(user_error(format!("error: `{}` holds no ollie store ({STORE_FILE})", dir.display())));
@@ -417,8 +419,9 @@ fn open(dir: &Path) -> Result<Store, Failure> {
     Ok(Store::open(&path).context("opening the store")?)
 }
 
-/// `ollie report DIR`: rebuilds report.md, report.json and the plots from the store.
-pub fn rebuild(dir: &Path) -> Result<(), Failure> {
+/// `ollie report DIR`: rebuilds report.md, report.json and the plots from the store; returns
+/// what [`write`] does.
+pub fn rebuild(dir: &Path) -> Result<String, Error> {
     let store = open(dir)?;
     let run = store.runs().context("reading the store")?.into_iter().rfind(|r| r.finished).ok_or_else(|| {
         user_error(format!("error: `{}` holds no finished search (resume an interrupted one with `ollie optimize ... --resume`)", dir.display()))
@@ -427,7 +430,7 @@ pub fn rebuild(dir: &Path) -> Result<(), Failure> {
     // The spec as it was searched, from the store (the file may have changed since).
     let options = ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: crate::optimize::stored_dims(&run) };
     let spec = ollie_spec::compile(&run.new.spec_source, &options).map_err(|d| user_error(d.render(&run.new.spec_path, &run.new.spec_source)))?;
-    let (machine, floor) = crate::check::roofline_floor(&spec.graph)?;
+    let (machine, floor) = crate::setup::roofline_floor(&spec.graph)?;
     let history: Vec<Candidate> = store.candidates(run.id).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
     let calls = store.llm_calls(run.id).context("reading the store")?;
     write(dir, &spec.graph, &machine, &floor, &run, &history, &calls, &summary, None)

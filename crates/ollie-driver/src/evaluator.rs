@@ -1,0 +1,296 @@
+//! The evaluator: builds candidates (two at a time), judges them in two tiers — saved
+//! counterexamples and adaptive interleaved timing against the current kernel for every
+//! candidate, the whole verification protocol only for one the chain takes — and keeps the
+//! estimate of what the final phase will cost, so the search stops in time for it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ollie_graph::Tensor;
+use ollie_loops::LoopNest;
+use ollie_runner::Compiler;
+use ollie_search::{Evaluate, Evaluation, Kernel};
+use ollie_store::TimingRecord;
+use ollie_verify::{BenchConfig, EarlyStop, Oracle, VerifyConfig};
+
+use crate::finish::FINAL_TIMING;
+use crate::Reason;
+
+/// What the evaluator learned about a candidate, carried by the search's step to the store and
+/// the proposers.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Note {
+    /// Its C source and flags (empty when it has none: a schedule that does not replay).
+    pub source: String,
+    pub flags: Vec<String>,
+    /// Why it was rejected, and what exactly went wrong; `None` if it passed every tier it ran.
+    pub rejected: Option<(Reason, String)>,
+    /// Its interleaved timing against the current kernel, if it got that far.
+    pub timing: Option<TimingRecord>,
+    /// The inputs it failed on, if the verifier rejected it on some.
+    pub counterexample: Option<Vec<Tensor>>,
+    /// What the final verification and timing will take, as estimated after this candidate
+    /// (the search stops in time for them).
+    pub reserve: f64,
+}
+
+impl Note {
+    fn rejected(source: String, flags: Vec<String>, reason: Reason, detail: String) -> Note {
+        Note { source, flags, rejected: Some((reason, detail)), ..Note::default() }
+    }
+}
+
+/// A candidate as built: its C source and flags (empty if its schedule does not replay), and its
+/// library or why it has none.
+#[derive(Clone)]
+pub(crate) struct Built {
+    pub source: String,
+    pub flags: Vec<String>,
+    pub library: Result<PathBuf, (Reason, String)>,
+}
+
+impl Built {
+    /// A note with its source and flags (and, if it could not be built, why).
+    fn note(&self) -> Note {
+        Note { source: self.source.clone(), flags: self.flags.clone(), rejected: self.library.as_ref().err().cloned(), ..Note::default() }
+    }
+}
+
+/// [`Kernel::emit`], then compile (the compiler's cache makes a rebuild cheap). A kernel written
+/// outside ollie passes the static screen first.
+pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> Built {
+    let (source, flags) = match kernel.emit(naive) {
+        Ok(emitted) => emitted,
+        Err(e) => return Built { source: String::new(), flags: Vec::new(), library: Err((Reason::from(&e), e.to_string())) },
+    };
+    let screened = match kernel {
+        Kernel::Written { .. } => match ollie_verify::screen(compiler, &source, &flags) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(screened)) => Err((Reason::from(&screened), screened.to_string())),
+            Err(e) => Err((Reason::CompileError, e.to_string())),
+        },
+        Kernel::Scheduled(_) => Ok(()),
+    };
+    let library = screened.and_then(|()| match compiler.compile(&source, &flags) {
+        Ok(c) => Ok(c.library),
+        Err(Ok(outcome)) => Err((Reason::CompileError, outcome.summary())),
+        Err(Err(e)) => Err((Reason::CompileError, e.to_string())),
+    });
+    Built { source, flags, library }
+}
+
+/// Counterexamples tried first by every verification, at most.
+const MAX_SAVED: usize = 8;
+
+pub(crate) struct Evaluator<'a> {
+    pub naive: &'a LoopNest,
+    pub compiler: &'a Compiler,
+    pub oracle: Oracle<'a>,
+    builds: HashMap<Kernel, Built>,
+    /// Kernels rejected for a defect of their own, with the reason.
+    rejected: HashMap<Kernel, (Reason, String)>,
+    /// Time of each kernel timed so far, on the chain's scale.
+    seconds: HashMap<Kernel, f64>,
+    /// The search's verification: its input sets, and the counterexamples found so far.
+    verify: VerifyConfig,
+    bench_seed: u64,
+    /// The least time a kernel can take (a faster call is rejected as `too-fast`).
+    fastest: f64,
+    /// Seconds per test of the last full verification that passed.
+    per_test: Option<f64>,
+    /// For that estimate: the final verification's configuration, the naive kernel's time and
+    /// the inputs' largest rank.
+    final_config: VerifyConfig,
+    naive_seconds: f64,
+    max_rank: usize,
+}
+
+/// Where the evaluator starts: the kernels the chain holds and the verifications it runs.
+pub(crate) struct Start {
+    /// Kernels already timed, on the chain's scale (the current and the best).
+    pub seconds: Vec<(Kernel, f64)>,
+    pub verify: VerifyConfig,
+    pub bench_seed: u64,
+    pub fastest: f64,
+    pub final_config: VerifyConfig,
+    pub naive_seconds: f64,
+    pub max_rank: usize,
+}
+
+impl<'a> Evaluator<'a> {
+    pub fn new(naive: &'a LoopNest, compiler: &'a Compiler, oracle: Oracle<'a>, start: Start) -> Evaluator<'a> {
+        Evaluator {
+            naive,
+            compiler,
+            oracle,
+            builds: HashMap::new(),
+            rejected: HashMap::new(),
+            seconds: start.seconds.into_iter().collect(),
+            verify: start.verify,
+            bench_seed: start.bench_seed,
+            fastest: start.fastest,
+            per_test: None,
+            final_config: start.final_config,
+            naive_seconds: start.naive_seconds,
+            max_rank: start.max_rank,
+        }
+    }
+
+    fn build(&mut self, kernel: &Kernel) -> Built {
+        if let Some(b) = self.builds.get(kernel) {
+            return b.clone();
+        }
+        let b = build(self.compiler, self.naive, kernel);
+        self.builds.insert(kernel.clone(), b.clone());
+        b
+    }
+
+    /// The first tier.
+    fn judge(&mut self, candidate: &Kernel, current: &Kernel) -> Result<Note, anyhow::Error> {
+        let built = self.build(candidate);
+        let mut note = built.note();
+        let Ok(library) = &built.library else { return Ok(note) };
+        let current_library = match self.build(current).library {
+            Ok(library) => library,
+            Err((_, detail)) => anyhow::bail!("the current kernel no longer builds: {detail}"),
+        };
+        // Another way to the same source and flags (a schedule whose steps change nothing, a
+        // model repeating itself): timing a kernel against itself teaches nothing.
+        if *library == current_library {
+            note.rejected = Some((Reason::Unchanged, "the same source and flags as the current kernel".into()));
+            return Ok(note);
+        }
+        // The saved counterexamples, then interleaved timing against the current kernel on
+        // normal inputs, every timed call's outputs checked.
+        if !self.verify.saved.is_empty() {
+            let screen = VerifyConfig { families: Some(Vec::new()), ..self.verify.clone() };
+            if !self.passes(library, &screen, &mut note)? {
+                return Ok(note);
+            }
+        }
+        // Pairs until the ratio is clear (5 at least, 21 at most), within about 30 of the
+        // current kernel's calls.
+        let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.fastest);
+        let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).max(0.05) };
+        let config = BenchConfig { seed: self.bench_seed, sets: 1, warmups: 1, calls: 21, floor: Some(self.fastest), early: Some(early) };
+        let started = Instant::now();
+        let timed = ollie_verify::bench_with(&mut self.oracle, &[library, &current_library], &config)?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), pairs = timed.ratios.as_ref().map_or(0, |r| r.samples.len()), "timed");
+        match (&timed.kernels[0], &timed.ratios) {
+            (Ok(t), Some(ratio)) => {
+                let estimate = self.seconds.get(current).copied().unwrap_or(t.median) * ratio.median;
+                self.seconds.insert(candidate.clone(), estimate);
+                note.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
+            }
+            (Err(r), _) => note.rejected = Some((Reason::from(r), r.to_string())),
+            (Ok(_), None) => anyhow::bail!("the current kernel failed while timing"),
+        }
+        Ok(note)
+    }
+
+    /// Runs the verifier; a rejection goes into `note` (its inputs saved as a counterexample).
+    fn passes(&mut self, library: &Path, config: &VerifyConfig, note: &mut Note) -> Result<bool, anyhow::Error> {
+        let started = Instant::now();
+        let report = ollie_verify::verify_with(&mut self.oracle, library, config)?;
+        let (seconds, tests) = (started.elapsed().as_secs_f64(), report.certificate.tests.len());
+        tracing::debug!(seconds, calls = tests, "verified");
+        if report.accepted && config.families.is_none() && tests > 0 {
+            self.per_test = Some(seconds / tests as f64);
+        }
+        let Some(r) = &report.rejection else { return Ok(true) };
+        note.rejected = Some((Reason::from(r), r.to_string()));
+        if let Some(inputs) = report.counterexample {
+            if self.verify.saved.len() < MAX_SAVED {
+                self.verify.saved.push(inputs.clone());
+            }
+            note.counterexample = Some(inputs);
+        }
+        Ok(false)
+    }
+
+    /// Estimates what the final phase will take from what the oracle's input sets have cost so
+    /// far: every input set of the final verification computed (or read back, if that
+    /// verification ran to its end before) and called once, then the final timing's calls.
+    fn estimate_reserve(&self) -> f64 {
+        let costs = self.oracle.costs();
+        let read = costs.per_read().unwrap_or(0.0);
+        let computed = costs.per_computed().unwrap_or(10.0 * read);
+        let per_set = if self.oracle.knows_plan(&self.final_config.plan()) { read } else { computed };
+        let best = self.seconds.values().copied().fold(self.naive_seconds, f64::min);
+        // Each test of the final verification costs what one of the search's full
+        // verifications did (making the inputs, their expected outputs computed or read, the
+        // call and its checks: its sets are cached alike), or else what the oracle's sets cost.
+        let per_test = self.per_test.unwrap_or(per_set + read + best);
+        let sets = self.final_config.input_sets(self.max_rank) as f64;
+        let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (best + self.naive_seconds);
+        sets * per_test + timing + 1.0
+    }
+}
+
+impl Evaluate<Kernel> for Evaluator<'_> {
+    type Note = Note;
+
+    fn prepare(&mut self, batch: &[Kernel]) {
+        let mut todo: Vec<&Kernel> = Vec::new();
+        for k in batch.iter().filter(|k| !self.builds.contains_key(*k)) {
+            if !todo.contains(&k) {
+                todo.push(k);
+            }
+        }
+        let (compiler, naive) = (self.compiler, self.naive);
+        let started = Instant::now();
+        let built: Vec<(Kernel, Built)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = todo.into_iter().map(|s| scope.spawn(move || (s.clone(), build(compiler, naive, s)))).collect();
+            handles.into_iter().map(|h| h.join().expect("compiling does not panic")).collect()
+        });
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), count = built.len(), "compiled");
+        self.builds.extend(built);
+    }
+
+    fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> (Evaluation, Note) {
+        // A kernel rejected before is rejected again (proposals repeat), without rerunning.
+        if let Some((reason, detail)) = self.rejected.get(candidate) {
+            let (source, flags) = candidate.emit(self.naive).unwrap_or_default();
+            let note = Note { reserve: self.estimate_reserve(), ..Note::rejected(source, flags, *reason, format!("as before: {detail}")) };
+            return (Evaluation::Rejected, note);
+        }
+        let mut note = self.judge(candidate, current).unwrap_or_else(|e| {
+            tracing::warn!("evaluation failed: {e:#}");
+            Note { rejected: Some((Reason::Internal, format!("{e:#}"))), ..Note::default() }
+        });
+        if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
+            self.rejected.insert(candidate.clone(), rejected.clone());
+        }
+        let evaluation = match (&note.rejected, &note.timing) {
+            (None, Some(t)) => Evaluation::Timed { seconds: t.estimate, ratio: (t.ratio, t.ratio_p10, t.ratio_p90) },
+            _ => Evaluation::Rejected,
+        };
+        note.reserve = self.estimate_reserve();
+        (evaluation, note)
+    }
+
+    /// The second tier: the whole protocol, for a candidate the chain is about to take.
+    fn confirm(&mut self, candidate: &Kernel, note: &mut Note) -> bool {
+        let verify = self.verify.clone();
+        let passed = match self.build(candidate).library {
+            Ok(library) => self.passes(&library, &verify, note).unwrap_or_else(|e| {
+                tracing::warn!("verification failed: {e:#}");
+                note.rejected = Some((Reason::Internal, format!("{e:#}")));
+                false
+            }),
+            Err(failed) => {
+                note.rejected = Some(failed);
+                false
+            }
+        };
+        if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
+            self.rejected.insert(candidate.clone(), rejected.clone());
+        }
+        if !passed {
+            note.timing = None;
+        }
+        note.reserve = self.estimate_reserve();
+        passed
+    }
+}

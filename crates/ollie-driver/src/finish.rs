@@ -1,0 +1,112 @@
+//! The final phase of a search: the fastest candidates re-verified on inputs the search never
+//! saw until one passes, that one timed against the naive kernel over 21 interleaved pairs, and
+//! every output written.
+
+use std::path::Path;
+
+use anyhow::Context;
+use ollie_graph::Graph;
+use ollie_loops::LoopNest;
+use ollie_runner::{Compiler, Floor, Machine};
+use ollie_store::{Candidate, CandidateId, RunId, Store};
+use ollie_verify::{BenchConfig, Oracle, VerifyConfig};
+
+use crate::evaluator::build;
+use crate::optimize::stored_kernel;
+use crate::{report, setup, Error};
+
+/// The final verification: every family, two input sets each, from the spec's seed (inputs the
+/// search never saw; the same a later `ollie check` of the result tests by default).
+pub(crate) fn final_verification(graph: &Graph, floor: &Floor) -> VerifyConfig {
+    VerifyConfig { seed: setup::spec_seed(graph), floor: Some(floor.fastest), ..VerifyConfig::default() }
+}
+
+/// The final timing against the naive kernel, as reported: 21 interleaved pairs.
+pub(crate) const FINAL_TIMING: BenchConfig = BenchConfig { seed: 0, sets: 4, warmups: 2, calls: 21, floor: None, early: None };
+
+pub(crate) struct FinishContext<'a> {
+    pub graph: &'a Graph,
+    pub naive: &'a LoopNest,
+    pub compiler: &'a Compiler,
+    pub baseline: &'a Path,
+    pub machine: &'a Machine,
+    pub floor: &'a Floor,
+    pub out: &'a Path,
+    pub store: &'a mut Store,
+    pub run: RunId,
+    pub elapsed: f64,
+}
+
+/// Re-verifies the fastest candidates on inputs the search never saw until one passes, times it
+/// against the naive kernel, and writes every output. Returns the result's table.
+pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)) -> Result<String, Error> {
+    let history = cx.store.candidates(cx.run).context("reading the store")?;
+    let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
+    let estimate = |c: &Candidate| c.timing.map_or(f64::INFINITY, |t| t.estimate);
+    timed.sort_by(|a, b| estimate(&a.1).total_cmp(&estimate(&b.1)));
+    let config = final_verification(cx.graph, cx.floor);
+    let seed = config.seed;
+    // The fastest few, each re-verified on those inputs and timed against the naive kernel:
+    // the first that passes and is not slower than naive is the result (the naive kernel always
+    // qualifies, last).
+    let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
+    let mut chosen = None;
+    for (id, c) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()) {
+        let built = build(cx.compiler, cx.naive, &stored_kernel(c)?);
+        let library = match &built.library {
+            Ok(library) => library.clone(),
+            Err((_, detail)) => {
+                say(format!("candidate {} no longer builds: {detail}", id.0));
+                continue;
+            }
+        };
+        let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
+        if let Some(r) = &report.rejection {
+            say(format!("candidate {} failed re-verification: {r}", id.0));
+            continue;
+        }
+        let bench = BenchConfig { seed, floor: Some(cx.floor.fastest), ..FINAL_TIMING };
+        let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
+        let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+            (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),
+            (Err(r), _, _) => {
+                say(format!("candidate {} failed while timing: {r}", id.0));
+                continue;
+            }
+            _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+        };
+        if ratio.median > 1.0 && c.proposer != "naive" {
+            say(format!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median));
+            continue;
+        }
+        chosen = Some((*id, c, built.source, built.flags, library, report, best, naive, ratio));
+        break;
+    }
+    let Some((id, c, source, flags, library, report, best, naive, ratio)) = chosen else {
+        return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
+    };
+    let summary = report::Summary {
+        candidate: id.0,
+        schedule: c.schedule.clone(),
+        proposer: c.proposer.clone(),
+        flags: flags.join(" "),
+        naive_seconds: naive,
+        best_seconds: best.median,
+        best_p10: best.p10,
+        best_p90: best.p90,
+        speedup: 1.0 / ratio.median,
+        speedup_p10: 1.0 / ratio.p90,
+        speedup_p90: 1.0 / ratio.p10,
+        pairs: ratio.samples.len(),
+        verify_seed: seed,
+        search_seconds: cx.elapsed,
+        naive_is_best: c.proposer == "naive",
+    };
+    cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
+    let prototype = ollie_loops::prototype(cx.naive);
+    let files = report::Files { source: &source, prototype: &prototype, library: &library, certificate: &report };
+    let run = cx.store.run(cx.run).context("reading the store")?;
+    let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
+    let calls = cx.store.llm_calls(cx.run).context("reading the store")?;
+    report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))
+}

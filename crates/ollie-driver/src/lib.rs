@@ -1,0 +1,35 @@
+//! The optimize pipeline as a library: what `ollie optimize` does between reading the spec and
+//! writing the kernel — the evaluator's two tiers over the sandboxed runner and the verifier, the
+//! chain's bookkeeping in the store, the `llm` proposer, the final re-verification and timing, the
+//! report — and the setup `check` and `bench` share with it (the naive kernel, the roofline, the
+//! oracle, the seeds). The CLI parses arguments, renders diagnostics and picks exit codes.
+
+pub mod counterexamples;
+mod evaluator;
+mod finish;
+pub mod inputs;
+pub mod llm;
+pub mod optimize;
+mod progress;
+pub mod report;
+pub mod setup;
+mod verdict;
+
+pub use evaluator::Note;
+pub use verdict::Reason;
+
+/// Why a driver function failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The user's input or options are at fault; the message is written for them, ready to print.
+    #[error("{0}")]
+    User(String),
+    /// Something in ollie or its environment failed.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// An [`Error::User`] with this message.
+pub fn user_error(message: impl Into<String>) -> Error {
+    Error::User(message.into())
+}

@@ -1,0 +1,400 @@
+//! `optimize`: the search end to end — kernels proposed by `mutate` (schedules, flags) and `llm`
+//! (whole sources), built two at a time, judged by the evaluator's two tiers, every step and LLM
+//! call written to the store as it happens; at the end the final phase (`finish.rs`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ollie_graph::{Graph, Tensor};
+use ollie_runner::{Compiler, Runner};
+use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Search, SearchConfig};
+use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Store, TimingRecord};
+use ollie_verify::{BenchConfig, Oracle, VerifyConfig};
+use sha2::Digest;
+
+use crate::evaluator::{Evaluator, Start};
+use crate::finish::{final_verification, finish, FinishContext};
+use crate::llm::{LlmOptions, LlmProposer, LlmWatch, Setup};
+use crate::progress::Progress;
+use crate::{counterexamples, report, setup, user_error, Error, Note, Reason};
+
+/// The proposers `optimize` knows.
+pub const PROPOSERS: &[&str] = &["mutate", "llm"];
+
+/// The store's file in the output directory.
+pub const STORE_FILE: &str = "ollie.db";
+
+/// What a search is asked to do.
+pub struct Options {
+    /// The spec file as given (without a `::kernel` selector), its text and the `--dim` values
+    /// it was compiled with: what the store records and `--resume` matches.
+    pub spec_path: String,
+    pub spec_source: String,
+    pub dims: Vec<(String, i64)>,
+    /// The budget in seconds, for the whole call (the final phase included).
+    pub time: f64,
+    pub evals: usize,
+    /// Stop once the best reaches this fraction of the roofline.
+    pub roofline_target: Option<f64>,
+    pub out: PathBuf,
+    pub resume: bool,
+    /// The seed of the proposals (a fresh one if `None`).
+    pub seed: Option<u64>,
+    /// Seconds a single call of a candidate may take, at most.
+    pub timeout: f64,
+    /// The proposers to use, names from [`PROPOSERS`], and the LLM's options if `llm` is among them.
+    pub proposers: Vec<String>,
+    pub llm: Option<LlmOptions>,
+    /// Set to stop after the evaluation in flight (Ctrl-C).
+    pub interrupted: Arc<AtomicBool>,
+}
+
+/// Mixed into the spec's seed for the search's own input sets.
+const SEARCH_SETS: u64 = 0x5ea7_c4ed_0f5e_75e7;
+
+/// Counterexamples tried first by every verification, at most: half from `ollie check`, half
+/// this run's own.
+const SAVED: usize = 4;
+
+/// A candidate's identity in the store: its flags and source, hashed.
+pub(crate) fn hash(source: &str, flags: &[String]) -> String {
+    let digest = sha2::Sha256::digest(format!("{}\n{source}", flags.join(" ")).as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Running totals for the progress line and the final table.
+#[derive(Default)]
+pub struct Tally {
+    pub evaluations: usize,
+    pub accepted: usize,
+    pub rejected: std::collections::BTreeMap<String, usize>,
+}
+
+impl Tally {
+    pub fn add(&mut self, c: &Candidate) {
+        if c.proposer == "naive" {
+            return;
+        }
+        self.evaluations += 1;
+        match &c.reason {
+            None => self.accepted += 1,
+            Some(r) => *self.rejected.entry(r.clone()).or_default() += 1,
+        }
+    }
+
+    pub fn rejected_text(&self) -> String {
+        if self.rejected.is_empty() {
+            return "none".into();
+        }
+        self.rejected.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Runs a search of `graph`'s kernel as `o` asks (a new one, or the latest of this spec in the
+/// output directory with `resume`), then the final phase; returns the result's table, the files
+/// already written.
+pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
+    // The budget counts from here: the naive kernel's timing and the final phase too.
+    let session = Instant::now();
+    if o.time.is_nan() || o.time <= 0.0 {
+        return Err(user_error("error: --time must be positive"));
+    }
+    if let Some(t) = o.roofline_target {
+        if !(t > 0.0 && t <= 1.0) {
+            return Err(user_error("error: --roofline-target is a fraction of the roofline, in (0, 1]"));
+        }
+    }
+    setup::ensure_fits(graph)?;
+    let naive = ollie_loops::lower(graph).context("lowering the spec")?;
+    // A candidate's compilation gets 20 s: gcc sometimes never finishes on a generated nest.
+    let compiler = Compiler { timeout: Duration::from_secs(20), ..Compiler::new(Compiler::default_cache_dir()) };
+    let baseline = setup::compile_naive(&compiler, graph)?;
+    let patient = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+    let (machine, floor) = setup::roofline_floor(graph)?;
+    std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
+    let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
+
+    let (run, history) = if o.resume {
+        // The latest run of this kernel searched on the same spec text with the same --dim
+        // values (the file may be named differently, relative to another directory).
+        let same = |r: &Run| r.new.kernel == graph.name && r.new.spec_source == o.spec_source && stored_dims(r) == o.dims;
+        let runs = store.runs().context("reading the store")?;
+        let run = runs.into_iter().rfind(|r| same(r)).ok_or_else(|| {
+            user_error(format!(
+                "error: `{}` holds no search of `{}` from this spec text and these --dim values to resume (start a new one without --resume)",
+                o.out.display(),
+                graph.name
+            ))
+        })?;
+        let history = store.candidates(run.id).context("reading the store")?;
+        (run, history)
+    } else {
+        let seed = o.seed.unwrap_or_else(setup::fresh_seed);
+        let naive_seconds = time_alone(&mut setup::oracle(graph, &patient, &baseline), &baseline, seed, floor.fastest)?;
+        let llm = o.llm.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm });
+        let new = NewRun {
+            spec_path: o.spec_path.clone(),
+            spec_source: o.spec_source.clone(),
+            kernel: graph.name.clone(),
+            options: options.to_string(),
+            seed,
+            naive_seconds,
+            floor_seconds: floor.seconds,
+        };
+        let id = store.create_run(&new, unix_now()).context("writing the store")?;
+        let initial = Kernel::Scheduled(ollie_search::initial_schedule());
+        let (source, flags) = initial.emit(&naive).context("emitting the naive kernel")?;
+        let start = Candidate {
+            evaluation: 0,
+            source_hash: hash(&source, &flags),
+            source,
+            flags: flags.join(" "),
+            schedule: initial.schedule_text(),
+            parent: None,
+            proposer: "naive".into(),
+            at_seconds: 0.0,
+            accepted: true,
+            reason: None,
+            detail: None,
+            timing: Some(TimingRecord { estimate: naive_seconds, seconds: naive_seconds, p10: naive_seconds, p90: naive_seconds, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0 }),
+            moved: true,
+            new_best: true,
+        };
+        let cid = store.record(id, &start, None, None, None, 0.0).context("writing the store")?;
+        let run = store.run(id).context("reading the store")?;
+        (run, vec![(cid, start)])
+    };
+
+    // A candidate's call may take 20 times the naive kernel's (at least a quarter second, at most
+    // --timeout): anything slower is of no use, and a hung one costs no more.
+    let limit = (20.0 * run.new.naive_seconds).max(0.25).min(o.timeout);
+    let runner = Runner::current_exe(Duration::from_secs_f64(limit)).context("locating ollie's executable")?;
+    let oracle = setup::oracle(graph, &runner, &baseline);
+    // The chain's state, from the store.
+    let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
+    let kernel_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Error> {
+        let id = id.context("the store's run has no candidate")?;
+        let c = by_id.get(&id).context("the store's run names a missing candidate")?;
+        Ok((stored_kernel(c)?, c.timing.map_or(f64::INFINITY, |t| t.estimate), id))
+    };
+    let (best, best_seconds, best_id) = kernel_of(run.best)?;
+    let (current, current_seconds, current_id) = kernel_of(run.current)?;
+    let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
+    drop(by_id);
+    let mut mutate = Mutate::new(naive.clone());
+    let (mut llm, llm_watch) = match o.llm.clone() {
+        Some(options) => {
+            let calls = store.llm_calls(run.id).context("reading the store")?;
+            let setup = Setup {
+                graph,
+                spec_source: &run.new.spec_source,
+                machine: &machine,
+                floor: &floor,
+                naive_seconds: run.new.naive_seconds,
+                best: (&best, best_seconds, &best_proposer),
+                history: &history,
+                calls: &calls,
+            };
+            let (proposer, watch) = LlmProposer::new(options, &naive, setup);
+            (Some(proposer), Some(watch))
+        }
+        None => (None, None),
+    };
+    let mut list: Vec<&mut dyn Propose<Kernel, Note>> = Vec::new();
+    if o.proposers.iter().any(|n| n == "mutate") {
+        list.push(&mut mutate);
+    }
+    if let Some(l) = llm.as_mut() {
+        list.push(l);
+    }
+    // The bandit's record per proposer (tries, improvements), from the store.
+    let table = report::proposer_table(history.iter().map(|(_, c)| c));
+    let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.0 == p.name()).map_or((0, 0), |r| (r.1, r.2))).collect();
+
+    // The search's input sets are fixed per spec too (others than the final verification's):
+    // a later search of the same spec reads their expected outputs from disk. The run's seed
+    // drives the proposals.
+    let sets_seed = setup::spec_seed(graph) ^ SEARCH_SETS;
+    let mut verify = VerifyConfig { seed: sets_seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.fastest), ..VerifyConfig::default() };
+    // The latest few counterexamples `ollie check` saved, then this run's own.
+    let saved = counterexamples::load(graph);
+    verify.saved = saved[saved.len().saturating_sub(SAVED)..].to_vec();
+    for c in store.counterexamples(run.id).context("reading the store")?.into_iter().take(SAVED) {
+        verify.saved.push(c.shapes.into_iter().zip(c.data).map(|(s, d)| Tensor::from_shape_vec(s, d).expect("stored with its shape")).collect());
+    }
+    let start = Start {
+        seconds: vec![(current.clone(), current_seconds), (best.clone(), best_seconds)],
+        verify,
+        bench_seed: sets_seed ^ 0x5eed,
+        fastest: floor.fastest,
+        final_config: final_verification(graph, &floor),
+        naive_seconds: run.new.naive_seconds,
+        max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
+    };
+    let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start);
+    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, ..SearchConfig::default() };
+    let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
+
+    let mut tally = Tally::default();
+    history.iter().for_each(|(_, c)| tally.add(c));
+    let progress = Progress::new(o.time, run.elapsed_seconds, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_watch.as_ref().map(|w| w.totals().clone()));
+    if o.resume {
+        progress.say(&format!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds));
+    }
+    let chain = std::cell::RefCell::new(Chain { store, run: &run, session, best_id, current_id, reserve: 0.0, llm: llm_watch, progress, error: None });
+    let target = o.roofline_target;
+    let stop_reason = search.run(
+        &mut list,
+        &mut evaluator,
+        |s| {
+            let mut chain = chain.borrow_mut();
+            chain.store_llm_calls();
+            let elapsed = chain.elapsed();
+            chain.progress.tick(elapsed);
+            // The budget covers the whole command: the search stops early enough for the final
+            // verification and timing to fit.
+            chain.error.is_some() || elapsed + chain.reserve >= o.time || o.interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
+        },
+        |event| chain.borrow_mut().record(event),
+    );
+    drop(list);
+    if let Some(l) = llm.as_mut() {
+        l.abandon();
+    }
+    drop(llm);
+    let mut chain = chain.into_inner();
+    chain.store_llm_calls();
+    chain.progress.finish();
+    if let Some(why) = chain.llm.as_ref().and_then(|l| l.totals().gave_up.clone()) {
+        chain.progress.say(&format!("the llm proposer stopped early: {why}"));
+    }
+    if let Some(e) = chain.error.take() {
+        return Err(anyhow::Error::from(e).context("writing the store").into());
+    }
+    tracing::info!(?stop_reason, evaluations = search.evaluations(), "search stopped");
+    let elapsed = chain.elapsed();
+    let Chain { mut store, progress, .. } = chain;
+    let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed };
+    finish(cx, evaluator.oracle, &|message| progress.say(&message))
+}
+
+/// The chain's bookkeeping while the search runs: every step into the store (one transaction
+/// each, with the chain's best and current candidates), the LLM's calls as they finish, the
+/// progress display.
+struct Chain<'a> {
+    store: Store,
+    run: &'a Run,
+    session: Instant,
+    best_id: CandidateId,
+    current_id: CandidateId,
+    /// What the final phase will take, as the evaluator last estimated.
+    reserve: f64,
+    llm: Option<LlmWatch>,
+    progress: Progress,
+    /// A failed write stops the search: what is not stored could not be resumed.
+    error: Option<ollie_store::StoreError>,
+}
+
+impl Chain<'_> {
+    /// The run's search time: earlier sessions' and this one's.
+    fn elapsed(&self) -> f64 {
+        self.run.elapsed_seconds + self.session.elapsed().as_secs_f64()
+    }
+
+    /// The LLM calls finished since the last look, into the store.
+    fn store_llm_calls(&mut self) {
+        let Some(watch) = self.llm.as_mut() else { return };
+        let calls = watch.calls();
+        self.progress.set_llm(watch.totals());
+        let at = self.elapsed();
+        for mut call in calls {
+            call.at_seconds = at;
+            if let Err(e) = self.store.record_llm_call(self.run.id, &call) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// One step of the search, into the store and the display.
+    fn record(&mut self, event: Event<Kernel, Note>) {
+        self.store_llm_calls();
+        let note = event.note;
+        self.reserve = note.reserve;
+        // What the search made of it: taken after the full verification, declined as slower
+        // (first tier only), or rejected in either tier.
+        let (rejected, timing) = match event.outcome {
+            Evaluation::Timed { .. } => (None, note.timing),
+            Evaluation::Slower { ratio: (median, p10, p90), .. } => (Some((Reason::Slower, format!("{median:.2}x the current kernel's time (p10..p90 {p10:.2}..{p90:.2})"))), note.timing),
+            Evaluation::Rejected => (Some(note.rejected.unwrap_or((Reason::Internal, "rejected without a reason".into()))), None),
+        };
+        let candidate = Candidate {
+            evaluation: event.evaluation,
+            source_hash: hash(&note.source, &note.flags),
+            source: note.source,
+            flags: note.flags.join(" "),
+            schedule: event.candidate.schedule_text(),
+            parent: Some(self.current_id),
+            proposer: event.proposer,
+            at_seconds: self.elapsed(),
+            accepted: rejected.is_none(),
+            detail: rejected.as_ref().map(|r| r.1.clone()),
+            reason: rejected.map(|r| r.0.code().to_string()),
+            timing,
+            moved: event.moved,
+            new_best: event.new_best,
+        };
+        let cex = note.counterexample.map(|inputs| Counterexample { shapes: inputs.iter().map(|t| t.shape().to_vec()).collect(), data: inputs.iter().map(|t| t.iter().copied().collect()).collect() });
+        // The chain after this step (`None`: this candidate). A restart, which only follows a
+        // step without a new best, goes back to the best.
+        let next_best = if event.new_best { None } else { Some(self.best_id) };
+        let next_current = if event.restarted { Some(self.best_id) } else if event.moved { None } else { Some(self.current_id) };
+        match self.store.record(self.run.id, &candidate, cex.as_ref(), next_best, next_current, self.elapsed()) {
+            Ok(id) => {
+                self.best_id = next_best.unwrap_or(id);
+                self.current_id = next_current.unwrap_or(id);
+            }
+            Err(e) => self.error = Some(e),
+        }
+        let best = match (event.new_best, event.outcome) {
+            (true, Evaluation::Timed { seconds, .. }) => Some(seconds),
+            _ => None,
+        };
+        self.progress.add(&candidate, best);
+        self.progress.show(self.elapsed());
+    }
+}
+
+/// The kernel a stored candidate is.
+pub(crate) fn stored_kernel(c: &Candidate) -> Result<Kernel, Error> {
+    Ok(Kernel::from_stored(&c.schedule, &c.source, &c.flags).context("a stored schedule does not parse")?)
+}
+
+/// An option a run was started with, as stored in its options (the default where it is missing
+/// or of another shape).
+pub fn stored_option<T: serde::de::DeserializeOwned + Default>(run: &Run, key: &str) -> T {
+    serde_json::from_str::<serde_json::Value>(&run.new.options).ok().and_then(|v| serde_json::from_value(v[key].clone()).ok()).unwrap_or_default()
+}
+
+/// The `--dim` values a run was started with.
+pub fn stored_dims(run: &Run) -> Vec<(String, i64)> {
+    stored_option(run, "dims")
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The naive kernel's median time, timed alone.
+fn time_alone(oracle: &mut Oracle, library: &std::path::Path, seed: u64, floor: f64) -> Result<f64, Error> {
+    let config = BenchConfig { seed, sets: 2, warmups: 1, calls: 7, floor: Some(floor), early: None };
+    let report = ollie_verify::bench_with(oracle, &[library], &config).context("timing the naive kernel")?;
+    match &report.kernels[0] {
+        Ok(t) => Ok(t.median),
+        Err(r) => Err(anyhow::anyhow!("the naive kernel failed while timing: {r}").into()),
+    }
+}

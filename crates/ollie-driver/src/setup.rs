@@ -1,0 +1,73 @@
+//! What `check`, `bench` and `optimize` set up alike: the naive kernel, the machine's roofline,
+//! the oracle with its disk cache, the seeds, and the memory check before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ollie_graph::Graph;
+use ollie_runner::{Compiler, Floor, Machine, MachineConfig, Runner};
+use sha2::Digest;
+
+use crate::{user_error, Error};
+
+/// The machine's ceilings, measured once and kept in ollie's cache (`machine.json`); `refresh`
+/// measures them again. Also says whether they were measured now, and where they are kept.
+pub fn machine_ceilings(refresh: bool, config: &MachineConfig) -> Result<(Machine, ollie_runner::Source, PathBuf), Error> {
+    let path = ollie_runner::cache_root().join("machine.json");
+    let (machine, source) = Machine::ceilings(&path, refresh, config).map_err(|e| anyhow::anyhow!("saving {}: {e}", path.display()))?;
+    Ok((machine, source, path))
+}
+
+/// The least time `graph` can take on this machine: its FLOPs at the FMA peak or its compulsory
+/// bytes at the memory bandwidth, whichever is longer (all threads).
+pub fn roofline_floor(graph: &Graph) -> Result<(Machine, Floor), Error> {
+    let (machine, _, _) = machine_ceilings(false, &MachineConfig::default())?;
+    let cost = graph.cost();
+    let floor = machine.floor(cost.flops, cost.min_bytes).context("no machine ceilings")?;
+    Ok((machine, floor))
+}
+
+/// The seed of a verification when none is given: fixed per spec (its graph), so that checking
+/// kernels of one spec again and again tests the same inputs, whose expected outputs the oracle
+/// keeps on disk; another seed tests other inputs.
+pub fn spec_seed(graph: &Graph) -> u64 {
+    let digest = sha2::Sha256::digest(graph.to_string().as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+/// A seed from the clock, for a fresh verification.
+pub fn fresh_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The oracle of `ollie check`, `bench` and `optimize`: expected outputs kept in memory and in
+/// ollie's cache directory (`expected/`), shared by every later command on the same spec.
+pub fn oracle<'a>(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> ollie_verify::Oracle<'a> {
+    ollie_verify::Oracle::new(graph, runner, baseline).keep_on_disk(&ollie_runner::cache_root().join("expected"), ollie_verify::DISK_BYTES)
+}
+
+/// Compiles the naive kernel of `graph` (the baseline) at `-O3 -march=native`.
+pub fn compile_naive(compiler: &Compiler, graph: &Graph) -> Result<PathBuf, Error> {
+    let naive = ollie_loops::emit_c(&ollie_loops::lower(graph).context("lowering the spec")?);
+    let native = vec!["-O3".to_string(), "-march=native".to_string()];
+    match compiler.compile(&naive, &native) {
+        Ok(c) => Ok(c.library),
+        Err(Ok(outcome)) => Err(anyhow::anyhow!("the naive kernel does not compile: {}", outcome.summary()).into()),
+        Err(Err(e)) => Err(anyhow::Error::from(e).into()),
+    }
+}
+
+/// Refuses, with the figures, a problem whose verification would need more memory than the
+/// machine has available: a clear error before anything runs, not the out-of-memory killer.
+pub fn ensure_fits(graph: &Graph) -> Result<(), Error> {
+    let needed = ollie_verify::memory_needed(graph);
+    match ollie_runner::available_memory() {
+        Some(available) if needed > available => Err(user_error(format!(
+            "error: `{}` is too large for this machine: verifying and timing its kernels needs up to {:.1} GB (its tensors in float64 and float32 several times over), and {:.1} GB is available\n  help: make it smaller with --dim, or run on a machine with more memory",
+            graph.name,
+            needed as f64 / 1e9,
+            available as f64 / 1e9
+        ))),
+        _ => Ok(()),
+    }
+}
