@@ -10,6 +10,7 @@ use std::time::Instant;
 use ollie_graph::Tensor;
 use ollie_loops::LoopNest;
 use ollie_runner::Compiler;
+use ollie_search::cost::{features, CostModel};
 use ollie_search::{Evaluate, Evaluation, Kernel};
 use ollie_store::TimingRecord;
 use ollie_verify::{BenchConfig, EarlyStop, Oracle, VerifyConfig};
@@ -92,6 +93,8 @@ pub(crate) struct Evaluator<'a> {
     rejected: HashMap<Kernel, (Reason, String)>,
     /// Time of each kernel timed so far, on the chain's scale.
     seconds: HashMap<Kernel, f64>,
+    /// Fitted on those times; ranks each round's proposals.
+    model: CostModel,
     /// The search's verification: its input sets, and the counterexamples found so far.
     verify: VerifyConfig,
     bench_seed: u64,
@@ -108,7 +111,8 @@ pub(crate) struct Evaluator<'a> {
 
 /// Where the evaluator starts: the kernels the chain holds and the verifications it runs.
 pub(crate) struct Start {
-    /// Kernels already timed, on the chain's scale (the current and the best).
+    /// Kernels already timed, on the chain's scale (a resumed run's history, the current and
+    /// the best).
     pub seconds: Vec<(Kernel, f64)>,
     pub verify: VerifyConfig,
     pub bench_seed: u64,
@@ -126,6 +130,11 @@ impl<'a> Evaluator<'a> {
             oracle,
             builds: HashMap::new(),
             rejected: HashMap::new(),
+            model: {
+                let mut model = CostModel::default();
+                start.seconds.iter().for_each(|(k, t)| model.add(features(k, naive), t.ln()));
+                model
+            },
             seconds: start.seconds.into_iter().collect(),
             verify: start.verify,
             bench_seed: start.bench_seed,
@@ -181,6 +190,7 @@ impl<'a> Evaluator<'a> {
             (Ok(t), Some(ratio)) => {
                 let estimate = self.seconds.get(current).copied().unwrap_or(t.median) * ratio.median;
                 self.seconds.insert(candidate.clone(), estimate);
+                self.model.add(features(candidate, self.naive), estimate.ln());
                 note.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
             }
             (Err(r), _) => note.rejected = Some((Reason::from(r), r.to_string())),
@@ -230,6 +240,11 @@ impl<'a> Evaluator<'a> {
 
 impl Evaluate<Kernel> for Evaluator<'_> {
     type Note = Note;
+
+    fn rank(&mut self, proposals: &[Kernel]) -> Option<Vec<f64>> {
+        let features: Vec<Vec<f64>> = proposals.iter().map(|k| features(k, self.naive)).collect();
+        self.model.predict(&features)
+    }
 
     fn prepare(&mut self, batch: &[Kernel]) {
         let mut todo: Vec<&Kernel> = Vec::new();

@@ -446,6 +446,11 @@ impl Propose<Kernel, Note> for LlmProposer<'_> {
         }
     }
 
+    /// A model's kernel cost a call: it is always measured.
+    fn costly(&self) -> bool {
+        true
+    }
+
     fn observe(&mut self, event: &Event<Kernel, Note>) {
         self.poll();
         let own = self.pending.remove(&event.candidate);

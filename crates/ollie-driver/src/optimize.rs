@@ -53,6 +53,9 @@ pub struct Options {
     pub interrupted: Arc<AtomicBool>,
 }
 
+/// Proposals drawn per round, of which the cost model picks the two to measure.
+const POOL: usize = 6;
+
 /// Mixed into the spec's seed for the search's own input sets.
 const SEARCH_SETS: u64 = 0x5ea7_c4ed_0f5e_75e7;
 
@@ -227,8 +230,11 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     for c in store.counterexamples(run.id).context("reading the store")?.into_iter().take(SAVED) {
         verify.saved.push(c.shapes.into_iter().zip(c.data).map(|(s, d)| Tensor::from_shape_vec(s, d).expect("stored with its shape")).collect());
     }
+    // Every kernel timed so far (a resumed run's), for the cost model.
+    let mut timed: Vec<(Kernel, f64)> = history.iter().filter_map(|(_, c)| Some((stored_kernel(c).ok()?, c.timing?.estimate))).collect();
+    timed.extend([(current.clone(), current_seconds), (best.clone(), best_seconds)]);
     let start = Start {
-        seconds: vec![(current.clone(), current_seconds), (best.clone(), best_seconds)],
+        seconds: timed,
         verify,
         bench_seed: sets_seed ^ 0x5eed,
         fastest: floor.fastest,
@@ -237,7 +243,9 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
     };
     let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start);
-    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, ..SearchConfig::default() };
+    // Two candidates measured per round (built in parallel), the most promising of six
+    // proposals once the cost model has enough timings to rank them.
+    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, pool: POOL, ..SearchConfig::default() };
     let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
 
     let mut tally = Tally::default();

@@ -10,6 +10,7 @@ use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
 use ollie_store::{Candidate, LlmCall, Run, Store};
+use ollie_search::cost::{features, held_back, HeldBack};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +142,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         }
     }
     let llm = LlmTally::of(calls).or_else(|| requested.iter().any(|p| p == "llm").then(LlmTally::default));
+    let model = cost_model(graph, history);
     let json = serde_json::json!({
         "kernel": name,
         "spec": r.new.spec_path,
@@ -159,9 +161,10 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs, "measured": machine.measured_date(), "measurements": machine.measurements, "pinned": machine.pinned },
         "proposers": proposers.iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
         "llm": llm,
+        "cost_model": model.map(|m| serde_json::json!({ "spearman": m.spearman, "held_back": m.held_back, "fitted_on": m.fitted_on })),
     });
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
-    let table = table(graph, summary, floor, &tally, llm.as_ref());
+    let table = table(graph, summary, floor, &tally, llm.as_ref(), model);
     let mut md = format!("# ollie: `{name}`\n\nSpec `{}`, run {} ({:.0} s of search).\n\n```text\n{table}```\n\n", r.new.spec_path, r.id.0, summary.search_seconds);
     writeln!(
         md,
@@ -199,7 +202,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
 }
 
 /// The short table printed at the end and placed in the report.
-fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>) -> String {
+fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<HeldBack>) -> String {
     let cost = graph.cost();
     let mut t = String::new();
     writeln!(t, "{:<10} {:>11} {:>23} {:>9} {:>9}", "kernel", "median", "p10..p90", "GFLOP/s", "roofline").unwrap();
@@ -215,7 +218,25 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
     if let Some(llm) = llm {
         writeln!(t, "{}", llm.line()).unwrap();
     }
+    match model {
+        Some(m) => writeln!(t, "cost model: Spearman's rho {:.2} between predicted and measured times of the last {} timed candidates, fitted on the {} before them", m.spearman, m.held_back, m.fitted_on).unwrap(),
+        None => writeln!(t, "cost model: too few timed candidates to test it on held-back ones").unwrap(),
+    }
     t
+}
+
+/// How well the cost model ranks timings it was not fitted on: fitted on the run's first timed
+/// candidates (in the order they were measured), tested on the last quarter.
+fn cost_model(graph: &Graph, history: &[Candidate]) -> Option<HeldBack> {
+    let naive = ollie_loops::lower(graph).ok()?;
+    let samples: Vec<(Vec<f64>, f64)> = history
+        .iter()
+        .filter_map(|c| {
+            let kernel = crate::optimize::stored_kernel(c).ok()?;
+            Some((features(&kernel, &naive), c.timing?.estimate.ln()))
+        })
+        .collect();
+    held_back(&samples, 0.25)
 }
 
 /// Per proposer, in order of first appearance: (name, evaluations, improvements).

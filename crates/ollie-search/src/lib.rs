@@ -6,6 +6,7 @@
 //! driver implements (and so are its tests). The candidate the driver searches over, `Kernel`,
 //! and `mutate`, the proposer over schedules, live here.
 
+pub mod cost;
 mod kernel;
 mod mutate;
 mod search;

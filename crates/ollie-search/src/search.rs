@@ -12,6 +12,11 @@ pub trait Propose<C, N> {
     fn propose(&mut self, current: &C, rng: &mut ChaCha8Rng) -> Proposal<C>;
     /// Sees every step of the search, whoever proposed it: what was accepted, rejected and why.
     fn observe(&mut self, _event: &Event<C, N>) {}
+    /// Whether its candidates cost much to make (a language model's): they are always measured,
+    /// never dropped for a proposal the cost model likes better.
+    fn costly(&self) -> bool {
+        false
+    }
 }
 
 /// A proposer's answer.
@@ -35,6 +40,11 @@ pub trait Evaluate<C> {
     /// why it was rejected, its failing inputs): carried by the step's [`Event`] to the
     /// proposers and the caller.
     type Note;
+    /// Predicted times of a round's proposals (on any scale that orders them), so that the most
+    /// promising are measured; `None` while the evaluator cannot tell (too little measured yet).
+    fn rank(&mut self, _proposals: &[C]) -> Option<Vec<f64>> {
+        None
+    }
     /// Called with each batch before its candidates are evaluated one by one: the place to build
     /// them in parallel (timing stays serial).
     fn prepare(&mut self, _batch: &[C]) {}
@@ -75,11 +85,15 @@ pub struct SearchConfig {
     pub max_evaluations: usize,
     /// Candidates proposed from the same current one and prepared together.
     pub batch: usize,
+    /// Proposals drawn per round: when more than `batch`, the evaluator ranks them
+    /// (`Evaluate::rank`) and only the `batch` most promising are measured; the others are
+    /// dropped unmeasured and cost no evaluation.
+    pub pool: usize,
 }
 
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
-        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1 }
+        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1, pool: 1 }
     }
 }
 
@@ -155,18 +169,15 @@ impl<C: Clone> Search<C> {
             if stop(self) {
                 return StopReason::Stopped;
             }
-            let mut batch = Vec::new();
+            let mut proposed: Vec<(usize, C)> = Vec::new();
             let budget = self.config.max_evaluations - self.evaluations;
+            let wanted = self.config.batch.clamp(1, budget);
             // Proposers with nothing to offer in this round.
             let mut idle = exhausted.clone();
-            while batch.len() < self.config.batch.clamp(1, budget) {
+            while proposed.len() < self.config.pool.max(wanted) {
                 let Some(k) = self.choose_proposer(&idle) else { break };
                 match proposers[k].propose(&self.current, &mut self.rng) {
-                    Proposal::Candidate(candidate) => {
-                        self.record[k].0 += 1;
-                        self.evaluations += 1;
-                        batch.push((k, self.evaluations, candidate));
-                    }
+                    Proposal::Candidate(candidate) => proposed.push((k, candidate)),
                     Proposal::NotNow => idle[k] = true,
                     Proposal::Exhausted => {
                         tracing::info!(proposer = proposers[k].name(), "proposer exhausted");
@@ -175,12 +186,19 @@ impl<C: Clone> Search<C> {
                     }
                 }
             }
-            if batch.is_empty() {
+            if proposed.is_empty() {
                 if exhausted.iter().all(|&e| e) {
                     return StopReason::Exhausted;
                 }
                 std::thread::sleep(IDLE);
                 continue;
+            }
+            let chosen = self.choose(proposed, wanted, proposers, evaluator);
+            let mut batch = Vec::new();
+            for (k, candidate) in chosen {
+                self.record[k].0 += 1;
+                self.evaluations += 1;
+                batch.push((k, self.evaluations, candidate));
             }
             let candidates: Vec<C> = batch.iter().map(|(_, _, c)| c.clone()).collect();
             evaluator.prepare(&candidates);
@@ -195,6 +213,30 @@ impl<C: Clone> Search<C> {
                 on_event(event);
             }
         }
+    }
+
+    /// The `wanted` proposals to measure: a costly proposer's first, then the most promising by
+    /// the evaluator's ranking (in the order proposed while it cannot rank).
+    fn choose<E: Evaluate<C>>(&mut self, mut proposed: Vec<(usize, C)>, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<(usize, C)> {
+        // A costly proposal is never dropped: the round grows to hold them all.
+        let wanted = wanted.max(proposed.iter().filter(|(k, _)| proposers[*k].costly()).count());
+        if proposed.len() <= wanted {
+            return proposed;
+        }
+        let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
+        if let Some(predicted) = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len()) {
+            let mut order: Vec<usize> = (0..proposed.len()).collect();
+            let key = |i: usize| if proposers[proposed[i].0].costly() { f64::NEG_INFINITY } else { predicted[i] };
+            order.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
+            let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();
+            proposed = order.into_iter().map(|i| slots[i].take().expect("each index once")).collect();
+        } else {
+            // Unranked: costly proposals first, the rest in the order proposed.
+            proposed.sort_by_key(|(k, _)| !proposers[*k].costly());
+        }
+        tracing::debug!(proposed = proposed.len(), wanted, "chose the most promising proposals");
+        proposed.truncate(wanted);
+        proposed
     }
 
     /// Evaluates one candidate and moves the chain: the first tier, the Metropolis–Hastings

@@ -173,3 +173,72 @@ fn other_proposers_go_on_while_one_has_nothing_ready() {
     assert_eq!(events.iter().filter(|p| *p == "slow").count(), 2);
     assert_eq!(slow.seen.len(), 60, "it saw the other proposer's steps too");
 }
+
+/// [`Toy`] that also ranks proposals by their true time, remembering each round it was asked
+/// about and what it then measured.
+#[derive(Default)]
+struct Ranked {
+    rounds: Vec<Vec<i64>>,
+    measured: Vec<i64>,
+}
+impl Evaluate<i64> for Ranked {
+    type Note = Why;
+    fn rank(&mut self, proposals: &[i64]) -> Option<Vec<f64>> {
+        self.rounds.push(proposals.to_vec());
+        Some(proposals.iter().map(|c| (c - 42).abs() as f64).collect())
+    }
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
+        self.measured.push(*c);
+        Toy.evaluate(c, current)
+    }
+}
+
+/// Offers a poor kernel (1000) every time, as a language model might: a costly proposal, which
+/// the ranking would drop if it could.
+#[derive(Default)]
+struct Costly {
+    offered: usize,
+}
+impl Propose<i64, Why> for Costly {
+    fn name(&self) -> &str {
+        "costly"
+    }
+    fn propose(&mut self, _: &i64, _: &mut ChaCha8Rng) -> Proposal<i64> {
+        self.offered += 1;
+        Proposal::Candidate(1000)
+    }
+    fn costly(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn of_a_pool_of_proposals_only_the_most_promising_is_measured_and_counted() {
+    let config = SearchConfig { seed: 11, max_evaluations: 30, batch: 1, pool: 4, ..Default::default() };
+    let mut search = Search::new(config, 0i64, 43.0);
+    let mut ranked = Ranked::default();
+    let mut events = 0;
+    search.run(&mut [&mut Steps], &mut ranked, |_| false, |_| events += 1);
+    assert_eq!((events, search.evaluations()), (30, 30), "dropped proposals cost no evaluation");
+    assert_eq!(ranked.rounds.len(), 30);
+    for (round, measured) in ranked.rounds.iter().zip(&ranked.measured) {
+        assert_eq!(round.len(), 4);
+        let best = round.iter().map(|c| (c - 42).abs()).min().unwrap();
+        assert_eq!((measured - 42).abs(), best, "{measured} measured of {round:?}");
+    }
+    // Measuring the best of four steps reaches 42 in about 9 rounds (steps of 5 toward it).
+    assert_eq!(search.best, 42);
+}
+
+#[test]
+fn a_costly_proposal_is_always_measured() {
+    let config = SearchConfig { seed: 2, max_evaluations: 40, batch: 1, pool: 3, ..Default::default() };
+    let mut search = Search::new(config, 0i64, 43.0);
+    let mut ranked = Ranked::default();
+    let mut measured = 0;
+    let (mut steps, mut costly) = (Steps, Costly::default());
+    search.run(&mut [&mut steps, &mut costly], &mut ranked, |_| false, |e| measured += usize::from(e.proposer == "costly"));
+    assert!(ranked.rounds.iter().any(|r| r.contains(&1000) && r.len() > 1), "it was ranked against better proposals");
+    assert!(measured > 0);
+    assert_eq!(measured, costly.offered, "every costly proposal was measured, though ranked last");
+}
