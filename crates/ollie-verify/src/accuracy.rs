@@ -78,11 +78,114 @@ pub struct Target {
     shape: Vec<usize>,
     /// The reference, then per element `α·(max(|b−r|, u·E) + λ·A)` (NaN where the element is
     /// special): one allocation, which the oracle's files hold as it is.
-    values: Vec<f64>,
+    values: Values,
     /// By increasing index: elements where `r` or `b` is NaN or infinite.
     specials: Vec<Special>,
-    /// `α·(max(‖b−r‖, u·‖r‖) + λ·‖A‖)` over the elements that are not special.
+    /// `α·(max(‖b−r‖, u·‖r‖) + λ·‖A‖)` over the elements that are not special (less what
+    /// rounding the reference to float32 cost, when it is kept in float32).
     norm_bound: f64,
+}
+
+/// A target's reference-then-bounds values: in float32 for a float32 output, where that is
+/// sound (half the bytes to keep, read and judge), else in float64.
+///
+/// Rounding the reference `r` to `r₃₂` moves it by `d = |r − r₃₂|`, so each bound is lowered by
+/// `d` (and rounded down): `|y − r₃₂| ≤ t − d` implies `|y − r| ≤ t`, and likewise the normwise
+/// bound is lowered by `‖r − r₃₂‖`. Judging against float32 values is never looser than against
+/// the float64 ones, and at most an eighth stricter: the naive kernel's own float32 output is at
+/// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
+/// than `|y − r|`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Values {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Values {
+    pub fn len(&self) -> usize {
+        match self {
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+        }
+    }
+
+    /// The bytes of one value.
+    pub fn width(&self) -> usize {
+        match self {
+            Values::F32(_) => 4,
+            Values::F64(_) => 8,
+        }
+    }
+
+    /// The values' bytes, as the oracle's files keep them.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Values::F32(v) => bytemuck::cast_slice(v),
+            Values::F64(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    /// The indices of the NaN bounds (which mark special elements), in increasing order.
+    fn nan_bounds(&self) -> Vec<usize> {
+        fn nans<T: Copy + Into<f64>>(v: &[T]) -> Vec<usize> {
+            let bounds = &v[v.len() / 2..];
+            // Whole chunks without a NaN are passed over in one comparison each.
+            let mut out = Vec::new();
+            for (c, chunk) in bounds.chunks(256).enumerate() {
+                if chunk.iter().fold(false, |any, &x| any | x.into().is_nan()) {
+                    out.extend(chunk.iter().enumerate().filter(|(_, &x)| x.into().is_nan()).map(|(i, _)| 256 * c + i));
+                }
+            }
+            out
+        }
+        match self {
+            Values::F32(v) => nans(v),
+            Values::F64(v) => nans(v),
+        }
+    }
+}
+
+/// `x` rounded to a float32 no larger than it.
+fn f32_at_most(x: f64) -> f32 {
+    let y = x as f32;
+    if f64::from(y) > x {
+        f32::from_bits(if y > 0.0 { y.to_bits() - 1 } else if y == 0.0 { 0x8000_0001 } else { y.to_bits() + 1 })
+    } else {
+        y
+    }
+}
+
+/// Relative slack for the float64 arithmetic of a lowered bound, so that it rounds down.
+const SLACK: f64 = 1.0 - 1.0 / (1u64 << 50) as f64;
+
+/// The float32 form of reference-then-bounds `values` and its normwise bound, or `None` where
+/// it would not be sound (a finite reference beyond float32's range, a bound that would go
+/// negative).
+fn narrow(values: &[f64], norm_bound: f64) -> Option<(Vec<f32>, f64)> {
+    let n = values.len() / 2;
+    let (reference, bounds) = values.split_at(n);
+    let mut out: Vec<f32> = Vec::with_capacity(values.len());
+    out.extend(reference.iter().map(|&r| r as f32));
+    let mut moved2 = 0.0f64;
+    for (i, &t) in bounds.iter().enumerate() {
+        let (r, r32) = (reference[i], f64::from(out[i]));
+        if t.is_nan() || t == f64::INFINITY {
+            out.push(t as f32);
+            continue;
+        }
+        if !r32.is_finite() {
+            return None;
+        }
+        let d = (r - r32).abs();
+        moved2 += d * d;
+        let lowered = (t - d) * SLACK;
+        if lowered.is_nan() || lowered < 0.0 {
+            return None;
+        }
+        out.push(f32_at_most(lowered));
+    }
+    let lowered = (norm_bound - moved2.sqrt()) * SLACK;
+    (lowered >= 0.0 || norm_bound.is_infinite()).then_some((out, lowered))
 }
 
 /// An element where the reference or the naive kernel's output is NaN or infinite.
@@ -94,7 +197,14 @@ pub(crate) struct Special {
 }
 
 impl Target {
+    /// The target of an output: in float32 where the output is float32 and that is sound.
     pub fn new(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &Tensor) -> Target {
+        let wide = Target::wide(tolerance, r, bound, b);
+        if tolerance == Tolerance::F32 { wide.narrowed() } else { wide }
+    }
+
+    /// The target with its values in float64.
+    fn wide(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &Tensor) -> Target {
         let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda } = tolerance;
         let (m, a) = (&bound.rounding, &bound.underflow);
         let n = r.len();
@@ -116,54 +226,102 @@ impl Target {
             under2 += av * av;
         }
         let norm_bound = alpha * (base2.sqrt().max(u * ref2.sqrt()) + lambda * under2.sqrt());
-        Target { shape: r.shape().to_vec(), values, specials, norm_bound }
+        Target { shape: r.shape().to_vec(), values: Values::F64(values), specials, norm_bound }
+    }
+
+    /// The same target in float32 ([`Values`]), or as it is where that would not be sound.
+    fn narrowed(self) -> Target {
+        let Values::F64(values) = &self.values else { return self };
+        match narrow(values, self.norm_bound) {
+            Some((values, norm_bound)) => Target { values: Values::F32(values), norm_bound, ..self },
+            None => self,
+        }
     }
 
     /// Judges the candidate's output, its elements `y` in the reference's (standard) order.
     pub fn judge(&self, y: impl Iterator<Item = f64>) -> Result<Figures, Inaccuracy> {
-        let (reference, bounds) = self.values.split_at(self.values.len() / 2);
+        self.judge_slice(&y.collect::<Vec<f64>>())
+    }
+
+    /// [`Target::judge`] on the output as it lies in memory (float32 or float64).
+    pub fn judge_slice<Y: Copy + Into<f64>>(&self, y: &[Y]) -> Result<Figures, Inaccuracy> {
+        match &self.values {
+            Values::F32(v) => self.judge_against(v, y),
+            Values::F64(v) => self.judge_against(v, y),
+        }
+    }
+
+    fn judge_against<T: Copy + Into<f64>, Y: Copy + Into<f64>>(&self, values: &[T], y: &[Y]) -> Result<Figures, Inaccuracy> {
+        let (reference, bounds) = values.split_at(values.len() / 2);
+        assert_eq!(y.len(), reference.len(), "the candidate's output has the reference's size");
         let mut err2 = 0.0f64;
         // The element with the largest error over its bound: (ratio, index, value, error, bound).
         let mut worst: (f64, usize, f64, f64, f64) = (0.0, 0, 0.0, 0.0, 0.0);
-        let mut count = 0;
-        for (i, ((&rv, &tv), yv)) in reference.iter().zip(bounds).zip(y).enumerate() {
-            count += 1;
-            let error = (yv - rv).abs();
-            if error <= tv {
-                err2 += error * error;
-                if error > 0.0 && error > worst.0 * tv {
-                    worst = (error / tv, i, yv, error, tv);
+        // Blocks of elements all within their bounds, none beating the worst so far, take one
+        // pass without branches (which the compiler vectorizes); any other block is judged
+        // element by element.
+        const LANES: usize = 8;
+        const BLOCK: usize = 8 * LANES;
+        let mut start = 0;
+        while start < reference.len() {
+            let end = (start + BLOCK).min(reference.len());
+            if end - start == BLOCK {
+                let (r, t, yy) = (&reference[start..end], &bounds[start..end], &y[start..end]);
+                let (mut within, mut beats, mut sums) = (true, false, [0.0f64; LANES]);
+                for ((r, t), yy) in r.chunks_exact(LANES).zip(t.chunks_exact(LANES)).zip(yy.chunks_exact(LANES)) {
+                    for k in 0..LANES {
+                        let (rv, tv, yv): (f64, f64, f64) = (r[k].into(), t[k].into(), yy[k].into());
+                        let error = (yv - rv).abs();
+                        within &= error <= tv;
+                        beats |= error > worst.0 * tv;
+                        sums[k] += error * error;
+                    }
                 }
-                continue;
+                if within && !beats {
+                    err2 += sums.iter().sum::<f64>();
+                    start = end;
+                    continue;
+                }
             }
-            if tv.is_nan() {
-                let s = self.specials[self.specials.binary_search_by_key(&i, |s| s.index).expect("a NaN bound marks a special element")];
-                let same = |target: f64| (target.is_nan() && yv.is_nan()) || yv == target;
-                let acceptable = if !s.reference.is_finite() {
-                    // The reference's NaN or infinity; the baseline's, if it differs, is as good.
-                    same(s.reference) || same(s.baseline)
-                } else {
-                    // The naive kernel fails here itself: no worse than it is any finite value or its own.
-                    yv.is_finite() || same(s.baseline)
-                };
-                if !acceptable {
+            for i in start..end {
+                let (rv, tv, yv): (f64, f64, f64) = (reference[i].into(), bounds[i].into(), y[i].into());
+                let error = (yv - rv).abs();
+                if error <= tv {
+                    err2 += error * error;
+                    if error > 0.0 && error > worst.0 * tv {
+                        worst = (error / tv, i, yv, error, tv);
+                    }
+                    continue;
+                }
+                if tv.is_nan() {
+                    let s = self.specials[self.specials.binary_search_by_key(&i, |s| s.index).expect("a NaN bound marks a special element")];
+                    let same = |target: f64| (target.is_nan() && yv.is_nan()) || yv == target;
+                    let acceptable = if !s.reference.is_finite() {
+                        // The reference's NaN or infinity; the baseline's, if it differs, is as good.
+                        same(s.reference) || same(s.baseline)
+                    } else {
+                        // The naive kernel fails here itself: no worse than it is any finite value or its own.
+                        yv.is_finite() || same(s.baseline)
+                    };
+                    if !acceptable {
+                        return Err(Inaccuracy::NonFinite { index: self.index_of(i), value: yv, reference: rv });
+                    }
+                    continue;
+                }
+                if !yv.is_finite() {
                     return Err(Inaccuracy::NonFinite { index: self.index_of(i), value: yv, reference: rv });
                 }
-                continue;
+                let ratio = if tv > 0.0 { error / tv } else { f64::INFINITY };
+                if ratio > worst.0 {
+                    worst = (ratio, i, yv, error, tv);
+                }
+                err2 += error * error;
             }
-            if !yv.is_finite() {
-                return Err(Inaccuracy::NonFinite { index: self.index_of(i), value: yv, reference: rv });
-            }
-            let ratio = if tv > 0.0 { error / tv } else { f64::INFINITY };
-            if ratio > worst.0 {
-                worst = (ratio, i, yv, error, tv);
-            }
-            err2 += error * error;
+            start = end;
         }
-        assert_eq!(count, reference.len(), "the candidate's output has the reference's size");
         let (ratio, i, value, error, bound) = worst;
         if ratio > 1.0 {
-            return Err(Inaccuracy::Elementwise { index: self.index_of(i), value, reference: reference[i], error, bound });
+            return Err(Inaccuracy::Elementwise { index: self.index_of(i), value, reference: reference[i].into(), error, bound });
         }
         let (error, bound) = (err2.sqrt(), self.norm_bound);
         if error > bound {
@@ -172,14 +330,15 @@ impl Target {
         Ok(Figures { worst_elementwise: ratio, normwise: if bound > 0.0 { error / bound } else { 0.0 } })
     }
 
-    /// The reference's values, in standard order.
-    pub fn reference(&self) -> &[f64] {
-        &self.values[..self.values.len() / 2]
+    /// The reference's values' bytes (float32 or float64), in standard order.
+    pub fn reference_bytes(&self) -> &[u8] {
+        let bytes = self.values.bytes();
+        &bytes[..bytes.len() / 2]
     }
 
     /// The memory the target holds.
     pub fn bytes(&self) -> usize {
-        8 * self.values.len() + std::mem::size_of::<Special>() * self.specials.len()
+        self.values.width() * self.values.len() + std::mem::size_of::<Special>() * self.specials.len()
     }
 
     fn index_of(&self, flat: usize) -> Vec<usize> {
@@ -194,21 +353,18 @@ impl Target {
 
     /// The parts the oracle's files store: shape, reference then bounds, special elements and
     /// the normwise bound.
-    pub(crate) fn parts(&self) -> (&[usize], &[f64], &[Special], f64) {
+    pub(crate) fn parts(&self) -> (&[usize], &Values, &[Special], f64) {
         (&self.shape, &self.values, &self.specials, self.norm_bound)
     }
 
     /// A target from [`Target::parts`] read back; `None` if they cannot be one.
-    pub(crate) fn from_parts(shape: Vec<usize>, values: Vec<f64>, specials: Vec<Special>, norm_bound: f64) -> Option<Target> {
+    pub(crate) fn from_parts(shape: Vec<usize>, values: Values, specials: Vec<Special>, norm_bound: f64) -> Option<Target> {
         let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
         if values.len() != 2 * n {
             return None;
         }
         // Every special element, and only those, has a NaN bound (so `judge` finds each).
-        let bounds = &values[n..];
-        let increasing = specials.windows(2).all(|w| w[0].index < w[1].index);
-        let marked = specials.iter().all(|s| bounds.get(s.index).is_some_and(|b| b.is_nan()));
-        if !increasing || !marked || bounds.iter().filter(|b| b.is_nan()).count() != specials.len() {
+        if !values.nan_bounds().into_iter().eq(specials.iter().map(|s| s.index)) {
             return None;
         }
         Some(Target { shape, values, specials, norm_bound })
@@ -222,4 +378,58 @@ pub struct Figures {
     pub worst_elementwise: f64,
     /// The normwise error over its bound.
     pub normwise: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    /// A float32 output's reference, bounds and naive output over many magnitudes, and the same
+    /// target kept in float64.
+    fn targets(seed: u64) -> (Tensor, Target, Target) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let n = 4000;
+        let r: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-140..120))).collect();
+        // The naive kernel's float32 output: r rounded, then a few ulps off.
+        let b: Vec<f64> = r.iter().map(|&x| f64::from((x as f32) * (1.0 + rng.random_range(-3.0..3.0) * f32::EPSILON))).collect();
+        let e: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..8.0) * 2f64.powi(rng.random_range(-4..4))).collect();
+        let a: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..2.0)).collect();
+        let t = |v: Vec<f64>| Tensor::from_shape_vec(vec![n], v).unwrap();
+        let bound = ErrorBound { rounding: t(e), underflow: t(a) };
+        let (r, b) = (t(r), t(b));
+        let wide = Target::wide(Tolerance::F32, &r, &bound, &b);
+        let narrow = Target::new(Tolerance::F32, &r, &bound, &b);
+        (r, narrow, wide)
+    }
+
+    #[test]
+    fn a_float32_target_is_half_the_bytes_and_never_looser() {
+        for seed in 0..4 {
+            let (r, narrow, wide) = targets(seed);
+            assert!(matches!(narrow.values, Values::F32(_)), "float32 outputs keep float32 targets");
+            assert_eq!(2 * narrow.bytes(), wide.bytes());
+            let Values::F64(w) = &wide.values else { unreachable!() };
+            let (reference, bounds) = w.split_at(r.len());
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed + 100);
+            let (mut accepted, mut both) = (0, 0);
+            for _ in 0..200 {
+                // Every element at a random fraction of its float64 bound, as a float32.
+                let scale = rng.random_range(0.0..1.2);
+                let y: Vec<f64> = reference.iter().zip(bounds).map(|(&r, &t)| f64::from((r + scale * t * if rng.random() { 1.0 } else { -1.0 }) as f32)).collect();
+                let narrow_ok = narrow.judge(y.iter().copied()).is_ok();
+                let wide_figures = wide.judge(y.iter().copied());
+                let wide_ok = wide_figures.is_ok();
+                // Sound: what the float32 target accepts, the float64 one accepts.
+                assert!(!narrow_ok || wide_ok, "seed {seed}, scale {scale}: float32 target looser");
+                accepted += usize::from(wide_ok);
+                both += usize::from(narrow_ok && wide_ok);
+                // At most an eighth stricter: well inside the float64 bounds, both accept.
+                if let Some(f) = wide_figures.ok().filter(|f| f.worst_elementwise < 0.87 && f.normwise < 0.87) {
+                    assert!(narrow_ok, "seed {seed}, scale {scale}: float32 target rejects what is well inside ({f:?})");
+                }
+            }
+            assert!(accepted > 0 && both > 0);
+        }
+    }
 }

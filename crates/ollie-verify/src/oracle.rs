@@ -15,7 +15,7 @@ use ollie_runner::{BufferSpec, Call, Runner, Session};
 use sha2::Digest;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::accuracy::{Special, Target, Tolerance};
+use crate::accuracy::{Special, Target, Tolerance, Values};
 use crate::verify::VerifyError;
 
 /// What the oracle keeps in memory at most, in bytes, unless told otherwise: each input set
@@ -235,7 +235,7 @@ impl Expected {
 
 /// The first bytes of an oracle file, and part of every file's name: a change of the format or
 /// of what a target means changes it.
-const FORMAT: &[u8] = b"ollie expected outputs, format 2\n";
+const FORMAT: &[u8] = b"ollie expected outputs, format 3\n";
 
 /// Expected outputs waiting to be written, at most: the oracle goes on while they are.
 const PENDING_WRITES: usize = 2;
@@ -327,9 +327,9 @@ impl Drop for Disk {
 }
 
 /// Writes `expected` to `path` through a temporary file in `dir`, so that no reader sees half
-/// of one: [`FORMAT`], the number of outputs, per output its shape, element count, special
-/// count, normwise bound, values and special elements (all 64-bit little-endian words), then an
-/// XXH3-128 checksum of everything before it.
+/// of one: [`FORMAT`], the number of outputs, per output its shape, element count, bytes per
+/// value (4 or 8), special count, normwise bound, values and special elements (all little-endian
+/// 64-bit words but the values), then an XXH3-128 checksum of everything before it.
 fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     {
@@ -340,9 +340,9 @@ fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
             let (shape, values, specials, norm_bound) = t.parts();
             let mut header = vec![shape.len() as u64];
             header.extend(shape.iter().map(|&n| n as u64));
-            header.extend([values.len() as u64, specials.len() as u64, norm_bound.to_bits()]);
+            header.extend([values.len() as u64, values.width() as u64, specials.len() as u64, norm_bound.to_bits()]);
             out.put(bytemuck::cast_slice(&header))?;
-            out.put(bytemuck::cast_slice(values))?;
+            out.put(values.bytes())?;
             let specials: Vec<u64> = specials.iter().flat_map(|s| [s.index as u64, s.reference.to_bits(), s.baseline.to_bits()]).collect();
             out.put(bytemuck::cast_slice(&specials))?;
         }
@@ -371,12 +371,23 @@ fn read(file: std::fs::File) -> Option<Expected> {
     for _ in 0..count.min(1 << 20) {
         let rank = input.word()?;
         let shape = (0..rank.min(64)).map(|_| input.word().map(|n| n as usize)).collect::<Option<Vec<_>>>()?;
-        let (n, specials, norm_bound) = (input.word()? as usize, input.word()? as usize, f64::from_bits(input.word()?));
+        let (n, width, specials, norm_bound) = (input.word()? as usize, input.word()?, input.word()? as usize, f64::from_bits(input.word()?));
         if shape.len() as u64 != rank || shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).and_then(|e| e.checked_mul(2)) != Some(n) {
             return None;
         }
-        let mut values = vec![0f64; n];
-        input.take(bytemuck::cast_slice_mut(&mut values))?;
+        let values = match width {
+            4 => {
+                let mut v = vec![0f32; n];
+                input.take(bytemuck::cast_slice_mut(&mut v))?;
+                Values::F32(v)
+            }
+            8 => {
+                let mut v = vec![0f64; n];
+                input.take(bytemuck::cast_slice_mut(&mut v))?;
+                Values::F64(v)
+            }
+            _ => return None,
+        };
         let mut words = vec![0u64; specials.min(n).checked_mul(3)?];
         input.take(bytemuck::cast_slice_mut(&mut words))?;
         let specials = words.chunks_exact(3).map(|w| Special { index: w[0] as usize, reference: f64::from_bits(w[1]), baseline: f64::from_bits(w[2]) }).collect();

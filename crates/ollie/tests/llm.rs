@@ -224,7 +224,10 @@ fn a_resumed_search_keeps_its_llm_budget_and_conversations() {
     assert_eq!(more.asked().len(), 1);
     let calls = llm_calls(&out.path().join("ollie.db"));
     assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2]);
-    assert_eq!(std::fs::read_to_string(out.path().join("colsum.c")).unwrap(), kernel_of("faster.md"));
+    // Its kernel was judged in the resumed run (whether it beats the first run's best is the
+    // clock's to say, not this test's).
+    let judged = verdicts(&out.path().join("ollie.db"));
+    assert!(judged.iter().any(|(proposer, _, source)| proposer == "llm" && *source == kernel_of("faster.md")), "{judged:?}");
 }
 
 #[test]
