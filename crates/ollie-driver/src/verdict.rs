@@ -131,21 +131,7 @@ mod tests {
 
     #[test]
     fn the_verifiers_rejections_keep_the_codes_their_json_has() {
-        let test = ollie_verify::TestId { family: "normal".into(), seed: 1, kind: "fresh".into(), call: 1 };
-        let all = [
-            Rejection::Inaccurate { test: test.clone(), output: 0, detail: String::new(), element: None, value: 0.0, reference: 0.0, bound: None },
-            Rejection::Unwritten { test: test.clone(), output: 0, count: 1 },
-            Rejection::ChangedAfterReturn { test: test.clone(), output: 0 },
-            Rejection::StaleOutput { test: test.clone(), output: 0 },
-            Rejection::OutOfBounds { test: test.clone(), buffer: 0 },
-            Rejection::InputModified { test: test.clone(), buffer: 0 },
-            Rejection::Forbidden { test: test.clone(), syscall: "open".into() },
-            Rejection::Crashed { test: test.clone(), signal: 11 },
-            Rejection::Timeout { test: test.clone(), seconds: 1.0 },
-            Rejection::TooFast { test, seconds: 0.0, floor: 1.0 },
-            Rejection::Failed { reason: String::new() },
-        ];
-        for r in &all {
+        for r in &Rejection::one_of_each() {
             assert_eq!(Reason::from(r).code(), r.kind());
             assert!(Reason::from(r).is_verdict());
         }

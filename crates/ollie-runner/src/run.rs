@@ -326,7 +326,7 @@ impl Session {
     /// XXH3 of buffer `index`'s bytes: fast, and adequate for detecting any change.
     fn checksum(&self, index: usize) -> u64 {
         let r = &self.layout.regions[index];
-        xxhash_rust::xxh3::xxh3_64(&self.map[r.start..r.start + r.len])
+        checksum(&self.map[r.start..r.start + r.len])
     }
 
     /// Pins the worker's threads one to a CPU (of those ollie may use, in turn) and stops the
@@ -488,4 +488,23 @@ fn read_tensor(bytes: &[u8], spec: &BufferSpec) -> Tensor {
         bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect()
     };
     ArrayD::from_shape_vec(IxDyn(&spec.shape), values).expect("the layout matches the shape")
+}
+
+/// Bytes from which [`checksum`] hashes on two threads.
+const PARALLEL_HASH: usize = 8 << 20;
+
+/// XXH3 of `bytes`; a large buffer's two halves are hashed on two threads (the work between
+/// calls is not timed, and one core cannot read memory at the machine's bandwidth) and their
+/// hashes combined.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    if bytes.len() < PARALLEL_HASH {
+        return xxhash_rust::xxh3::xxh3_64(bytes);
+    }
+    let (a, b) = bytes.split_at(bytes.len() / 2);
+    let (ha, hb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| xxhash_rust::xxh3::xxh3_64(a));
+        let hb = xxhash_rust::xxh3::xxh3_64(b);
+        (ha.join().expect("hashing does not panic"), hb)
+    });
+    xxhash_rust::xxh3::xxh3_64(&[ha.to_le_bytes(), hb.to_le_bytes(), (bytes.len() as u64).to_le_bytes()].concat())
 }

@@ -84,6 +84,24 @@ pub enum Rejection {
 }
 
 impl Rejection {
+    /// One rejection of every kind, for tests that must cover them all.
+    pub fn one_of_each() -> Vec<Rejection> {
+        let test = TestId { family: "normal".into(), seed: 1, kind: "fresh".into(), call: 1 };
+        vec![
+            Rejection::Inaccurate { test: test.clone(), output: 0, detail: String::new(), element: None, value: 0.0, reference: 0.0, bound: None },
+            Rejection::Unwritten { test: test.clone(), output: 0, count: 1 },
+            Rejection::ChangedAfterReturn { test: test.clone(), output: 0 },
+            Rejection::StaleOutput { test: test.clone(), output: 0 },
+            Rejection::OutOfBounds { test: test.clone(), buffer: 0 },
+            Rejection::InputModified { test: test.clone(), buffer: 0 },
+            Rejection::Forbidden { test: test.clone(), syscall: "openat".into() },
+            Rejection::Crashed { test: test.clone(), signal: 11 },
+            Rejection::Timeout { test: test.clone(), seconds: 1.0 },
+            Rejection::TooFast { test, seconds: 1.0, floor: 2.0 },
+            Rejection::Failed { reason: String::new() },
+        ]
+    }
+
     /// The short kind a store records, as the JSON form tags it (`inaccurate`, `too-fast`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -223,7 +241,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
             let expected = oracle.expected(&values)?;
-            match checked_call(&mut cand, &values, true, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
+            match checked_call(&mut cand, &values, true, None, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
                 Ok(checked) => {
                     certificate.tests.push(TestRecord {
                         id,
@@ -264,6 +282,8 @@ pub(crate) struct Checked {
     pub elapsed: Duration,
     /// Per output, a checksum of its bits.
     pub checksums: Vec<u64>,
+    /// Per input, its checksum after the call (the same as before it).
+    pub inputs: Vec<u64>,
     pub figures: Vec<Figures>,
 }
 
@@ -281,6 +301,7 @@ pub(crate) fn checked_call(
     cand: &mut Session,
     values: &[Tensor],
     refill: bool,
+    inputs: Option<&[u64]>,
     expected: &Expected,
     judged: Option<&[u64]>,
     id: &TestId,
@@ -294,7 +315,12 @@ pub(crate) fn checked_call(
         }
     }
     cand.poison_outputs();
-    let inputs: Vec<u64> = (0..values.len()).map(|k| cand.input_checksum(k)).collect();
+    // Inputs left as the last checked call found them after it need not be hashed again: any
+    // change since shows in the checksum after this call.
+    let inputs: Vec<u64> = match inputs {
+        Some(known) if !refill => known.to_vec(),
+        _ => (0..values.len()).map(|k| cand.input_checksum(k)).collect(),
+    };
     let elapsed = match cand.call()? {
         Call::Returned { elapsed } => elapsed,
         Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
@@ -320,7 +346,7 @@ pub(crate) fn checked_call(
     }
     // Bit for bit what an earlier call on these same inputs produced and passed.
     if judged == Some(&checksums[..]) {
-        return Ok(Ok(Checked { elapsed, checksums, figures: Vec::new() }));
+        return Ok(Ok(Checked { elapsed, checksums, inputs, figures: Vec::new() }));
     }
     let mut figures = Vec::new();
     for (k, target) in expected.targets.iter().enumerate() {
@@ -352,7 +378,7 @@ pub(crate) fn checked_call(
             }
         }
     }
-    Ok(Ok(Checked { elapsed, checksums, figures }))
+    Ok(Ok(Checked { elapsed, checksums, inputs, figures }))
 }
 
 pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {
@@ -384,21 +410,7 @@ mod tests {
 
     #[test]
     fn a_rejections_kind_is_its_json_tag() {
-        let test = TestId { family: "normal".into(), seed: 1, kind: "fresh".into(), call: 1 };
-        let all = [
-            Rejection::Inaccurate { test: test.clone(), output: 0, detail: String::new(), element: None, value: 0.0, reference: 0.0, bound: None },
-            Rejection::Unwritten { test: test.clone(), output: 0, count: 1 },
-            Rejection::ChangedAfterReturn { test: test.clone(), output: 0 },
-            Rejection::StaleOutput { test: test.clone(), output: 0 },
-            Rejection::OutOfBounds { test: test.clone(), buffer: 0 },
-            Rejection::InputModified { test: test.clone(), buffer: 0 },
-            Rejection::Forbidden { test: test.clone(), syscall: "openat".into() },
-            Rejection::Crashed { test: test.clone(), signal: 11 },
-            Rejection::Timeout { test: test.clone(), seconds: 1.0 },
-            Rejection::TooFast { test, seconds: 1.0, floor: 2.0 },
-            Rejection::Failed { reason: String::new() },
-        ];
-        for r in all {
+        for r in Rejection::one_of_each() {
             assert_eq!(serde_json::to_value(&r).unwrap()["kind"], r.kind());
         }
     }
