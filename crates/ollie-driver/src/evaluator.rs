@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ollie_graph::Tensor;
 use ollie_loops::LoopNest;
@@ -102,6 +102,8 @@ pub(crate) struct Evaluator<'a> {
     fastest: f64,
     /// Seconds per test of the last full verification that passed.
     per_test: Option<f64>,
+    /// When the whole command must be done (the final phase included).
+    deadline: Option<Instant>,
     /// For that estimate: the final verification's configuration, the naive kernel's time and
     /// the inputs' largest rank.
     final_config: VerifyConfig,
@@ -120,6 +122,8 @@ pub(crate) struct Start {
     pub final_config: VerifyConfig,
     pub naive_seconds: f64,
     pub max_rank: usize,
+    /// When the whole command must be done.
+    pub deadline: Option<Instant>,
 }
 
 impl<'a> Evaluator<'a> {
@@ -140,6 +144,7 @@ impl<'a> Evaluator<'a> {
             bench_seed: start.bench_seed,
             fastest: start.fastest,
             per_test: None,
+            deadline: start.deadline,
             final_config: start.final_config,
             naive_seconds: start.naive_seconds,
             max_rank: start.max_rank,
@@ -219,22 +224,30 @@ impl<'a> Evaluator<'a> {
         Ok(false)
     }
 
-    /// Estimates what the final phase will take from what the oracle's input sets have cost so
-    /// far: every input set of the final verification computed (or read back, if that
-    /// verification ran to its end before) and called once, then the final timing's calls.
-    fn estimate_reserve(&self) -> f64 {
+    /// What verifying in full with `config` will take: each test costs what one of the
+    /// search's full verifications did (making the inputs, their expected outputs computed or
+    /// read, the call and its checks), or else what the oracle's sets have cost — computed, or
+    /// read back if that plan ran to its end before — and a call.
+    fn estimate_verification(&self, config: &VerifyConfig) -> f64 {
         let costs = self.oracle.costs();
         let read = costs.per_read().unwrap_or(0.0);
         let computed = costs.per_computed().unwrap_or(10.0 * read);
-        let per_set = if self.oracle.knows_plan(&self.final_config.plan()) { read } else { computed };
-        let best = self.seconds.values().copied().fold(self.naive_seconds, f64::min);
-        // Each test of the final verification costs what one of the search's full
-        // verifications did (making the inputs, their expected outputs computed or read, the
-        // call and its checks: its sets are cached alike), or else what the oracle's sets cost.
-        let per_test = self.per_test.unwrap_or(per_set + read + best);
-        let sets = self.final_config.input_sets(self.max_rank) as f64;
-        let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (best + self.naive_seconds);
-        sets * per_test + timing + 1.0
+        let per_set = if self.oracle.knows_plan(&config.plan()) { read } else { computed };
+        let per_test = self.per_test.unwrap_or(per_set + read + self.best_seconds());
+        config.input_sets(self.max_rank) as f64 * per_test
+    }
+
+    /// The fastest time on the chain's scale so far.
+    fn best_seconds(&self) -> f64 {
+        self.seconds.values().copied().fold(self.naive_seconds, f64::min)
+    }
+
+    /// Estimates what the final phase will take: the final verification, then the final
+    /// timing's calls (their sets computed).
+    fn estimate_reserve(&self) -> f64 {
+        let computed = self.oracle.costs().per_computed().unwrap_or(0.0);
+        let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (self.best_seconds() + self.naive_seconds);
+        self.estimate_verification(&self.final_config) + timing + 1.0
     }
 }
 
@@ -285,9 +298,19 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         (evaluation, note)
     }
 
-    /// The second tier: the whole protocol, for a candidate the chain is about to take.
+    /// The second tier: the whole protocol, for a candidate the chain is about to take — unless
+    /// it would not end before the final phase must start.
     fn confirm(&mut self, candidate: &Kernel, note: &mut Note) -> bool {
         let verify = self.verify.clone();
+        if let Some(deadline) = self.deadline {
+            let needed = self.estimate_verification(&verify) + self.estimate_reserve();
+            if Instant::now() + Duration::from_secs_f64(needed) > deadline {
+                note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {:.0} s) would not end before the final phase must start", self.estimate_verification(&verify))));
+                note.timing = None;
+                note.reserve = self.estimate_reserve();
+                return false;
+            }
+        }
         let passed = match self.build(candidate).library {
             Ok(library) => self.passes(&library, &verify, note).unwrap_or_else(|e| {
                 tracing::warn!("verification failed: {e:#}");

@@ -241,6 +241,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
+        // This session's share of the budget (a resumed run has spent some already).
+        deadline: Some(session + Duration::from_secs_f64((o.time - run.elapsed_seconds).max(0.0))),
     };
     let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start);
     // Two candidates measured per round (built in parallel), the most promising of six

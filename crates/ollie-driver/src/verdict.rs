@@ -55,6 +55,8 @@ reasons! {
     Failed = "failed",
     /// Passed the first tier, slower than the current kernel, and the chain declined it.
     Slower = "slower",
+    /// Passed the first tier, but its full verification would not have ended within the budget.
+    OutOfTime = "out-of-time",
     /// ollie itself failed while judging it (not the candidate's fault).
     Internal = "internal",
 }
@@ -67,9 +69,9 @@ impl Reason {
 
     /// Whether it is the kernel's own fault, for good: the same kernel would be rejected again
     /// (so it is not judged twice), and a model learns from seeing it. Being slower, unchanged or
-    /// caught in ollie's own failure says nothing wrong about the code.
+    /// caught in ollie's own failure or the budget's end says nothing wrong about the code.
     pub fn is_defect(self) -> bool {
-        !matches!(self, Reason::Slower | Reason::Unchanged | Reason::Internal)
+        !matches!(self, Reason::Slower | Reason::OutOfTime | Reason::Unchanged | Reason::Internal)
     }
 
     /// Whether the verifier (its static screen or its protocol) rejected it, rather than the
