@@ -256,7 +256,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
 
     fn rank(&mut self, proposals: &[Kernel]) -> Option<Vec<f64>> {
         let features: Vec<Vec<f64>> = proposals.iter().map(|k| features(k, self.naive)).collect();
-        self.model.predict(&features)
+        self.model.rank(&features)
     }
 
     fn prepare(&mut self, batch: &[Kernel]) {

@@ -185,21 +185,58 @@ type Forest = RandomForestRegressor<f64, f64, DenseMatrix<f64>, Vec<f64>>;
 /// Timings the model needs before it ranks anything.
 pub const MIN_SAMPLES: usize = 12;
 
-/// A random forest over [`features`], refitted as timings come in.
+/// Recent predictions a model is judged on before it is trusted to choose.
+const TRIAL: usize = 24;
+
+/// Spearman's ρ over its recent predictions that a model needs to be trusted.
+pub const TRUSTED: f64 = 0.5;
+
+/// A random forest over [`features`], refitted as timings come in. It earns the right to choose
+/// which proposals are measured: each measured kernel is first predicted (before its time is
+/// known), and only while the last [`TRIAL`] predictions rank the measured times with
+/// Spearman's ρ of at least [`TRUSTED`] does [`CostModel::rank`] answer.
 #[derive(Default)]
 pub struct CostModel {
     samples: Vec<(Vec<f64>, f64)>,
     forest: Option<Forest>,
     /// Samples the forest was fitted on.
     fitted_on: usize,
+    /// (predicted, measured) log times of the latest kernels, predicted before they were measured.
+    trial: std::collections::VecDeque<(f64, f64)>,
 }
 
 impl CostModel {
-    /// A measured kernel: its features and the log of its time.
+    /// A measured kernel: its features and the log of its time (predicted first, for the trial).
     pub fn add(&mut self, features: Vec<f64>, log_seconds: f64) {
-        if log_seconds.is_finite() {
-            self.samples.push((features, log_seconds));
+        if !log_seconds.is_finite() {
+            return;
         }
+        if let Some(p) = self.predict(std::slice::from_ref(&features)).and_then(|p| p.first().copied()) {
+            self.trial.push_back((p, log_seconds));
+            if self.trial.len() > TRIAL {
+                self.trial.pop_front();
+            }
+        }
+        self.samples.push((features, log_seconds));
+    }
+
+    /// Spearman's ρ of the latest predictions made before the times were known, once there are
+    /// [`TRIAL`] of them.
+    pub fn trial(&self) -> Option<f64> {
+        if self.trial.len() < TRIAL {
+            return None;
+        }
+        let (p, m): (Vec<f64>, Vec<f64>) = self.trial.iter().copied().unzip();
+        spearman(&p, &m)
+    }
+
+    /// Predicted log times of proposals, if the model has earned trust ([`CostModel::trial`]
+    /// at least [`TRUSTED`]); `None` otherwise, and the search measures them as proposed.
+    pub fn rank(&mut self, features: &[Vec<f64>]) -> Option<Vec<f64>> {
+        if self.trial()? < TRUSTED {
+            return None;
+        }
+        self.predict(features)
     }
 
     pub fn samples(&self) -> usize {
@@ -329,5 +366,21 @@ mod tests {
         }
         let p = model.predict(&[point(100).0, point(101).0]).unwrap();
         assert_eq!(p.len(), 2);
+        // It has predicted the last timings before seeing them, and ranked them well: trusted.
+        assert!(model.trial().is_some_and(|rho| rho >= TRUSTED), "{:?}", model.trial());
+        assert!(model.rank(&[point(100).0]).is_some());
+    }
+
+    #[test]
+    fn a_model_that_ranks_poorly_is_not_trusted_to_choose() {
+        // Times unrelated to the features (a hash of the index): it fits, but cannot rank.
+        let mut model = CostModel::default();
+        for i in 0..80usize {
+            let f: Vec<f64> = (0..FEATURES.len()).map(|k| ((i * (k + 3)) % 7) as f64).collect();
+            model.add(f, ((i.wrapping_mul(2_654_435_761) >> 7) % 1000) as f64);
+        }
+        assert!(model.predict(&[vec![0.0; FEATURES.len()]]).is_some(), "fitted");
+        assert!(model.trial().is_some_and(|rho| rho < TRUSTED), "{:?}", model.trial());
+        assert_eq!(model.rank(&[vec![0.0; FEATURES.len()]]), None);
     }
 }
