@@ -332,3 +332,41 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         passed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A candidate the chain would take, when the session's deadline leaves no time for its full
+    /// verification, is declined as `out-of-time` before anything runs (no worker is started:
+    /// the runner here names a program that does not exist).
+    #[test]
+    fn a_full_verification_that_cannot_end_in_time_is_not_begun() {
+        let source = "import numpy as np\n\ndef double(x: \"f32[64]\"):\n    return x * 2.0\n";
+        let graph = ollie_spec::compile(source, &ollie_spec::Options::default()).unwrap().graph;
+        let naive = ollie_loops::lower(&graph).unwrap();
+        let runner = ollie_runner::Runner::new("/nonexistent/ollie", Duration::from_secs(1));
+        let compiler = Compiler::new(std::env::temp_dir().join("ollie-driver-test"));
+        let oracle = Oracle::new(&graph, &runner, Path::new("/nonexistent/libnaive.so"));
+        let kernel = Kernel::Scheduled(ollie_search::initial_schedule());
+        let start = |deadline| Start {
+            seconds: vec![(kernel.clone(), 1e-3)],
+            verify: VerifyConfig::default(),
+            bench_seed: 0,
+            fastest: 0.0,
+            final_config: VerifyConfig::default(),
+            naive_seconds: 1e-3,
+            max_rank: 1,
+            deadline,
+        };
+        let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start(Some(Instant::now())));
+        let timing = TimingRecord { estimate: 1e-3, seconds: 1e-3, p10: 1e-3, p90: 1e-3, ratio: 0.5, ratio_p10: 0.5, ratio_p90: 0.5 };
+        let mut note = Note { timing: Some(timing), ..Note::default() };
+        assert!(!evaluator.confirm(&kernel, &mut note));
+        assert_eq!(note.rejected.as_ref().map(|r| r.0), Some(Reason::OutOfTime), "{note:?}");
+        assert_eq!(note.timing, None, "a candidate not verified in full keeps no timing");
+        assert!(note.reserve > 0.0);
+        // Not a defect: the same kernel is judged again later, not rejected as before.
+        assert!(evaluator.rejected.is_empty());
+    }
+}
