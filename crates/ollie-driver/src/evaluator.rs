@@ -303,9 +303,9 @@ impl Evaluate<Kernel> for Evaluator<'_> {
     fn confirm(&mut self, candidate: &Kernel, note: &mut Note) -> bool {
         let verify = self.verify.clone();
         if let Some(deadline) = self.deadline {
-            let needed = self.estimate_verification(&verify) + self.estimate_reserve();
-            if Instant::now() + Duration::from_secs_f64(needed) > deadline {
-                note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {:.0} s) would not end before the final phase must start", self.estimate_verification(&verify))));
+            let verification = self.estimate_verification(&verify);
+            if Instant::now() + Duration::from_secs_f64(verification + self.estimate_reserve()) > deadline {
+                note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {verification:.0} s) would not end before the final phase must start")));
                 note.timing = None;
                 note.reserve = self.estimate_reserve();
                 return false;

@@ -490,21 +490,37 @@ fn read_tensor(bytes: &[u8], spec: &BufferSpec) -> Tensor {
     ArrayD::from_shape_vec(IxDyn(&spec.shape), values).expect("the layout matches the shape")
 }
 
-/// Bytes from which [`checksum`] hashes on two threads.
+/// Bytes from which [`checksum`] and [`checksum128`] hash on two threads.
 const PARALLEL_HASH: usize = 8 << 20;
 
-/// XXH3 of `bytes`; a large buffer's two halves are hashed on two threads (the work between
-/// calls is not timed, and one core cannot read memory at the machine's bandwidth) and their
-/// hashes combined.
-pub fn checksum(bytes: &[u8]) -> u64 {
+/// `hash` of a large buffer's two halves, on two threads (the work between calls is not timed,
+/// and one core cannot read memory at the machine's bandwidth); `None` for a small buffer.
+fn in_halves<H: Send>(bytes: &[u8], hash: fn(&[u8]) -> H) -> Option<(H, H)> {
     if bytes.len() < PARALLEL_HASH {
-        return xxhash_rust::xxh3::xxh3_64(bytes);
+        return None;
     }
     let (a, b) = bytes.split_at(bytes.len() / 2);
-    let (ha, hb) = std::thread::scope(|s| {
-        let ha = s.spawn(|| xxhash_rust::xxh3::xxh3_64(a));
-        let hb = xxhash_rust::xxh3::xxh3_64(b);
+    Some(std::thread::scope(|s| {
+        let ha = s.spawn(|| hash(a));
+        let hb = hash(b);
         (ha.join().expect("hashing does not panic"), hb)
-    });
-    xxhash_rust::xxh3::xxh3_64(&[ha.to_le_bytes(), hb.to_le_bytes(), (bytes.len() as u64).to_le_bytes()].concat())
+    }))
+}
+
+/// XXH3 of `bytes`; a large buffer's halves hashed on two threads and their hashes combined.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    use xxhash_rust::xxh3::xxh3_64;
+    match in_halves(bytes, xxh3_64) {
+        None => xxh3_64(bytes),
+        Some((a, b)) => xxh3_64(&[a.to_le_bytes(), b.to_le_bytes(), (bytes.len() as u64).to_le_bytes()].concat()),
+    }
+}
+
+/// [`checksum`] in 128 bits, for fingerprints that name files.
+pub fn checksum128(bytes: &[u8]) -> u128 {
+    use xxhash_rust::xxh3::xxh3_128;
+    match in_halves(bytes, xxh3_128) {
+        None => xxh3_128(bytes),
+        Some((a, b)) => xxh3_128(&[a.to_le_bytes(), b.to_le_bytes()].concat()),
+    }
 }

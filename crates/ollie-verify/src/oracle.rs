@@ -451,25 +451,13 @@ fn trim(dir: &Path, limit: u64) {
 /// A 128-bit fingerprint (XXH3) of input values: shapes and every bit of every element. A large
 /// tensor's halves are hashed on two threads.
 pub(crate) fn fingerprint(values: &[Tensor]) -> u128 {
-    fn whole(bytes: &[u8]) -> u128 {
-        if bytes.len() < 8 << 20 {
-            return xxhash_rust::xxh3::xxh3_128(bytes);
-        }
-        let (a, b) = bytes.split_at(bytes.len() / 2);
-        let (ha, hb) = std::thread::scope(|s| {
-            let ha = s.spawn(|| xxhash_rust::xxh3::xxh3_128(a));
-            let hb = xxhash_rust::xxh3::xxh3_128(b);
-            (ha.join().expect("hashing does not panic"), hb)
-        });
-        xxhash_rust::xxh3::xxh3_128(&[ha.to_le_bytes(), hb.to_le_bytes()].concat())
-    }
     let mut hash = Xxh3::new();
     for v in values {
         hash.update(&(v.ndim() as u64).to_le_bytes());
         v.shape().iter().for_each(|&n| hash.update(&(n as u64).to_le_bytes()));
         let digest = match v.as_slice() {
-            Some(s) => whole(bytemuck::cast_slice(s)),
-            None => whole(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
+            Some(s) => ollie_runner::checksum128(bytemuck::cast_slice(s)),
+            None => ollie_runner::checksum128(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
         };
         hash.update(&digest.to_le_bytes());
     }
