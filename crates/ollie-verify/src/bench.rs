@@ -122,7 +122,7 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
     // inputs it holds: a later call producing the very same bits needs no judging again.
     let mut judged: Vec<Option<Vec<u64>>> = vec![None; libraries.len()];
     // Per kernel, its inputs' checksums as its last checked call left them.
-    let mut inputs: Vec<Option<Vec<u64>>> = vec![None; libraries.len()];
+    let mut input_sums: Vec<Option<Vec<u64>>> = vec![None; libraries.len()];
     for round in 0..rounds {
         let call = round + 1;
         let which = round / per_set;
@@ -139,16 +139,16 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
             let id = TestId { family: "normal".into(), seed: set.seed, kind: if round < config.warmups { "warm-up" } else { "timed" }.into(), call };
             let refill = loaded[k] != Some(which);
             if refill {
-                (judged[k], inputs[k]) = (None, None);
+                (judged[k], input_sums[k]) = (None, None);
             }
             loaded[k] = Some(which);
-            let checked = checked_call(s, &set.values, refill, inputs[k].as_deref(), &set.expected, judged[k].as_deref(), &id, config.floor, None, None)?;
+            let checked = checked_call(s, &set.values, refill, input_sums[k].as_deref(), &set.expected, judged[k].as_deref(), &id, config.floor, None, None)?;
             // Stopped until its next call (see `Runner::start_for_timing`).
             s.pause();
             match checked {
                 Ok(checked) => {
                     judged[k] = Some(checked.checksums.clone());
-                    inputs[k] = Some(checked.inputs.clone());
+                    input_sums[k] = Some(checked.inputs.clone());
                     let seconds = checked.elapsed.as_secs_f64();
                     if round >= config.warmups {
                         samples[k].push(seconds);
