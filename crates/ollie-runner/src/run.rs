@@ -58,6 +58,8 @@ pub enum RunnerError {
     Io(String, #[source] std::io::Error),
     #[error("input {index} has shape {actual:?}, the kernel takes {expected:?}")]
     InputShape { index: usize, expected: Vec<usize>, actual: Vec<usize> },
+    #[error("input {index} has {actual} bytes, the kernel's buffer {expected}")]
+    InputBytes { index: usize, expected: usize, actual: usize },
     #[error("the kernel takes {0} buffers; at most {max} are supported", max = crate::worker::MAX_BUFFERS)]
     TooManyBuffers(usize),
 }
@@ -256,6 +258,17 @@ impl Session {
             return Err(RunnerError::InputShape { index: k, expected: spec.shape, actual: tensor.shape().to_vec() });
         }
         write_tensor(self.bytes(k), spec.dtype, tensor);
+        Ok(())
+    }
+
+    /// Writes input `k`'s elements as they lie in its buffer: little-endian values of its dtype
+    /// in standard order, exactly the buffer's size.
+    pub fn set_input_bytes(&mut self, k: usize, bytes: &[u8]) -> Result<(), RunnerError> {
+        let expected = self.specs[k].bytes();
+        if bytes.len() != expected {
+            return Err(RunnerError::InputBytes { index: k, expected, actual: bytes.len() });
+        }
+        self.bytes(k).copy_from_slice(bytes);
         Ok(())
     }
 

@@ -7,6 +7,8 @@ use std::fmt;
 
 use ollie_graph::{ErrorBound, Tensor};
 
+use crate::values::Values;
+
 /// The constants of the rule: `α` (how many times the baseline's error a candidate may make),
 /// the unit roundoff `u` and the smallest normal number `λ` of the output's dtype.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,45 +88,17 @@ pub struct Target {
     norm_bound: f64,
 }
 
-/// A target's reference-then-bounds values: in float32 for a float32 output, where that is
-/// sound (half the bytes to keep, read and judge), else in float64.
-///
-/// Rounding the reference `r` to `r₃₂` moves it by `d = |r − r₃₂|`, so each bound is lowered by
-/// `d` (and rounded down): `|y − r₃₂| ≤ t − d` implies `|y − r| ≤ t`, and likewise the normwise
-/// bound is lowered by `‖r − r₃₂‖`. Judging against float32 values is never looser than against
-/// the float64 ones, and at most an eighth stricter: the naive kernel's own float32 output is at
-/// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
-/// than `|y − r|`.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Values {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-}
+// A target's reference-then-bounds values are kept in float32 for a float32 output, where that
+// is sound (half the bytes to keep, read and judge), else in float64.
+//
+// Rounding the reference `r` to `r₃₂` moves it by `d = |r − r₃₂|`, so each bound is lowered by
+// `d` (and rounded down): `|y − r₃₂| ≤ t − d` implies `|y − r| ≤ t`, and likewise the normwise
+// bound is lowered by `‖r − r₃₂‖`. Judging against float32 values is never looser than against
+// the float64 ones, and at most an eighth stricter: the naive kernel's own float32 output is at
+// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
+// than `|y − r|`.
 
 impl Values {
-    pub fn len(&self) -> usize {
-        match self {
-            Values::F32(v) => v.len(),
-            Values::F64(v) => v.len(),
-        }
-    }
-
-    /// The bytes of one value.
-    pub fn width(&self) -> usize {
-        match self {
-            Values::F32(_) => 4,
-            Values::F64(_) => 8,
-        }
-    }
-
-    /// The values' bytes, as the oracle's files keep them.
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            Values::F32(v) => bytemuck::cast_slice(v),
-            Values::F64(v) => bytemuck::cast_slice(v),
-        }
-    }
-
     /// The indices of the NaN bounds (which mark special elements), in increasing order.
     fn nan_bounds(&self) -> Vec<usize> {
         fn nans<T: Copy + Into<f64>>(v: &[T]) -> Vec<usize> {
@@ -241,6 +215,11 @@ impl Target {
     /// Judges the candidate's output, its elements `y` in the reference's (standard) order.
     pub fn judge(&self, y: impl Iterator<Item = f64>) -> Result<Figures, Inaccuracy> {
         self.judge_slice(&y.collect::<Vec<f64>>())
+    }
+
+    /// Whether some element's reference or naive output is NaN or infinite.
+    pub fn has_specials(&self) -> bool {
+        !self.specials.is_empty()
     }
 
     /// [`Target::judge`] on the output as it lies in memory (float32 or float64).

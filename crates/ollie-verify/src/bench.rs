@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use ollie_graph::{Graph, Tensor};
+use ollie_graph::Graph;
 use ollie_runner::{BufferSpec, Runner, Session};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::family::Family;
+use crate::inputs::InputSet;
 use crate::oracle::{Expected, Oracle};
 use crate::verify::{checked_call, rejection, Rejection, TestId, VerifyError};
 use std::sync::Arc;
@@ -32,12 +32,18 @@ pub struct BenchConfig {
 /// When interleaved timing of two kernels may stop before its `calls` pairs: after at least
 /// `min_pairs`, as soon as the ratio's p10..p90 lies wholly on one side of 1 (which is faster
 /// is clear) or within 2% (more pairs would not make it clear), or once the timed calls have
-/// taken `seconds` together.
+/// taken `seconds` together; and after [`CLEAR_PAIRS`] already, if every ratio is beyond
+/// [`CLEAR`] the same way (more than the noise of this machine).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EarlyStop {
     pub min_pairs: usize,
     pub seconds: f64,
 }
+
+/// Pairs after which timing stops if the kernels are far apart ...
+pub const CLEAR_PAIRS: usize = 3;
+/// ... every ratio more than this (or less than its inverse).
+pub const CLEAR: f64 = 1.15;
 
 impl Default for BenchConfig {
     fn default() -> BenchConfig {
@@ -77,7 +83,7 @@ pub struct BenchReport {
 }
 
 struct Set {
-    values: Vec<Tensor>,
+    values: Arc<InputSet>,
     expected: Arc<Expected>,
     seed: u64,
 }
@@ -95,7 +101,7 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
     let mut sets = Vec::new();
     for _ in 0..config.sets.max(1) {
         let seed: u64 = rng.random();
-        let values = Family::Normal.generate(&graph.params, seed);
+        let values = oracle.timing_set(seed);
         let expected = oracle.expected(&values)?;
         sets.push(Set { values, expected, seed });
     }
@@ -161,9 +167,14 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
         if let [Some(a), Some(b)] = times[..] {
             ratios.push(a / b);
             spent += a + b;
-            if let Some(early) = config.early.filter(|e| ratios.len() >= e.min_pairs) {
-                let r = Timing::from_samples(ratios.clone());
-                if r.p90 < 1.0 || r.p10 > 1.0 || r.p90 - r.p10 < 0.02 || spent >= early.seconds {
+            if let Some(early) = config.early {
+                // Every pair far apart the same way: clear before the usual minimum.
+                let clear = ratios.len() >= CLEAR_PAIRS && (ratios.iter().all(|&r| r > CLEAR) || ratios.iter().all(|&r| r < 1.0 / CLEAR));
+                let settled = ratios.len() >= early.min_pairs && {
+                    let r = Timing::from_samples(ratios.clone());
+                    r.p90 < 1.0 || r.p10 > 1.0 || r.p90 - r.p10 < 0.02 || spent >= early.seconds
+                };
+                if clear || settled {
                     break;
                 }
             }

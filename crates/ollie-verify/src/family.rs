@@ -4,11 +4,12 @@
 
 use std::fmt;
 
-use ndarray::{ArrayD, IxDyn};
-use ollie_graph::{DType, Param, Tensor};
+use ollie_graph::{Param, Tensor};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
+
+use crate::inputs::InputSet;
 
 /// A family of test inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,51 +60,76 @@ impl Family {
         families
     }
 
-    /// One input array per parameter, from `seed`.
-    pub fn generate(self, params: &[Param], seed: u64) -> Vec<Tensor> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        params
-            .iter()
-            .map(|p| {
-                let mut a = self.values(&p.ty.shape, &mut rng);
-                if p.ty.dtype != DType::F64 {
-                    a.mapv_inplace(|v| v as f32 as f64);
-                }
-                a
-            })
-            .collect()
-    }
-
-    fn values(self, shape: &[usize], rng: &mut ChaCha8Rng) -> Tensor {
+    /// One input array per parameter, from `seed`, rounded to the parameters' dtypes.
+    pub fn inputs(self, params: &[Param], seed: u64) -> InputSet {
         let normal = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
-        match self {
-            Family::Normal => ArrayD::from_shape_simple_fn(IxDyn(shape), || normal(rng)),
-            Family::Uniform => ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random_range(0.0..1.0)),
-            Family::Large => {
-                let scale = 10f64.powf(rng.random_range(2.0..4.0));
-                ArrayD::from_shape_simple_fn(IxDyn(shape), || scale * normal(rng))
-            }
-            Family::Wide => ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random_range(-100.0..100.0)),
-            Family::Tiny => ArrayD::from_shape_simple_fn(IxDyn(shape), || {
+        // What is drawn once per parameter: a scale, or the values a constant axis repeats.
+        let mut once = ChaCha8Rng::seed_from_u64(seed);
+        let scales: Vec<f64> = params.iter().map(|_| 10f64.powf(once.random_range(2.0..4.0))).collect();
+        let rows: Vec<Option<Row>> = match self {
+            Family::ConstantAlong { from_end } => params.iter().enumerate().map(|(k, p)| Row::new(&p.ty.shape, from_end, seed, k)).collect(),
+            _ => Vec::new(),
+        };
+        InputSet::generate(params, &self.to_string(), seed, |k, i, rng| match self {
+            Family::Normal => normal(rng),
+            Family::Uniform => rng.random_range(0.0..1.0),
+            Family::Large => scales[k] * normal(rng),
+            Family::Wide => rng.random_range(-100.0..100.0),
+            Family::Tiny => {
                 // A quarter below float32's smallest normal (1.18e-38).
                 let scale = if rng.random_range(0..4) == 0 { 1e-40 } else { 1e-30 };
                 scale * normal(rng)
-            }),
-            Family::Cancellation => ArrayD::from_shape_simple_fn(IxDyn(shape), || {
+            }
+            Family::Cancellation => {
                 let sign = if rng.random_range(0..2) == 0 { 1.0 } else { -1.0 };
                 sign * 1e4 + normal(rng)
-            }),
-            Family::ConstantAlong { from_end } => {
-                if from_end >= shape.len() {
-                    return ArrayD::from_shape_simple_fn(IxDyn(shape), || normal(rng));
-                }
-                let axis = shape.len() - 1 - from_end;
-                let mut reduced = shape.to_vec();
-                reduced[axis] = 1;
-                let row = ArrayD::from_shape_simple_fn(IxDyn(&reduced), || normal(rng));
-                row.broadcast(IxDyn(shape)).expect("size-1 axis broadcasts").to_owned()
             }
-            Family::Zeros => ArrayD::from_shape_simple_fn(IxDyn(shape), || if rng.random_range(0..3) == 0 { 0.0 } else { normal(rng) }),
+            Family::ConstantAlong { .. } => rows[k].as_ref().map_or_else(|| normal(rng), |row| row.at(i)),
+            Family::Zeros => {
+                if rng.random_range(0..3) == 0 {
+                    0.0
+                } else {
+                    normal(rng)
+                }
+            }
+        })
+    }
+
+    /// [`Family::inputs`] as float64 tensors.
+    pub fn generate(self, params: &[Param], seed: u64) -> Vec<Tensor> {
+        self.inputs(params, seed).to_tensors()
+    }
+}
+
+/// The values of a parameter constant along one axis: one per position on the other axes.
+struct Row {
+    values: Vec<f64>,
+    /// The axis's extent and the elements past it (the product of the later extents).
+    extent: usize,
+    inner: usize,
+}
+
+impl Row {
+    /// The row of a parameter of `shape` constant along the axis `from_end` from the last, if it
+    /// has that axis (and it is longer than 1).
+    fn new(shape: &[usize], from_end: usize, seed: u64, param: usize) -> Option<Row> {
+        let axis = shape.len().checked_sub(1 + from_end)?;
+        let extent = shape[axis];
+        if extent < 2 {
+            return None;
         }
+        let inner = shape[axis + 1..].iter().product::<usize>();
+        let n = shape.iter().product::<usize>() / extent;
+        let stream = xxhash_rust::xxh3::xxh3_64(&[seed.to_le_bytes(), (param as u64).to_le_bytes(), *b"rowsrows"].concat());
+        let values = crate::inputs::fill(n, |block, out: &mut [f64]| {
+            let mut rng = ChaCha8Rng::seed_from_u64(stream ^ block as u64);
+            out.iter_mut().for_each(|x| *x = StandardNormal.sample(&mut rng));
+        });
+        Some(Row { values, extent, inner })
+    }
+
+    /// The value at flat index `i` of the parameter.
+    fn at(&self, i: usize) -> f64 {
+        self.values[(i / (self.extent * self.inner)) * self.inner + i % self.inner]
     }
 }

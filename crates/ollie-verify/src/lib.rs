@@ -6,13 +6,16 @@
 mod accuracy;
 mod bench;
 mod family;
+mod inputs;
 mod oracle;
 mod screen;
+mod values;
 mod verify;
 
 pub use accuracy::{judge, Figures, Inaccuracy, Target, Tolerance};
 pub use bench::{bench, bench_with, BenchConfig, BenchReport, EarlyStop, Timing};
 pub use family::Family;
+pub use inputs::InputSet;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
 pub use oracle::{memory_needed, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};
 pub use verify::{verify, verify_with, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

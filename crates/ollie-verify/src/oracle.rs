@@ -10,12 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use ollie_graph::{DType, Graph, Tensor};
+use ollie_graph::{DType, Graph};
 use ollie_runner::{BufferSpec, Call, Runner, Session};
 use sha2::Digest;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::accuracy::{Special, Target, Tolerance, Values};
+use crate::accuracy::{Special, Target, Tolerance};
+use crate::inputs::InputSet;
+use crate::values::Values;
 use crate::verify::VerifyError;
 
 /// What the oracle keeps in memory at most, in bytes, unless told otherwise: each input set
@@ -38,8 +40,10 @@ pub struct Oracle<'a> {
     /// Bytes the cache may hold.
     capacity: usize,
     clock: u64,
-    disk: Option<Disk>,
+    disk: Option<Arc<Disk>>,
     costs: Costs,
+    /// The last input set timing asked for, by seed: a search times every candidate on the same.
+    timing: Option<(u64, Arc<InputSet>)>,
 }
 
 /// What the oracle's work has cost so far.
@@ -85,7 +89,7 @@ impl<'a> Oracle<'a> {
 
     /// An oracle that keeps at most `capacity` bytes of expected outputs in memory.
     pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: &Path, capacity: usize) -> Oracle<'a> {
-        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new(), capacity, clock: 0, disk: None, costs: Costs::default() }
+        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new(), capacity, clock: 0, disk: None, costs: Costs::default(), timing: None }
     }
 
     /// Also keeps every input set's expected outputs as a file in `dir` (at most `limit` bytes
@@ -110,7 +114,7 @@ impl<'a> Oracle<'a> {
         // This build of ollie (its reference interpreter and bounds): the executable's identity.
         let exe = std::env::current_exe().and_then(std::fs::metadata).map(|m| (m.len(), m.modified().ok()));
         context.update(format!("{} {exe:?}", env!("CARGO_PKG_VERSION")));
-        self.disk = Some(Disk::new(dir.to_path_buf(), context.finalize().into(), limit));
+        self.disk = Some(Arc::new(Disk::new(dir.to_path_buf(), context.finalize().into(), limit)));
         self
     }
 
@@ -146,23 +150,53 @@ impl<'a> Oracle<'a> {
         self.cache.values().map(|(e, _)| e.bytes()).sum()
     }
 
-    /// The expected outputs for `values`.
-    pub(crate) fn expected(&mut self, values: &[Tensor]) -> Result<Arc<Expected>, VerifyError> {
-        let key = fingerprint(values);
+    /// The input set timing uses for `seed` (normal values), made once for a run of timings
+    /// on the same seed.
+    pub(crate) fn timing_set(&mut self, seed: u64) -> Arc<InputSet> {
+        match &self.timing {
+            Some((s, set)) if *s == seed => set.clone(),
+            _ => {
+                // The old one goes first: two large sets need not be alive at once.
+                self.timing = None;
+                let set = Arc::new(crate::Family::Normal.inputs(&self.graph.params, seed));
+                self.timing = Some((seed, set.clone()));
+                set
+            }
+        }
+    }
+
+    /// The expected outputs for `set`.
+    pub(crate) fn expected(&mut self, set: &InputSet) -> Result<Arc<Expected>, VerifyError> {
+        self.expected_read(set, None)
+    }
+
+    /// What reads expected outputs from disk on another thread, ahead of their turn, for the
+    /// sets not in memory now: see [`Oracle::expected_read`].
+    pub(crate) fn reader(&self) -> Reader {
+        Reader { disk: self.disk.clone(), in_memory: self.cache.keys().copied().collect() }
+    }
+
+    /// [`Oracle::expected`], given what a [`Reader`] read for `set` (if it read it).
+    pub(crate) fn expected_read(&mut self, set: &InputSet, fetched: Option<Fetched>) -> Result<Arc<Expected>, VerifyError> {
+        let key = set.key();
         self.clock += 1;
         if let Some((e, used)) = self.cache.get_mut(&key) {
             *used = self.clock;
             return Ok(e.clone());
         }
         let started = std::time::Instant::now();
-        let expected = match self.disk.as_ref().and_then(|d| d.read(key)) {
-            Some(e) => {
+        let read = match fetched {
+            Some(r) if r.key == key => Some(r),
+            _ => self.disk.as_ref().and_then(|d| d.read(key)).map(|(expected, seconds)| Fetched { key, expected, seconds }),
+        };
+        let expected = match read {
+            Some(Fetched { expected, seconds, .. }) => {
                 self.costs.read += 1;
-                self.costs.read_seconds += started.elapsed().as_secs_f64();
-                Arc::new(e)
+                self.costs.read_seconds += seconds;
+                Arc::new(expected)
             }
             None => {
-                let e = Arc::new(self.compute(values)?);
+                let e = Arc::new(self.compute(set)?);
                 self.costs.computed += 1;
                 self.costs.compute_seconds += started.elapsed().as_secs_f64();
                 if let Some(d) = &self.disk {
@@ -181,9 +215,9 @@ impl<'a> Oracle<'a> {
         Ok(expected)
     }
 
-    /// Evaluates the reference on `values` and runs the naive kernel on them (in its own
-    /// sandboxed process, started on first use and kept).
-    fn compute(&mut self, values: &[Tensor]) -> Result<Expected, VerifyError> {
+    /// Evaluates the reference on `set` and runs the naive kernel on it (in its own sandboxed
+    /// process, started on first use and kept).
+    fn compute(&mut self, set: &InputSet) -> Result<Expected, VerifyError> {
         if self.session.is_none() {
             let (inputs, outputs) = BufferSpec::of(self.graph);
             match self.runner.start(&self.baseline, &self.graph.name, &inputs, &outputs)? {
@@ -192,11 +226,37 @@ impl<'a> Oracle<'a> {
             }
         }
         let base = self.session.as_mut().expect("started above");
-        let result = Expected::new(self.graph, base, values);
+        let result = Expected::new(self.graph, base, set);
         if result.is_err() {
             self.session = None;
         }
         result
+    }
+}
+
+/// Reads expected outputs from the oracle's directory on any thread, passing over the sets the
+/// oracle held in memory when it was made.
+pub(crate) struct Reader {
+    disk: Option<Arc<Disk>>,
+    in_memory: std::collections::HashSet<u128>,
+}
+
+/// Expected outputs read by a [`Reader`], and what reading them took.
+pub(crate) struct Fetched {
+    key: u128,
+    expected: Expected,
+    seconds: f64,
+}
+
+impl Reader {
+    /// The expected outputs of the set named `key`, if the oracle did not hold them in memory
+    /// and its directory does.
+    pub(crate) fn read(&self, key: u128) -> Option<Fetched> {
+        if self.in_memory.contains(&key) {
+            return None;
+        }
+        let (expected, seconds) = self.disk.as_ref()?.read(key)?;
+        Some(Fetched { key, expected, seconds })
     }
 }
 
@@ -210,16 +270,14 @@ impl Expected {
         self.targets.iter().map(Target::bytes).sum()
     }
 
-    /// Evaluates the reference on `values` and runs the naive kernel in `base` on them.
-    fn new(graph: &Graph, base: &mut Session, values: &[Tensor]) -> Result<Expected, VerifyError> {
-        for (k, v) in values.iter().enumerate() {
-            base.set_input(k, v)?;
-        }
+    /// Evaluates the reference on `set` and runs the naive kernel in `base` on it.
+    fn new(graph: &Graph, base: &mut Session, set: &InputSet) -> Result<Expected, VerifyError> {
+        set.load(base)?;
         base.poison_outputs();
         if let Call::Died(outcome) = base.call()? {
             return Err(VerifyError::Baseline(outcome.summary()));
         }
-        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, values)?;
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, &set.to_tensors())?;
         let targets = graph
             .outputs
             .iter()
@@ -235,7 +293,7 @@ impl Expected {
 
 /// The first bytes of an oracle file, and part of every file's name: a change of the format or
 /// of what a target means changes it.
-const FORMAT: &[u8] = b"ollie expected outputs, format 3\n";
+const FORMAT: &[u8] = b"ollie expected outputs, format 5\n";
 
 /// Expected outputs waiting to be written, at most: the oracle goes on while they are.
 const PENDING_WRITES: usize = 2;
@@ -276,16 +334,19 @@ impl Disk {
         self.dir.join(format!("{hex}.plan"))
     }
 
-    /// The expected outputs stored for `key`, if a file holds them whole and intact.
-    fn read(&self, key: u128) -> Option<Expected> {
+    /// The expected outputs stored for `key`, if a file holds them whole and intact, and the
+    /// seconds reading them took.
+    fn read(&self, key: u128) -> Option<(Expected, f64)> {
         let path = self.path(key);
         let file = std::fs::File::open(&path).ok()?;
+        let started = std::time::Instant::now();
         match read(file) {
             Some(e) => {
                 // Used now: the last to be removed when the directory is over its limit.
                 let _ = std::fs::File::options().write(true).open(&path).and_then(|f| f.set_modified(SystemTime::now()));
-                tracing::debug!(path = %path.display(), "expected outputs read from disk");
-                Some(e)
+                let seconds = started.elapsed().as_secs_f64();
+                tracing::debug!(path = %path.display(), seconds, "expected outputs read from disk");
+                Some((e, seconds))
             }
             None => {
                 tracing::warn!("{} is damaged; computing its expected outputs anew", path.display());
@@ -329,7 +390,8 @@ impl Drop for Disk {
 /// Writes `expected` to `path` through a temporary file in `dir`, so that no reader sees half
 /// of one: [`FORMAT`], the number of outputs, per output its shape, element count, bytes per
 /// value (4 or 8), special count, normwise bound, values and special elements (all little-endian
-/// 64-bit words but the values), then an XXH3-128 checksum of everything before it.
+/// 64-bit words but the values), then an XXH3-128 checksum of everything before it (the values
+/// counted by their [`values_digest`]).
 fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     {
@@ -342,7 +404,9 @@ fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
             header.extend(shape.iter().map(|&n| n as u64));
             header.extend([values.len() as u64, values.width() as u64, specials.len() as u64, norm_bound.to_bits()]);
             out.put(bytemuck::cast_slice(&header))?;
-            out.put(values.bytes())?;
+            // The values, the bulk of the file, are summed apart (see `values_digest`).
+            out.inner.write_all(values.bytes())?;
+            out.hash.update(&values_digest(values.bytes()).to_le_bytes());
             let specials: Vec<u64> = specials.iter().flat_map(|s| [s.index as u64, s.reference.to_bits(), s.baseline.to_bits()]).collect();
             out.put(bytemuck::cast_slice(&specials))?;
         }
@@ -378,12 +442,12 @@ fn read(file: std::fs::File) -> Option<Expected> {
         let values = match width {
             4 => {
                 let mut v = vec![0f32; n];
-                input.take(bytemuck::cast_slice_mut(&mut v))?;
+                input.take_values(bytemuck::cast_slice_mut(&mut v))?;
                 Values::F32(v)
             }
             8 => {
                 let mut v = vec![0f64; n];
-                input.take(bytemuck::cast_slice_mut(&mut v))?;
+                input.take_values(bytemuck::cast_slice_mut(&mut v))?;
                 Values::F64(v)
             }
             _ => return None,
@@ -401,6 +465,17 @@ fn read(file: std::fs::File) -> Option<Expected> {
     (targets.len() as u64 == count && u128::from_le_bytes(sum) == computed && at_end).then_some(Expected { targets })
 }
 
+/// What stands for a target's values in a file's checksum: XXH3-128 of the XXH3-128 sums of
+/// their two halves, so that reading a file back can read and sum the halves on two cores.
+fn values_digest(bytes: &[u8]) -> u128 {
+    let (a, b) = bytes.split_at(bytes.len() / 2);
+    let (da, db) = std::thread::scope(|s| {
+        let da = s.spawn(|| xxhash_rust::xxh3::xxh3_128(a));
+        (da.join().expect("hashing does not panic"), xxhash_rust::xxh3::xxh3_128(b))
+    });
+    xxhash_rust::xxh3::xxh3_128(&[da.to_le_bytes(), db.to_le_bytes()].concat())
+}
+
 /// A reader or writer that hashes what passes through it.
 struct Checksummed<T> {
     inner: T,
@@ -411,6 +486,27 @@ impl<W: Write> Checksummed<W> {
     fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.hash.update(bytes);
         self.inner.write_all(bytes)
+    }
+}
+
+impl Checksummed<std::io::BufReader<std::fs::File>> {
+    /// Reads a target's values into `bytes`, the two halves on two cores, straight from the
+    /// file (past the reader's buffer), and sums them as `values_digest` does.
+    fn take_values(&mut self, bytes: &mut [u8]) -> Option<()> {
+        use std::io::Seek;
+        use std::os::unix::fs::FileExt;
+        let at = self.inner.stream_position().ok()?;
+        let half = bytes.len() / 2;
+        let file = self.inner.get_ref();
+        let (a, b) = bytes.split_at_mut(half);
+        let (da, db) = std::thread::scope(|s| {
+            let da = s.spawn(|| file.read_exact_at(a, at).ok().map(|()| xxhash_rust::xxh3::xxh3_128(a)));
+            let db = file.read_exact_at(b, at + half as u64).ok().map(|()| xxhash_rust::xxh3::xxh3_128(b));
+            (da.join().expect("reading does not panic"), db)
+        });
+        self.inner.seek_relative(bytes.len() as i64).ok()?;
+        self.hash.update(&xxhash_rust::xxh3::xxh3_128(&[da?.to_le_bytes(), db?.to_le_bytes()].concat()).to_le_bytes());
+        Some(())
     }
 }
 
@@ -448,52 +544,19 @@ fn trim(dir: &Path, limit: u64) {
     }
 }
 
-/// A 128-bit fingerprint (XXH3) of input values: shapes and every bit of every element. A large
-/// tensor's halves are hashed on two threads.
-pub(crate) fn fingerprint(values: &[Tensor]) -> u128 {
-    let mut hash = Xxh3::new();
-    for v in values {
-        hash.update(&(v.ndim() as u64).to_le_bytes());
-        v.shape().iter().for_each(|&n| hash.update(&(n as u64).to_le_bytes()));
-        let digest = match v.as_slice() {
-            Some(s) => ollie_runner::checksum128(bytemuck::cast_slice(s)),
-            None => ollie_runner::checksum128(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
-        };
-        hash.update(&digest.to_le_bytes());
-    }
-    hash.digest128()
-}
-
 /// Bytes the verifier needs at most to verify or time kernels of `graph`, beyond ollie itself:
-/// an input set in float64 and its one-element-changed copy being made, the reference's and its
-/// bounds' working values, the magnitudes a contraction takes of its operands, each tensor again
-/// in float32 in the shared buffers of up to three kernel processes (the candidate, the kernel
-/// it is timed against, the naive one), and the oracle's budget. An estimate from above, so
-/// that a problem too large for the machine is refused before anything runs rather than ended by
-/// the out-of-memory killer.
+/// two input sets as the kernel takes them (the one being tested, the one timing uses), one in
+/// float64 while the reference evaluates it with its bounds (working values, and the magnitudes
+/// a contraction takes of its operands), each tensor again in the shared buffers of up to three
+/// kernel processes (the candidate, the kernel it is timed against, the naive one), and the
+/// oracle's budget. An estimate from above (counting every element as float32 where the kernel
+/// holds it, float64 in the reference), so that a problem too large for the machine is refused
+/// before anything runs rather than ended by the out-of-memory killer.
 pub fn memory_needed(graph: &Graph) -> u64 {
     let elements = |t: &ollie_graph::TensorType| t.shape.iter().product::<usize>() as u64;
     let inputs: u64 = graph.params.iter().map(|p| elements(&p.ty)).sum();
     let outputs: u64 = graph.outputs.iter().map(|&o| elements(graph.ty(o))).sum();
-    let f64s = 3 * inputs + 6 * outputs;
-    let f32s = 3 * (inputs + outputs);
+    let f64s = 2 * inputs + 6 * outputs;
+    let f32s = 2 * inputs + 3 * (inputs + outputs);
     8 * f64s + 4 * f32s + ORACLE_BYTES as u64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fingerprints_tell_one_changed_bit_and_a_changed_shape() {
-        let a = Tensor::from_shape_vec(vec![3, 5], (0..15).map(|i| i as f64 * 0.37).collect()).unwrap();
-        let mut b = a.clone();
-        b[[2, 4]] = f64::from_bits(b[[2, 4]].to_bits() ^ 1);
-        let c = a.clone().into_shape_with_order(vec![5, 3]).unwrap();
-        let fa = fingerprint(std::slice::from_ref(&a));
-        assert_eq!(fa, fingerprint(&[a.clone()]));
-        assert_ne!(fa, fingerprint(&[b]));
-        assert_ne!(fa, fingerprint(&[c]));
-        assert_ne!(fa, fingerprint(&[a.clone(), a]));
-    }
 }

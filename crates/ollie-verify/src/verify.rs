@@ -15,7 +15,8 @@ use serde::Serialize;
 
 use crate::accuracy::{Figures, Inaccuracy, Tolerance};
 use crate::family::Family;
-use crate::oracle::{Expected, Oracle};
+use crate::inputs::{Change, InputSet};
+use crate::oracle::{Expected, Fetched, Oracle};
 
 
 /// How thoroughly to verify.
@@ -213,68 +214,79 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
     };
     let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut calls = 0;
     // Saved counterexamples first, then every family: fresh inputs, then one element changed.
-    // Input sets are made when their turn comes: one at a time is alive.
     let mut plan: Vec<(Option<Family>, u64)> = (0..config.saved.len()).map(|i| (None, i as u64)).collect();
     for family in config.families.clone().unwrap_or_else(|| Family::all(max_rank)) {
         for _ in 0..config.sets_per_family {
             plan.push((Some(family), rng.random()));
         }
     }
-    // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
-    // checksums.
-    let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
-    for (family, seed) in plan {
-        let (mut values, edit) = match family {
-            Some(f) => (f.generate(&graph.params, seed), true),
-            None => (config.saved[seed as usize].clone(), false),
-        };
-        let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
-        for kind in ["fresh", "one-element-changed"] {
-            if kind == "one-element-changed" {
-                if !edit {
-                    continue;
+    // The next set is made, and its expected outputs read from disk, on another core while the
+    // candidate runs on this one: at most two sets are alive.
+    let (params, saved, reader) = (&graph.params, &config.saved, oracle.reader());
+    std::thread::scope(|scope| {
+        let (sender, prepared) = std::sync::mpsc::sync_channel::<Prepared>(0);
+        scope.spawn(move || {
+            for (family, seed) in plan {
+                let set = match family {
+                    Some(f) => f.inputs(params, seed),
+                    None => InputSet::from_tensors(params, &saved[seed as usize]),
+                };
+                let change = family.and_then(|_| set.one_element_changed(&mut ChaCha8Rng::seed_from_u64(seed ^ CHANGE_SEED)));
+                let fetched = [Some(set.key()), change.map(|c| c.key)].map(|key| key.and_then(|k| reader.read(k)));
+                if sender.send(Prepared { family, seed, set, change, fetched }).is_err() {
+                    break;
                 }
-                change_one_element(&mut values, &mut rng);
             }
-            calls += 1;
-            let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
-            let expected = oracle.expected(&values)?;
-            match checked_call(&mut cand, &values, true, None, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
-                Ok(checked) => {
-                    certificate.tests.push(TestRecord {
-                        id,
-                        worst_elementwise: checked.figures.iter().map(|f| f.worst_elementwise).collect(),
-                        normwise: checked.figures.iter().map(|f| f.normwise).collect(),
-                        elapsed_seconds: checked.elapsed.as_secs_f64(),
-                    });
-                    previous = Some((expected.clone(), checked.checksums));
+        });
+        let mut calls = 0;
+        // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
+        // checksums.
+        let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
+        for Prepared { family, seed, mut set, change, fetched } in prepared {
+            let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
+            for (kind, fetched) in ["fresh", "one-element-changed"].into_iter().zip(fetched) {
+                if kind == "one-element-changed" {
+                    let Some(change) = &change else { continue };
+                    set.change(change);
                 }
-                Err(rejection) => {
-                    cand.finish();
-                    return reject(certificate, rejection, Some(values));
+                calls += 1;
+                let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
+                let expected = oracle.expected_read(&set, fetched)?;
+                match checked_call(&mut cand, &set, true, None, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
+                    Ok(checked) => {
+                        certificate.tests.push(TestRecord {
+                            id,
+                            worst_elementwise: checked.figures.iter().map(|f| f.worst_elementwise).collect(),
+                            normwise: checked.figures.iter().map(|f| f.normwise).collect(),
+                            elapsed_seconds: checked.elapsed.as_secs_f64(),
+                        });
+                        previous = Some((expected.clone(), checked.checksums));
+                    }
+                    Err(rejection) => {
+                        cand.finish();
+                        return reject(certificate, rejection, Some(set.to_tensors()));
+                    }
                 }
             }
         }
-    }
-    cand.finish();
-    oracle.remember_plan(&config.plan());
-    Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
+        cand.finish();
+        oracle.remember_plan(&config.plan());
+        Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
+    })
 }
 
-/// Multiplies one element of one input by 1.5 and adds 0.25: a caching kernel keyed on the
-/// pointer or on a few sampled values misses it.
-fn change_one_element(values: &mut [Tensor], rng: &mut ChaCha8Rng) {
-    let candidates: Vec<usize> = (0..values.len()).filter(|&i| !values[i].is_empty()).collect();
-    if candidates.is_empty() {
-        return;
-    }
-    let i = candidates[rng.random_range(0..candidates.len())];
-    let flat = rng.random_range(0..values[i].len());
-    if let Some(v) = values[i].iter_mut().nth(flat) {
-        *v = (*v * 1.5 + 0.25) as f32 as f64;
-    }
+/// Mixed into an input set's seed for the choice of the element its second call changes.
+const CHANGE_SEED: u64 = 0xc4a9_6e0f_e1e3_e17a;
+
+/// An input set ready to be tested: made, the element to change chosen, and the expected
+/// outputs of both (fresh, changed) read from disk where they were there and not in memory.
+struct Prepared {
+    family: Option<Family>,
+    seed: u64,
+    set: InputSet,
+    change: Option<Change>,
+    fetched: [Option<Fetched>; 2],
 }
 
 /// A call that passed every check.
@@ -287,19 +299,19 @@ pub(crate) struct Checked {
     pub figures: Vec<Figures>,
 }
 
-/// Calls the candidate once on `values` (written to its buffers first if `refill`; otherwise
-/// they are there already, from its last call) and checks the call as the contract says (an
-/// output whose checksums are `judged`, those of outputs already found accurate on the same
-/// inputs, is not judged again): returned, not
-/// faster than `floor`, memory around the buffers and the inputs untouched, (after
-/// `reread_delay`, if given) outputs unchanged since return, every element written, accurate.
-/// An inaccurate output bit-identical to `previous` (the last call's expected outputs and its
+/// Calls the candidate once on `set` (written to its buffers first if `refill`; otherwise it is
+/// there already, from its last call; `inputs` are their checksums then, if known) and checks
+/// the call as the contract says (an output whose checksums are `judged`, those of outputs
+/// already found accurate on the same inputs, is not judged again): returned, not faster than
+/// `floor`, memory around the buffers and the inputs untouched, (`reread_delay` after its
+/// return, if given) outputs unchanged since return, every element written, accurate. An
+/// inaccurate output bit-identical to `previous` (the last call's expected outputs and its
 /// outputs' checksums) is named a stale cache. Verification and timing both check every call
 /// through here; outputs are read where the kernel wrote them, never copied.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn checked_call(
     cand: &mut Session,
-    values: &[Tensor],
+    set: &InputSet,
     refill: bool,
     inputs: Option<&[u64]>,
     expected: &Expected,
@@ -310,21 +322,20 @@ pub(crate) fn checked_call(
     previous: Option<(&Expected, &[u64])>,
 ) -> Result<Result<Checked, Rejection>, VerifyError> {
     if refill {
-        for (k, v) in values.iter().enumerate() {
-            cand.set_input(k, v)?;
-        }
+        set.load(cand)?;
     }
     cand.poison_outputs();
     // Inputs left as the last checked call found them after it need not be hashed again: any
     // change since shows in the checksum after this call.
     let inputs: Vec<u64> = match inputs {
         Some(known) if !refill => known.to_vec(),
-        _ => (0..values.len()).map(|k| cand.input_checksum(k)).collect(),
+        _ => (0..set.len()).map(|k| cand.input_checksum(k)).collect(),
     };
     let elapsed = match cand.call()? {
         Call::Returned { elapsed } => elapsed,
         Call::Died(outcome) => return Ok(Err(rejection(&outcome, Some(id)))),
     };
+    let returned = std::time::Instant::now();
     if let Some(floor) = floor {
         if elapsed.as_secs_f64() < floor {
             return Ok(Err(Rejection::TooFast { test: id.clone(), seconds: elapsed.as_secs_f64(), floor }));
@@ -333,26 +344,42 @@ pub(crate) fn checked_call(
     if let Some(buffer) = cand.damaged_canary() {
         return Ok(Err(Rejection::OutOfBounds { test: id.clone(), buffer }));
     }
-    if let Some(buffer) = (0..values.len()).find(|&k| cand.input_checksum(k) != inputs[k]) {
+    if let Some(buffer) = (0..set.len()).find(|&k| cand.input_checksum(k) != inputs[k]) {
         return Ok(Err(Rejection::InputModified { test: id.clone(), buffer }));
     }
     let outputs = expected.targets.len();
     let checksums: Vec<u64> = (0..outputs).map(|k| cand.output_checksum(k)).collect();
+    // Judged while the reread delay runs; a change after return, found when it is over, is the
+    // verdict whatever the judging found.
+    let verdict = if judged == Some(&checksums[..]) {
+        // Bit for bit what an earlier call on these same inputs produced and passed.
+        Ok(Vec::new())
+    } else {
+        judge_outputs(cand, expected, id, &checksums, previous)
+    };
     if let Some(delay) = reread_delay {
-        std::thread::sleep(delay);
+        std::thread::sleep(delay.saturating_sub(returned.elapsed()));
         if let Some(k) = (0..outputs).find(|&k| cand.output_checksum(k) != checksums[k]) {
             return Ok(Err(Rejection::ChangedAfterReturn { test: id.clone(), output: k }));
         }
     }
-    // Bit for bit what an earlier call on these same inputs produced and passed.
-    if judged == Some(&checksums[..]) {
-        return Ok(Ok(Checked { elapsed, checksums, inputs, figures: Vec::new() }));
-    }
+    Ok(verdict.map(|figures| Checked { elapsed, checksums, inputs, figures }))
+}
+
+/// Judges every output of the call that just returned in `cand` against `expected`: every
+/// element written (the poison left nowhere), then accurate. An output is scanned for the
+/// poison only where judging cannot tell it from a right value (an element whose reference or
+/// naive output is NaN or infinite) or has already failed (to name the failure rightly).
+#[allow(clippy::result_large_err)] // a rejection, once per candidate
+fn judge_outputs(cand: &Session, expected: &Expected, id: &TestId, checksums: &[u64], previous: Option<(&Expected, &[u64])>) -> Result<Vec<Figures>, Rejection> {
     let mut figures = Vec::new();
     for (k, target) in expected.targets.iter().enumerate() {
-        let unwritten = cand.unwritten(k);
-        if unwritten > 0 {
-            return Ok(Err(Rejection::Unwritten { test: id.clone(), output: k, count: unwritten }));
+        let unwritten = || match cand.unwritten(k) {
+            0 => Ok(()),
+            count => Err(Rejection::Unwritten { test: id.clone(), output: k, count }),
+        };
+        if target.has_specials() {
+            unwritten()?;
         }
         let judged = match cand.output_data(k) {
             // Shared buffers are page-aligned; a copy only if one were not.
@@ -368,17 +395,18 @@ pub(crate) fn checked_call(
         match judged {
             Ok(f) => figures.push(f),
             Err(inaccuracy) => {
+                unwritten()?;
                 // Bit for bit the last call's output, though what it should be changed: a cache.
                 if let Some((last, last_checksums)) = previous {
                     if last_checksums[k] == checksums[k] && last.targets[k].reference_bytes() != target.reference_bytes() {
-                        return Ok(Err(Rejection::StaleOutput { test: id.clone(), output: k }));
+                        return Err(Rejection::StaleOutput { test: id.clone(), output: k });
                     }
                 }
-                return Ok(Err(inaccurate(id, k, inaccuracy)));
+                return Err(inaccurate(id, k, inaccuracy));
             }
         }
     }
-    Ok(Ok(Checked { elapsed, checksums, inputs, figures }))
+    Ok(figures)
 }
 
 pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection {

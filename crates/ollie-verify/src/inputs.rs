@@ -1,0 +1,230 @@
+//! Input sets: per parameter, its values as the kernel's buffer holds them (float32 or
+//! float64, never a float64 copy of a float32 tensor), and the key the oracle knows the set by.
+//! A generated set is named by its recipe (family, seed, edits), so it is never hashed; a set
+//! given as tensors (a saved counterexample) is named by a hash of its values.
+
+use ndarray::{ArrayD, IxDyn};
+use ollie_graph::{DType, Param, Tensor};
+use ollie_runner::{RunnerError, Session};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::values::Values;
+
+/// One input array per parameter, in parameter order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputSet {
+    /// What names these values for the oracle: equal keys, equal values.
+    key: u128,
+    values: Vec<Values>,
+    shapes: Vec<Vec<usize>>,
+}
+
+/// Elements generated from one random stream: generation splits into blocks of this many, each
+/// seeded from the set's seed, the parameter and the block's number, so the values do not
+/// depend on how many threads make them.
+const BLOCK: usize = 1 << 16;
+
+impl InputSet {
+    /// A set made by `element(parameter, flat index, random stream)` for every element of every
+    /// parameter, named by `recipe` (everything besides the parameters' types and the seed that
+    /// decides the values). Large parameters are generated on every core.
+    pub(crate) fn generate(params: &[Param], recipe: &str, seed: u64, element: impl Fn(usize, usize, &mut ChaCha8Rng) -> f64 + Sync) -> InputSet {
+        let mut key = Xxh3::new();
+        key.update(b"generated input set, version 1\n");
+        key.update(recipe.as_bytes());
+        key.update(&seed.to_le_bytes());
+        let mut values = Vec::new();
+        for (k, p) in params.iter().enumerate() {
+            key.update(format!("\n{}", p.ty).as_bytes());
+            let n = p.ty.shape.iter().product::<usize>();
+            let stream = |block: usize| ChaCha8Rng::seed_from_u64(xxhash_rust::xxh3::xxh3_64(&[seed.to_le_bytes(), (k as u64).to_le_bytes(), (block as u64).to_le_bytes()].concat()));
+            values.push(match p.ty.dtype {
+                DType::F64 => Values::F64(fill(n, |block, out: &mut [f64]| {
+                    let mut rng = stream(block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng));
+                })),
+                _ => Values::F32(fill(n, |block, out: &mut [f32]| {
+                    let mut rng = stream(block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as f32);
+                })),
+            });
+        }
+        InputSet { key: key.digest128(), values, shapes: params.iter().map(|p| p.ty.shape.clone()).collect() }
+    }
+
+    /// The set holding `tensors` (one per parameter, of its shape), rounded to the parameters'
+    /// dtypes, named by a hash of every bit.
+    pub fn from_tensors(params: &[Param], tensors: &[Tensor]) -> InputSet {
+        let values: Vec<Values> = params
+            .iter()
+            .zip(tensors)
+            .map(|(p, t)| match p.ty.dtype {
+                DType::F64 => Values::F64(t.iter().copied().collect()),
+                _ => Values::F32(t.iter().map(|&x| x as f32).collect()),
+            })
+            .collect();
+        let shapes: Vec<Vec<usize>> = tensors.iter().map(|t| t.shape().to_vec()).collect();
+        let mut key = Xxh3::new();
+        key.update(b"given input set\n");
+        for (v, shape) in values.iter().zip(&shapes) {
+            key.update(&(shape.len() as u64).to_le_bytes());
+            shape.iter().for_each(|&n| key.update(&(n as u64).to_le_bytes()));
+            key.update(&(v.width() as u64).to_le_bytes());
+            key.update(&ollie_runner::checksum128(v.bytes()).to_le_bytes());
+        }
+        InputSet { key: key.digest128(), values, shapes }
+    }
+
+    pub(crate) fn key(&self) -> u128 {
+        self.key
+    }
+
+    /// The values as float64 tensors (what the reference evaluates, and a counterexample is
+    /// saved as).
+    pub fn to_tensors(&self) -> Vec<Tensor> {
+        self.values
+            .iter()
+            .zip(&self.shapes)
+            .map(|(v, shape)| {
+                let flat: Vec<f64> = match v {
+                    Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+                    Values::F64(v) => v.clone(),
+                };
+                ArrayD::from_shape_vec(IxDyn(shape), flat).expect("values match their shape")
+            })
+            .collect()
+    }
+
+    /// How many arrays the set has (one per parameter).
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Bytes the values hold.
+    pub fn bytes(&self) -> usize {
+        self.values.iter().map(|v| v.bytes().len()).sum()
+    }
+
+    /// Writes the values into `session`'s input buffers.
+    pub(crate) fn load(&self, session: &mut Session) -> Result<(), RunnerError> {
+        for (k, v) in self.values.iter().enumerate() {
+            session.set_input_bytes(k, v.bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The change [`InputSet::change`] makes: one element of one input multiplied by 1.5 and
+    /// 0.25 added (rounded to its dtype), chosen by `rng` — a caching kernel keyed on the
+    /// pointer or on a few sampled values misses it. `None` if every input is empty.
+    pub(crate) fn one_element_changed(&self, rng: &mut ChaCha8Rng) -> Option<Change> {
+        let candidates: Vec<usize> = (0..self.values.len()).filter(|&i| self.values[i].len() > 0).collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        let param = candidates[rng.random_range(0..candidates.len())];
+        let index = rng.random_range(0..self.values[param].len());
+        let value = match &self.values[param] {
+            Values::F32(v) => f64::from((f64::from(v[index]) * 1.5 + 0.25) as f32),
+            Values::F64(v) => v[index] * 1.5 + 0.25,
+        };
+        let mut key = Xxh3::new();
+        key.update(&self.key.to_le_bytes());
+        key.update(b"one element changed");
+        key.update(&[param as u64, index as u64, value.to_bits()].map(u64::to_le_bytes).concat());
+        Some(Change { param, index, value, key: key.digest128() })
+    }
+
+    /// Makes `change` (found by [`InputSet::one_element_changed`] on this very set).
+    pub(crate) fn change(&mut self, change: &Change) {
+        match &mut self.values[change.param] {
+            Values::F32(v) => v[change.index] = change.value as f32,
+            Values::F64(v) => v[change.index] = change.value,
+        }
+        self.key = change.key;
+    }
+}
+
+/// One element of an input set set to a new value, and the key of the set it makes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Change {
+    param: usize,
+    index: usize,
+    value: f64,
+    pub key: u128,
+}
+
+/// `n` values made block by block by `make(block number, block)`, the blocks shared among the
+/// machine's cores.
+pub(crate) fn fill<T: Default + Clone + Send>(n: usize, make: impl Fn(usize, &mut [T]) + Sync) -> Vec<T> {
+    let mut out = vec![T::default(); n];
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n.div_ceil(BLOCK)).max(1);
+    let per_thread = n.div_ceil(BLOCK).div_ceil(threads) * BLOCK;
+    std::thread::scope(|scope| {
+        for (t, part) in out.chunks_mut(per_thread.max(1)).enumerate() {
+            let make = &make;
+            scope.spawn(move || {
+                for (b, block) in part.chunks_mut(BLOCK).enumerate() {
+                    make(t * per_thread / BLOCK + b, block);
+                }
+            });
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ollie_graph::TensorType;
+
+    fn params() -> Vec<Param> {
+        vec![
+            Param { name: "x".into(), ty: TensorType::new(DType::F32, vec![3, 5]) },
+            Param { name: "w".into(), ty: TensorType::new(DType::F64, vec![5]) },
+        ]
+    }
+
+    #[test]
+    fn keys_tell_one_changed_bit_a_changed_shape_and_a_changed_recipe() {
+        let p = params();
+        let a = InputSet::from_tensors(&p, &InputSet::generate(&p, "normal", 1, |_, _, _| 0.37).to_tensors());
+        let mut tensors = a.to_tensors();
+        tensors[1][[4]] = f64::from_bits(tensors[1][[4]].to_bits() ^ 1);
+        assert_ne!(a.key, InputSet::from_tensors(&p, &tensors).key);
+        assert_eq!(a.key, InputSet::from_tensors(&p, &a.to_tensors()).key);
+        let mut q = p.clone();
+        q[0].ty = TensorType::new(DType::F32, vec![5, 3]);
+        let reshaped: Vec<Tensor> = vec![a.to_tensors()[0].clone().into_shape_with_order(vec![5, 3]).unwrap(), a.to_tensors()[1].clone()];
+        assert_ne!(a.key, InputSet::from_tensors(&q, &reshaped).key);
+
+        let g = InputSet::generate(&p, "normal", 1, |_, _, rng| rng.random::<f64>());
+        assert_eq!(g, InputSet::generate(&p, "normal", 1, |_, _, rng| rng.random::<f64>()));
+        assert_ne!(g.key, InputSet::generate(&p, "uniform", 1, |_, _, rng| rng.random::<f64>()).key);
+        assert_ne!(g.key, InputSet::generate(&p, "normal", 2, |_, _, rng| rng.random::<f64>()).key);
+        assert_ne!(g.key, InputSet::generate(&q, "normal", 1, |_, _, rng| rng.random::<f64>()).key);
+        let mut changed = g.clone();
+        let change = g.one_element_changed(&mut ChaCha8Rng::seed_from_u64(3)).unwrap();
+        changed.change(&change);
+        assert_ne!(changed.values, g.values);
+        assert_ne!(changed.key, g.key);
+        assert_eq!(changed.key, change.key);
+    }
+
+    #[test]
+    fn generated_values_do_not_depend_on_the_blocks_threads() {
+        // More than one block per thread: every block has its own stream.
+        let p = vec![Param { name: "x".into(), ty: TensorType::new(DType::F32, vec![5 * BLOCK + 7]) }];
+        let set = InputSet::generate(&p, "normal", 9, |_, _, rng| rng.random::<f64>());
+        let Values::F32(v) = &set.values[0] else { panic!("float32") };
+        for (b, block) in v.chunks(BLOCK).enumerate() {
+            let mut rng = ChaCha8Rng::seed_from_u64(xxhash_rust::xxh3::xxh3_64(&[9u64.to_le_bytes(), 0u64.to_le_bytes(), (b as u64).to_le_bytes()].concat()));
+            assert!(block.iter().all(|&x| x == rng.random::<f64>() as f32), "block {b}");
+        }
+    }
+}
