@@ -2,6 +2,7 @@
 //! invariant checker, and the float64 reference interpreter that serves as the oracle.
 
 mod check;
+mod chunk;
 mod cost;
 mod einsum;
 mod error_bound;
@@ -12,6 +13,7 @@ mod text;
 mod ty;
 
 pub use check::check;
+pub use chunk::{evaluate_with_error_bounds_chunked, Chunks, CHUNK_ELEMENTS};
 pub use cost::Cost;
 pub use einsum::EinsumSpec;
 pub use graph::{Graph, GraphError, Node, NodeId, Param};

@@ -3,6 +3,7 @@
 //! tolerance that an all-zero output could pass; the one absolute term is what underflow may
 //! cost, a few multiples of the smallest normal number carried through the computation.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use ollie_graph::{ErrorBound, Tensor};
@@ -88,16 +89,6 @@ pub struct Target {
     norm_bound: f64,
 }
 
-// A target's reference-then-bounds values are kept in float32 for a float32 output, where that
-// is sound (half the bytes to keep, read and judge), else in float64.
-//
-// Rounding the reference `r` to `r₃₂` moves it by `d = |r − r₃₂|`, so each bound is lowered by
-// `d` (and rounded down): `|y − r₃₂| ≤ t − d` implies `|y − r| ≤ t`, and likewise the normwise
-// bound is lowered by `‖r − r₃₂‖`. Judging against float32 values is never looser than against
-// the float64 ones, and at most an eighth stricter: the naive kernel's own float32 output is at
-// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
-// than `|y − r|`.
-
 impl Values {
     /// The indices of the NaN bounds (which mark special elements), in increasing order.
     fn nan_bounds(&self) -> Vec<usize> {
@@ -132,36 +123,6 @@ fn f32_at_most(x: f64) -> f32 {
 /// Relative slack for the float64 arithmetic of a lowered bound, so that it rounds down.
 const SLACK: f64 = 1.0 - 1.0 / (1u64 << 50) as f64;
 
-/// The float32 form of reference-then-bounds `values` and its normwise bound, or `None` where
-/// it would not be sound (a finite reference beyond float32's range, a bound that would go
-/// negative).
-fn narrow(values: &[f64], norm_bound: f64) -> Option<(Vec<f32>, f64)> {
-    let n = values.len() / 2;
-    let (reference, bounds) = values.split_at(n);
-    let mut out: Vec<f32> = Vec::with_capacity(values.len());
-    out.extend(reference.iter().map(|&r| r as f32));
-    let mut moved2 = 0.0f64;
-    for (i, &t) in bounds.iter().enumerate() {
-        let (r, r32) = (reference[i], f64::from(out[i]));
-        if t.is_nan() || t == f64::INFINITY {
-            out.push(t as f32);
-            continue;
-        }
-        if !r32.is_finite() {
-            return None;
-        }
-        let d = (r - r32).abs();
-        moved2 += d * d;
-        let lowered = (t - d) * SLACK;
-        if lowered.is_nan() || lowered < 0.0 {
-            return None;
-        }
-        out.push(f32_at_most(lowered));
-    }
-    let lowered = (norm_bound - moved2.sqrt()) * SLACK;
-    (lowered >= 0.0 || norm_bound.is_infinite()).then_some((out, lowered))
-}
-
 /// An element where the reference or the naive kernel's output is NaN or infinite.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Special {
@@ -173,43 +134,85 @@ pub(crate) struct Special {
 impl Target {
     /// The target of an output: in float32 where the output is float32 and that is sound.
     pub fn new(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &Tensor) -> Target {
-        let wide = Target::wide(tolerance, r, bound, b);
-        if tolerance == Tolerance::F32 { wide.narrowed() } else { wide }
+        let flat = |t: &Tensor| t.as_standard_layout().iter().copied().collect::<Vec<f64>>();
+        let b = flat(b);
+        Target::from_reference(tolerance, r, bound, &b)
     }
 
-    /// The target with its values in float64.
-    fn wide(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &Tensor) -> Target {
+    /// [`Target::new`] with the naive kernel's output `b` as it lies in memory (float32 or
+    /// float64, in standard order).
+    pub(crate) fn from_reference<B: Copy + Into<f64>>(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &[B]) -> Target {
+        assert_eq!(r.len(), b.len(), "the naive output has the reference's size");
+        let (r, m, a) = (r.as_standard_layout(), bound.rounding.as_standard_layout(), bound.underflow.as_standard_layout());
+        let slice = |t: &ndarray::CowArray<'_, f64, ndarray::IxDyn>| -> Vec<f64> { t.iter().copied().collect() };
+        let (rs, ms, as_) = (r.as_slice().map(Cow::Borrowed), m.as_slice().map(Cow::Borrowed), a.as_slice().map(Cow::Borrowed));
+        let (rs, ms, as_) = (rs.unwrap_or_else(|| Cow::Owned(slice(&r))), ms.unwrap_or_else(|| Cow::Owned(slice(&m))), as_.unwrap_or_else(|| Cow::Owned(slice(&a))));
+        let shape = r.shape().to_vec();
+        let narrow = if tolerance == Tolerance::F32 { Target::fold(tolerance, &shape, &rs, &ms, &as_, b, true) } else { None };
+        narrow.or_else(|| Target::fold(tolerance, &shape, &rs, &ms, &as_, b, false)).expect("a float64 target always folds")
+    }
+
+    /// The target from the reference `r`, its bounds `m` (rounding) and `a` (underflow) and the
+    /// naive output `b`, all flat in standard order: with its values in float32 if `narrow`
+    /// (`None` where that would not be sound: a finite reference beyond float32's range, a bound
+    /// that would go negative), else in float64. One pass, no float64 copy on the way to float32.
+    ///
+    /// A target's reference-then-bounds values are kept in float32 for a float32 output, where that
+    /// is sound (half the bytes to keep, read and judge), else in float64.
+    ///
+    /// Rounding the reference `r` to `r₃₂` moves it by `d = |r − r₃₂|`, so each bound is lowered by
+    /// `d` (and rounded down): `|y − r₃₂| ≤ t − d` implies `|y − r| ≤ t`, and likewise the normwise
+    /// bound is lowered by `‖r − r₃₂‖`. Judging against float32 values is never looser than against
+    /// the float64 ones, and at most an eighth stricter: the naive kernel's own float32 output is at
+    /// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
+    /// than `|y − r|`.
+    fn fold<B: Copy + Into<f64>>(tolerance: Tolerance, shape: &[usize], r: &[f64], m: &[f64], a: &[f64], b: &[B], narrow: bool) -> Option<Target> {
         let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda } = tolerance;
-        let (m, a) = (&bound.rounding, &bound.underflow);
         let n = r.len();
-        let mut values = Vec::with_capacity(2 * n);
-        values.extend(r.iter());
+        let (mut wide, mut thin) = if narrow { (Vec::new(), vec![0f32; 2 * n]) } else { ([r, &vec![0.0; n]].concat(), Vec::new()) };
         let mut specials = Vec::new();
-        let (mut base2, mut ref2, mut under2) = (0.0f64, 0.0f64, 0.0f64);
-        for (i, (((&rv, &mv), &av), &bv)) in r.iter().zip(m.iter()).zip(a.iter()).zip(b.iter()).enumerate() {
-            if !rv.is_finite() || !bv.is_finite() {
-                values.push(f64::NAN);
+        let (mut base2, mut ref2, mut under2, mut moved2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for (i, (((&rv, &mv), &av), &bv)) in r.iter().zip(m).zip(a).zip(b).enumerate() {
+            let bv: f64 = bv.into();
+            let t = if !rv.is_finite() || !bv.is_finite() {
                 specials.push(Special { index: i, reference: rv, baseline: bv });
+                f64::NAN
+            } else {
+                let bound = alpha * ((bv - rv).abs().max(u * mv) + lambda * av);
+                base2 += (bv - rv) * (bv - rv);
+                ref2 += rv * rv;
+                under2 += av * av;
+                // A bound that is NaN (an infinite derivative times a zero bound) constrains nothing.
+                if bound.is_nan() { f64::INFINITY } else { bound }
+            };
+            if !narrow {
+                wide[n + i] = t;
                 continue;
             }
-            let bound = alpha * ((bv - rv).abs().max(u * mv) + lambda * av);
-            // A bound that is NaN (an infinite derivative times a zero bound) constrains nothing.
-            values.push(if bound.is_nan() { f64::INFINITY } else { bound });
-            base2 += (bv - rv) * (bv - rv);
-            ref2 += rv * rv;
-            under2 += av * av;
+            let r32 = rv as f32;
+            thin[i] = r32;
+            thin[n + i] = if t.is_nan() || t == f64::INFINITY {
+                t as f32
+            } else {
+                if !r32.is_finite() {
+                    return None;
+                }
+                let d = (rv - f64::from(r32)).abs();
+                moved2 += d * d;
+                let lowered = (t - d) * SLACK;
+                if lowered.is_nan() || lowered < 0.0 {
+                    return None;
+                }
+                f32_at_most(lowered)
+            };
         }
         let norm_bound = alpha * (base2.sqrt().max(u * ref2.sqrt()) + lambda * under2.sqrt());
-        Target { shape: r.shape().to_vec(), values: Values::F64(values), specials, norm_bound }
-    }
-
-    /// The same target in float32 ([`Values`]), or as it is where that would not be sound.
-    fn narrowed(self) -> Target {
-        let Values::F64(values) = &self.values else { return self };
-        match narrow(values, self.norm_bound) {
-            Some((values, norm_bound)) => Target { values: Values::F32(values), norm_bound, ..self },
-            None => self,
+        let shape = shape.to_vec();
+        if !narrow {
+            return Some(Target { shape, values: Values::F64(wide), specials, norm_bound });
         }
+        let lowered = (norm_bound - moved2.sqrt()) * SLACK;
+        (lowered >= 0.0 || norm_bound.is_infinite()).then_some(Target { shape, values: Values::F32(thin), specials, norm_bound: lowered })
     }
 
     /// Judges the candidate's output, its elements `y` in the reference's (standard) order.
@@ -377,7 +380,8 @@ mod tests {
         let t = |v: Vec<f64>| Tensor::from_shape_vec(vec![n], v).unwrap();
         let bound = ErrorBound { rounding: t(e), underflow: t(a) };
         let (r, b) = (t(r), t(b));
-        let wide = Target::wide(Tolerance::F32, &r, &bound, &b);
+        let slice = |t: &Tensor| t.as_slice().unwrap().to_vec();
+        let wide = Target::fold(Tolerance::F32, &[n], &slice(&r), &slice(&bound.rounding), &slice(&bound.underflow), &slice(&b), false).unwrap();
         let narrow = Target::new(Tolerance::F32, &r, &bound, &b);
         (r, narrow, wide)
     }

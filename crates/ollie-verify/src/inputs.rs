@@ -84,17 +84,7 @@ impl InputSet {
     /// The values as float64 tensors (what the reference evaluates, and a counterexample is
     /// saved as).
     pub fn to_tensors(&self) -> Vec<Tensor> {
-        self.values
-            .iter()
-            .zip(&self.shapes)
-            .map(|(v, shape)| {
-                let flat: Vec<f64> = match v {
-                    Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-                    Values::F64(v) => v.clone(),
-                };
-                ArrayD::from_shape_vec(IxDyn(shape), flat).expect("values match their shape")
-            })
-            .collect()
+        (0..self.values.len()).map(|k| self.tensor(k, None)).collect()
     }
 
     /// How many arrays the set has (one per parameter).
@@ -104,6 +94,25 @@ impl InputSet {
 
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+
+    /// Parameter `k`'s values in float64: the given rows of its axis 0, or all of it.
+    pub fn tensor(&self, k: usize, rows: Option<std::ops::Range<usize>>) -> Tensor {
+        let shape = &self.shapes[k];
+        let per_row: usize = shape.iter().skip(1).product();
+        let rows = rows.unwrap_or(0..shape.first().copied().unwrap_or(1));
+        let span = rows.start * per_row..rows.end * per_row;
+        let flat: Vec<f64> = match &self.values[k] {
+            Values::F32(v) if shape.is_empty() => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::F64(v) if shape.is_empty() => v.clone(),
+            Values::F32(v) => v[span].iter().map(|&x| f64::from(x)).collect(),
+            Values::F64(v) => v[span].to_vec(),
+        };
+        let mut shape = shape.clone();
+        if let Some(n) = shape.first_mut() {
+            *n = rows.len();
+        }
+        ArrayD::from_shape_vec(IxDyn(&shape), flat).expect("rows match their shape")
     }
 
     /// Bytes the values hold.

@@ -11,19 +11,20 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use ollie_graph::{DType, Graph};
-use ollie_runner::{BufferSpec, Call, Runner, Session};
+use ollie_runner::{BufferSpec, Call, OutputData, Runner, Session};
 use sha2::Digest;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::accuracy::{Special, Target, Tolerance};
 use crate::inputs::InputSet;
-use crate::values::Values;
+use crate::values::{cast, Values};
 use crate::verify::VerifyError;
 
 /// What the oracle keeps in memory at most, in bytes, unless told otherwise: each input set
-/// costs 16 bytes per output element (the reference and the elementwise bound, in float64). At
-/// least one set is kept whatever its size; with a directory, the others are read back from disk.
-pub const ORACLE_BYTES: usize = 512 << 20;
+/// costs 8 bytes per float32 output element (the reference and the elementwise bound), 16 per
+/// float64 one. At least one set is kept whatever its size; with a directory, the others are
+/// read back from disk (on another core, while the candidate runs: see `verify`).
+pub const ORACLE_BYTES: usize = 256 << 20;
 
 /// What the files of a directory given to [`Oracle::keep_on_disk`] may hold together, in bytes:
 /// beyond it, the files used longest ago are removed.
@@ -199,6 +200,7 @@ impl<'a> Oracle<'a> {
                 let e = Arc::new(self.compute(set)?);
                 self.costs.computed += 1;
                 self.costs.compute_seconds += started.elapsed().as_secs_f64();
+                tracing::debug!(seconds = started.elapsed().as_secs_f64(), "expected outputs computed");
                 if let Some(d) = &self.disk {
                     d.write(key, e.clone());
                 }
@@ -277,14 +279,20 @@ impl Expected {
         if let Call::Died(outcome) = base.call()? {
             return Err(VerifyError::Baseline(outcome.summary()));
         }
-        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(graph, &set.to_tensors())?;
+        let started = std::time::Instant::now();
+        // A few rows at a time where the graph allows: float64 copies of the inputs by the chunk.
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds_chunked(graph, ollie_graph::CHUNK_ELEMENTS, |k, rows| set.tensor(k, rows))?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), "reference evaluated");
         let targets = graph
             .outputs
             .iter()
             .enumerate()
             .map(|(k, &o)| {
                 let tolerance = if graph.ty(o).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
-                Target::new(tolerance, &reference[k], &bounds[k], &base.output(k))
+                match base.output_data(k) {
+                    OutputData::F32(bytes) => Target::from_reference(tolerance, &reference[k], &bounds[k], &cast::<f32>(bytes)),
+                    OutputData::F64(bytes) => Target::from_reference(tolerance, &reference[k], &bounds[k], &cast::<f64>(bytes)),
+                }
             })
             .collect();
         Ok(Expected { targets })

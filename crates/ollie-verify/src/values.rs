@@ -32,5 +32,14 @@ impl Values {
     }
 }
 
+/// Little-endian `bytes` as values of `T`: in place where they are aligned for it (shared
+/// buffers are), else copied.
+pub(crate) fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    match bytemuck::try_cast_slice(bytes) {
+        Ok(values) => std::borrow::Cow::Borrowed(values),
+        Err(_) => std::borrow::Cow::Owned(bytes.chunks_exact(std::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect()),
+    }
+}
+
 // Buffers and files hold little-endian numbers; `bytes` hands out the machine's.
 const _: () = assert!(cfg!(target_endian = "little"), "ollie runs on little-endian machines");

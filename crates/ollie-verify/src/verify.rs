@@ -17,6 +17,7 @@ use crate::accuracy::{Figures, Inaccuracy, Tolerance};
 use crate::family::Family;
 use crate::inputs::{Change, InputSet};
 use crate::oracle::{Expected, Fetched, Oracle};
+use crate::values::cast;
 
 
 /// How thoroughly to verify.
@@ -382,15 +383,8 @@ fn judge_outputs(cand: &Session, expected: &Expected, id: &TestId, checksums: &[
             unwritten()?;
         }
         let judged = match cand.output_data(k) {
-            // Shared buffers are page-aligned; a copy only if one were not.
-            OutputData::F32(bytes) => match bytemuck::try_cast_slice::<u8, f32>(bytes) {
-                Ok(y) => target.judge_slice(y),
-                Err(_) => target.judge(bytes.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes(c.try_into().unwrap())))),
-            },
-            OutputData::F64(bytes) => match bytemuck::try_cast_slice::<u8, f64>(bytes) {
-                Ok(y) => target.judge_slice(y),
-                Err(_) => target.judge(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()))),
-            },
+            OutputData::F32(bytes) => target.judge_slice(&cast::<f32>(bytes)),
+            OutputData::F64(bytes) => target.judge_slice(&cast::<f64>(bytes)),
         };
         match judged {
             Ok(f) => figures.push(f),
