@@ -1,5 +1,6 @@
 //! The `ollie` command line: parses arguments, runs one command, renders errors.
 
+mod alloc;
 mod bench;
 mod check;
 mod eval;
@@ -333,21 +334,6 @@ pub fn stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// The reference and its error bounds allocate and free float64 arrays of the problem's size for
-/// every node of every input set. glibc hands blocks above its mmap threshold back to the kernel
-/// when they are freed, so each such allocation page-faults its memory in anew — a third of the
-/// time of `ollie check` on a 32 MB problem. Served from the heap instead, freed blocks are
-/// reused; the peak stays what is alive at once, which the oracle bounds.
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; called before any other thread starts.
-    unsafe {
-        if libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30) == 0 || libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 0 {
-            tracing::debug!("mallopt refused the allocator settings; large arrays page-fault on every allocation");
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(ollie_runner::WORKER_COMMAND) {
@@ -360,13 +346,13 @@ fn main() -> ExitCode {
             }
         };
     }
+    alloc::configure();
     // Read before any thread starts, and gone from the environment every child inherits.
     let key = ollie_llm::ApiKey::take_from_env();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"))
         .with_writer(std::io::stderr)
         .init();
-    keep_freed_memory();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
