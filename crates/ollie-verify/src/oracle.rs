@@ -152,7 +152,7 @@ impl<'a> Oracle<'a> {
     }
 
     /// The input set timing uses for `seed` (normal values), made once for a run of timings
-    /// on the same seed.
+    /// on the same seed if it fits the oracle's memory budget.
     pub(crate) fn timing_set(&mut self, seed: u64) -> Arc<InputSet> {
         match &self.timing {
             Some((s, set)) if *s == seed => set.clone(),
@@ -160,7 +160,9 @@ impl<'a> Oracle<'a> {
                 // The old one goes first: two large sets need not be alive at once.
                 self.timing = None;
                 let set = Arc::new(crate::Family::Normal.inputs(&self.graph.params, seed));
-                self.timing = Some((seed, set.clone()));
+                if set.bytes() <= self.capacity {
+                    self.timing = Some((seed, set.clone()));
+                }
                 set
             }
         }

@@ -346,7 +346,6 @@ fn main() -> ExitCode {
             }
         };
     }
-    alloc::configure();
     // Read before any thread starts, and gone from the environment every child inherits.
     let key = ollie_llm::ApiKey::take_from_env();
     tracing_subscriber::fmt()
