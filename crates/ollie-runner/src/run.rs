@@ -268,7 +268,7 @@ impl Session {
         if bytes.len() != expected {
             return Err(RunnerError::InputBytes { index: k, expected, actual: bytes.len() });
         }
-        self.bytes(k).copy_from_slice(bytes);
+        in_halves_mut(self.bytes(k), |at, half| half.copy_from_slice(&bytes[at..at + half.len()]));
         Ok(())
     }
 
@@ -277,12 +277,13 @@ impl Session {
     pub fn poison_outputs(&mut self) {
         for k in self.inputs..self.specs.len() {
             let dtype = self.specs[k].dtype;
-            let bytes = self.bytes(k);
-            if dtype == DType::F64 {
-                bytes.chunks_exact_mut(8).for_each(|c| c.copy_from_slice(&POISON_F64.to_le_bytes()));
-            } else {
-                bytes.chunks_exact_mut(4).for_each(|c| c.copy_from_slice(&POISON_F32.to_le_bytes()));
-            }
+            in_halves_mut(self.bytes(k), |_, half| {
+                if dtype == DType::F64 {
+                    half.chunks_exact_mut(8).for_each(|c| c.copy_from_slice(&POISON_F64.to_le_bytes()));
+                } else {
+                    half.chunks_exact_mut(4).for_each(|c| c.copy_from_slice(&POISON_F32.to_le_bytes()));
+                }
+            });
         }
     }
 
@@ -518,6 +519,20 @@ fn in_halves<H: Send>(bytes: &[u8], hash: fn(&[u8]) -> H) -> Option<(H, H)> {
         let hb = hash(b);
         (ha.join().expect("hashing does not panic"), hb)
     }))
+}
+
+/// `write(offset, part)` over a buffer: a large one's two halves (split at a 64-byte boundary)
+/// on two threads, as [`in_halves`] reads them.
+fn in_halves_mut(bytes: &mut [u8], write: impl Fn(usize, &mut [u8]) + Sync) {
+    if bytes.len() < PARALLEL_HASH {
+        return write(0, bytes);
+    }
+    let at = bytes.len() / 2 / 64 * 64;
+    let (a, b) = bytes.split_at_mut(at);
+    std::thread::scope(|s| {
+        s.spawn(|| write(0, a));
+        write(at, b);
+    });
 }
 
 /// XXH3 of `bytes`; a large buffer's halves hashed on two threads and their hashes combined.

@@ -30,10 +30,11 @@ pub struct BenchConfig {
 }
 
 /// When interleaved timing of two kernels may stop before its `calls` pairs: after at least
-/// `min_pairs`, as soon as the ratio's p10..p90 lies wholly on one side of 1 (which is faster
-/// is clear) or within 2% (more pairs would not make it clear), or once the timed calls have
-/// taken `seconds` together; and after [`CLEAR_PAIRS`] already, if every ratio is beyond
-/// [`CLEAR`] the same way (more than the noise of this machine).
+/// `min_pairs`, as soon as the interval of the median ratio ([`median_interval`]) lies wholly
+/// on one side of 1 (which is faster is clear) or within [`NEGLIGIBLE`] of it (a difference too
+/// small to matter; more pairs would not make it clear), or once the timed calls have taken
+/// `seconds` together; and after [`CLEAR_PAIRS`] already, if every ratio is beyond [`CLEAR`]
+/// the same way (more than the noise of this machine).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EarlyStop {
     pub min_pairs: usize,
@@ -44,6 +45,20 @@ pub struct EarlyStop {
 pub const CLEAR_PAIRS: usize = 3;
 /// ... every ratio more than this (or less than its inverse).
 pub const CLEAR: f64 = 1.15;
+
+/// How close to 1 a median ratio's whole interval must lie for the difference not to matter.
+pub const NEGLIGIBLE: f64 = 0.02;
+
+/// A distribution-free interval of about 90% for the median of `samples`: the order statistics
+/// `k` in from either end, `k = ⌊(n − 1.645·√n) / 2⌋` (the sign test's normal approximation;
+/// with 5 samples, their least and greatest).
+pub fn median_interval(samples: &[f64]) -> (f64, f64) {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let k = ((n as f64 - 1.645 * (n as f64).sqrt()) / 2.0).floor().max(0.0) as usize;
+    (sorted[k.min(n - 1)], sorted[(n - 1).saturating_sub(k)])
+}
 
 impl Default for BenchConfig {
     fn default() -> BenchConfig {
@@ -171,8 +186,8 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
                 // Every pair far apart the same way: clear before the usual minimum.
                 let clear = ratios.len() >= CLEAR_PAIRS && (ratios.iter().all(|&r| r > CLEAR) || ratios.iter().all(|&r| r < 1.0 / CLEAR));
                 let settled = ratios.len() >= early.min_pairs && {
-                    let r = Timing::from_samples(ratios.clone());
-                    r.p90 < 1.0 || r.p10 > 1.0 || r.p90 - r.p10 < 0.02 || spent >= early.seconds
+                    let (lo, hi) = median_interval(&ratios);
+                    hi < 1.0 || lo > 1.0 || (lo > 1.0 - NEGLIGIBLE && hi < 1.0 + NEGLIGIBLE) || spent >= early.seconds
                 };
                 if clear || settled {
                     break;
@@ -193,4 +208,19 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
         .collect();
     let ratios = (libraries.len() == 2 && !ratios.is_empty()).then(|| Timing::from_samples(ratios));
     Ok(BenchReport { kernels, ratios })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_interval_narrows_with_more_samples() {
+        let five = [1.04, 0.97, 1.10, 1.01, 0.99];
+        assert_eq!(median_interval(&five), (0.97, 1.10), "five samples: their least and greatest");
+        // 21 samples 0, 1, ..., 20 (shuffled): the 7th and 15th.
+        let many: Vec<f64> = (0..21).map(|i| f64::from((i * 8) % 21)).collect();
+        assert_eq!(median_interval(&many), (6.0, 14.0));
+        assert_eq!(median_interval(&[0.5]), (0.5, 0.5));
+    }
 }

@@ -13,7 +13,7 @@ mod values;
 mod verify;
 
 pub use accuracy::{judge, Figures, Inaccuracy, Target, Tolerance};
-pub use bench::{bench, bench_with, BenchConfig, BenchReport, EarlyStop, Timing};
+pub use bench::{bench, bench_with, median_interval, BenchConfig, BenchReport, EarlyStop, Timing};
 pub use family::Family;
 pub use inputs::InputSet;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
