@@ -97,10 +97,11 @@ pub struct BenchReport {
     pub ratios: Option<Timing>,
 }
 
+/// An input set the calls rotate through: its seed (it is made again when its turn comes, so
+/// that one set is alive at a time) and its expected outputs (known before any call is timed).
 struct Set {
-    values: Arc<InputSet>,
-    expected: Arc<Expected>,
     seed: u64,
+    expected: Arc<Expected>,
 }
 
 /// Times the kernels in `libraries` (all implementing `graph`), interleaved.
@@ -114,11 +115,15 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
     let (inputs, outputs) = BufferSpec::of(graph);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut sets = Vec::new();
-    for _ in 0..config.sets.max(1) {
+    // The set the calls are on now: the first, kept from here.
+    let mut current: Option<(usize, Arc<InputSet>)> = None;
+    for i in 0..config.sets.max(1) {
         let seed: u64 = rng.random();
         let values = oracle.timing_set(seed);
-        let expected = oracle.expected(&values)?;
-        sets.push(Set { values, expected, seed });
+        sets.push(Set { seed, expected: oracle.expected(&values)? });
+        if i == 0 {
+            current = Some((0, values));
+        }
     }
     let mut sessions: Vec<Result<Session, Rejection>> = Vec::new();
     for lib in libraries {
@@ -148,6 +153,12 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
         let call = round + 1;
         let which = round / per_set;
         let set = &sets[which];
+        if current.as_ref().is_none_or(|(w, _)| *w != which) {
+            // The last set goes before the next is made: one alive at a time.
+            drop(current.take());
+            current = Some((which, oracle.timing_set(set.seed)));
+        }
+        let values = &current.as_ref().expect("made above").1;
         let mut times = vec![None; sessions.len()];
         // Each kernel goes first in every other round: whatever the position in a round costs
         // (caches, clocks), it costs both alike.
@@ -163,7 +174,7 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
                 (judged[k], input_sums[k]) = (None, None);
             }
             loaded[k] = Some(which);
-            let checked = checked_call(s, &set.values, refill, input_sums[k].as_deref(), &set.expected, judged[k].as_deref(), &id, config.floor, None, None)?;
+            let checked = checked_call(s, values, refill, input_sums[k].as_deref(), &set.expected, judged[k].as_deref(), &id, config.floor, None, None)?;
             // Stopped until its next call (see `Runner::start_for_timing`).
             s.pause();
             match checked {

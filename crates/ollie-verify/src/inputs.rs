@@ -103,8 +103,6 @@ impl InputSet {
         let rows = rows.unwrap_or(0..shape.first().copied().unwrap_or(1));
         let span = rows.start * per_row..rows.end * per_row;
         let flat: Vec<f64> = match &self.values[k] {
-            Values::F32(v) if shape.is_empty() => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::F64(v) if shape.is_empty() => v.clone(),
             Values::F32(v) => v[span].iter().map(|&x| f64::from(x)).collect(),
             Values::F64(v) => v[span].to_vec(),
         };
