@@ -35,6 +35,8 @@ pub(crate) struct FinishContext<'a> {
     pub store: &'a mut Store,
     pub run: RunId,
     pub elapsed: f64,
+    /// When the command must be done: past it, no further candidate is tried.
+    pub deadline: std::time::Instant,
 }
 
 /// Re-verifies the fastest candidates on inputs the search never saw until one passes, times it
@@ -51,7 +53,12 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     // qualifies, last).
     let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
     let mut chosen = None;
-    for (id, c) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()) {
+    for (tried, (id, c)) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()).enumerate() {
+        // The budget covers the whole command: once it is spent, the naive kernel is the result.
+        if tried > 0 && c.proposer != "naive" && std::time::Instant::now() >= cx.deadline {
+            say(format!("candidate {} not re-verified: the time is up", id.0));
+            continue;
+        }
         let built = build(cx.compiler, cx.naive, &stored_kernel(c)?);
         let library = match &built.library {
             Ok(library) => library.clone(),

@@ -233,6 +233,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // Every kernel timed so far (a resumed run's), for the cost model.
     let mut timed: Vec<(Kernel, f64)> = history.iter().filter_map(|(_, c)| Some((stored_kernel(c).ok()?, c.timing?.estimate))).collect();
     timed.extend([(current.clone(), current_seconds), (best.clone(), best_seconds)]);
+    // This session's share of the budget (a resumed run has spent some already).
+    let deadline = session + Duration::from_secs_f64((o.time - run.elapsed_seconds).max(0.0));
     let start = Start {
         seconds: timed,
         verify,
@@ -241,8 +243,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
-        // This session's share of the budget (a resumed run has spent some already).
-        deadline: Some(session + Duration::from_secs_f64((o.time - run.elapsed_seconds).max(0.0))),
+        deadline: Some(deadline),
     };
     let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start);
     // Two candidates measured per round (built in parallel), the most promising of six
@@ -289,7 +290,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     tracing::info!(?stop_reason, evaluations = search.evaluations(), "search stopped");
     let elapsed = chain.elapsed();
     let Chain { mut store, progress, .. } = chain;
-    let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed };
+    let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed, deadline };
     finish(cx, evaluator.oracle, &|message| progress.say(&message))
 }
 
