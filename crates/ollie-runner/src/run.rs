@@ -544,7 +544,7 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     }
 }
 
-/// [`checksum`] in 128 bits, for fingerprints that name files.
+/// [`checksum`] in 128 bits, for keys that name files (a given input set's).
 pub fn checksum128(bytes: &[u8]) -> u128 {
     use xxhash_rust::xxh3::xxh3_128;
     match in_halves(bytes, xxh3_128) {

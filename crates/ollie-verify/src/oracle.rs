@@ -36,7 +36,7 @@ pub struct Oracle<'a> {
     pub(crate) runner: &'a Runner,
     baseline: PathBuf,
     session: Option<Session>,
-    /// By the inputs' fingerprint: the expected outputs and when they were last used.
+    /// By the input set's key: the expected outputs and when they were last used.
     cache: HashMap<u128, (Arc<Expected>, u64)>,
     /// Bytes the cache may hold.
     capacity: usize,
