@@ -101,6 +101,9 @@ impl Family {
     }
 }
 
+/// Mixed into a set's seed for the streams of a constant axis's values.
+const ROWS: u64 = 0x726f_7773_726f_7773;
+
 /// The values of a parameter constant along one axis: one per position on the other axes.
 struct Row {
     values: Vec<f64>,
@@ -120,9 +123,9 @@ impl Row {
         }
         let inner = shape[axis + 1..].iter().product::<usize>();
         let n = shape.iter().product::<usize>() / extent;
-        let stream = xxhash_rust::xxh3::xxh3_64(&[seed.to_le_bytes(), (param as u64).to_le_bytes(), *b"rowsrows"].concat());
         let values = crate::inputs::fill(n, |block, out: &mut [f64]| {
-            let mut rng = ChaCha8Rng::seed_from_u64(stream ^ block as u64);
+            // Streams of their own: not those of the parameter's elements.
+            let mut rng = crate::inputs::stream(seed ^ ROWS, param, block);
             out.iter_mut().for_each(|x| *x = StandardNormal.sample(&mut rng));
         });
         Some(Row { values, extent, inner })

@@ -39,14 +39,13 @@ impl InputSet {
         for (k, p) in params.iter().enumerate() {
             key.update(format!("\n{}", p.ty).as_bytes());
             let n = p.ty.shape.iter().product::<usize>();
-            let stream = |block: usize| ChaCha8Rng::seed_from_u64(xxhash_rust::xxh3::xxh3_64(&[seed.to_le_bytes(), (k as u64).to_le_bytes(), (block as u64).to_le_bytes()].concat()));
             values.push(match p.ty.dtype {
                 DType::F64 => Values::F64(fill(n, |block, out: &mut [f64]| {
-                    let mut rng = stream(block);
+                    let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng));
                 })),
                 _ => Values::F32(fill(n, |block, out: &mut [f32]| {
-                    let mut rng = stream(block);
+                    let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as f32);
                 })),
             });
@@ -166,6 +165,11 @@ pub(crate) struct Change {
     pub key: u128,
 }
 
+/// The random stream of block `block` of parameter `param` of the set made from `seed`.
+pub(crate) fn stream(seed: u64, param: usize, block: usize) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(xxhash_rust::xxh3::xxh3_64(&[seed, param as u64, block as u64].map(u64::to_le_bytes).concat()))
+}
+
 /// `n` values made block by block by `make(block number, block)`, the blocks shared among the
 /// machine's cores.
 pub(crate) fn fill<T: Default + Clone + Send>(n: usize, make: impl Fn(usize, &mut [T]) + Sync) -> Vec<T> {
@@ -230,7 +234,7 @@ mod tests {
         let set = InputSet::generate(&p, "normal", 9, |_, _, rng| rng.random::<f64>());
         let Values::F32(v) = &set.values[0] else { panic!("float32") };
         for (b, block) in v.chunks(BLOCK).enumerate() {
-            let mut rng = ChaCha8Rng::seed_from_u64(xxhash_rust::xxh3::xxh3_64(&[9u64.to_le_bytes(), 0u64.to_le_bytes(), (b as u64).to_le_bytes()].concat()));
+            let mut rng = stream(9, 0, b);
             assert!(block.iter().all(|&x| x == rng.random::<f64>() as f32), "block {b}");
         }
     }

@@ -303,7 +303,7 @@ impl Expected {
 
 /// The first bytes of an oracle file, and part of every file's name: a change of the format or
 /// of what a target means changes it.
-const FORMAT: &[u8] = b"ollie expected outputs, format 5\n";
+const FORMAT: &[u8] = b"ollie expected outputs, format 6\n";
 
 /// Expected outputs waiting to be written, at most: the oracle goes on while they are.
 const PENDING_WRITES: usize = 2;
@@ -401,7 +401,7 @@ impl Drop for Disk {
 /// of one: [`FORMAT`], the number of outputs, per output its shape, element count, bytes per
 /// value (4 or 8), special count, normwise bound, values and special elements (all little-endian
 /// 64-bit words but the values), then an XXH3-128 checksum of everything before it (the values
-/// counted by their [`values_digest`]).
+/// counted by their [`ollie_runner::checksum128`], which hashes a large buffer on two cores).
 fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     {
@@ -414,9 +414,9 @@ fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
             header.extend(shape.iter().map(|&n| n as u64));
             header.extend([values.len() as u64, values.width() as u64, specials.len() as u64, norm_bound.to_bits()]);
             out.put(bytemuck::cast_slice(&header))?;
-            // The values, the bulk of the file, are summed apart (see `values_digest`).
+            // The values, the bulk of the file, are summed apart, on two cores.
             out.inner.write_all(values.bytes())?;
-            out.hash.update(&values_digest(values.bytes()).to_le_bytes());
+            out.hash.update(&ollie_runner::checksum128(values.bytes()).to_le_bytes());
             let specials: Vec<u64> = specials.iter().flat_map(|s| [s.index as u64, s.reference.to_bits(), s.baseline.to_bits()]).collect();
             out.put(bytemuck::cast_slice(&specials))?;
         }
@@ -475,17 +475,6 @@ fn read(file: std::fs::File) -> Option<Expected> {
     (targets.len() as u64 == count && u128::from_le_bytes(sum) == computed && at_end).then_some(Expected { targets })
 }
 
-/// What stands for a target's values in a file's checksum: XXH3-128 of the XXH3-128 sums of
-/// their two halves, so that reading a file back can read and sum the halves on two cores.
-fn values_digest(bytes: &[u8]) -> u128 {
-    let (a, b) = bytes.split_at(bytes.len() / 2);
-    let (da, db) = std::thread::scope(|s| {
-        let da = s.spawn(|| xxhash_rust::xxh3::xxh3_128(a));
-        (da.join().expect("hashing does not panic"), xxhash_rust::xxh3::xxh3_128(b))
-    });
-    xxhash_rust::xxh3::xxh3_128(&[da.to_le_bytes(), db.to_le_bytes()].concat())
-}
-
 /// A reader or writer that hashes what passes through it.
 struct Checksummed<T> {
     inner: T,
@@ -501,21 +490,21 @@ impl<W: Write> Checksummed<W> {
 
 impl Checksummed<std::io::BufReader<std::fs::File>> {
     /// Reads a target's values into `bytes`, the two halves on two cores, straight from the
-    /// file (past the reader's buffer), and sums them as `values_digest` does.
+    /// file (past the reader's buffer), and sums them as [`write`] did.
     fn take_values(&mut self, bytes: &mut [u8]) -> Option<()> {
         use std::io::Seek;
         use std::os::unix::fs::FileExt;
         let at = self.inner.stream_position().ok()?;
-        let half = bytes.len() / 2;
         let file = self.inner.get_ref();
-        let (a, b) = bytes.split_at_mut(half);
-        let (da, db) = std::thread::scope(|s| {
-            let da = s.spawn(|| file.read_exact_at(a, at).ok().map(|()| xxhash_rust::xxh3::xxh3_128(a)));
-            let db = file.read_exact_at(b, at + half as u64).ok().map(|()| xxhash_rust::xxh3::xxh3_128(b));
-            (da.join().expect("reading does not panic"), db)
+        let (a, b) = bytes.split_at_mut(bytes.len() / 2);
+        let half = a.len() as u64;
+        let (ra, rb) = std::thread::scope(|s| {
+            let ra = s.spawn(|| file.read_exact_at(a, at).ok());
+            (ra.join().expect("reading does not panic"), file.read_exact_at(b, at + half).ok())
         });
+        ra.and(rb)?;
         self.inner.seek_relative(bytes.len() as i64).ok()?;
-        self.hash.update(&xxhash_rust::xxh3::xxh3_128(&[da?.to_le_bytes(), db?.to_le_bytes()].concat()).to_le_bytes());
+        self.hash.update(&ollie_runner::checksum128(bytes).to_le_bytes());
         Some(())
     }
 }
