@@ -135,15 +135,17 @@ impl InputSet {
         }
         let param = candidates[rng.random_range(0..candidates.len())];
         let index = rng.random_range(0..self.values[param].len());
-        let value = match &self.values[param] {
-            Values::F32(v) => f64::from((f64::from(v[index]) * 1.5 + 0.25) as f32),
-            Values::F64(v) => v[index] * 1.5 + 0.25,
+        let old = match &self.values[param] {
+            Values::F32(v) => f64::from(v[index]),
+            Values::F64(v) => v[index],
         };
+        // Rounded to the input's dtype (float32 or float64: as exact as the old value).
+        let value = if matches!(self.values[param], Values::F32(_)) { f64::from((old * 1.5 + 0.25) as f32) } else { old * 1.5 + 0.25 };
         let mut key = Xxh3::new();
         key.update(&self.key.to_le_bytes());
         key.update(b"one element changed");
         key.update(&[param as u64, index as u64, value.to_bits()].map(u64::to_le_bytes).concat());
-        Some(Change { param, index, value, key: key.digest128() })
+        Some(Change { param, index, value, key: key.digest128(), before: (old, self.key) })
     }
 
     /// Makes `change` (found by [`InputSet::one_element_changed`] on this very set).
@@ -154,6 +156,12 @@ impl InputSet {
         }
         self.key = change.key;
     }
+
+    /// Undoes `change`, made by [`InputSet::change`].
+    pub(crate) fn revert(&mut self, change: &Change) {
+        let (value, key) = change.before;
+        self.change(&Change { value, key, ..*change });
+    }
 }
 
 /// One element of an input set set to a new value, and the key of the set it makes.
@@ -163,6 +171,8 @@ pub(crate) struct Change {
     index: usize,
     value: f64,
     pub key: u128,
+    /// The element's value and the set's key before it.
+    before: (f64, u128),
 }
 
 /// The random stream of block `block` of parameter `param` of the set made from `seed`.

@@ -173,13 +173,29 @@ impl<'a> Oracle<'a> {
         self.expected_read(set, None)
     }
 
-    /// What reads expected outputs from disk on another thread, ahead of their turn, for the
-    /// sets not in memory now: see [`Oracle::expected_read`].
-    pub(crate) fn reader(&self) -> Reader {
-        Reader { disk: self.disk.clone(), in_memory: self.cache.keys().copied().collect() }
+    /// What gets expected outputs ready on another thread, ahead of their turn, for the sets not
+    /// in memory now (see [`Oracle::expected_read`]): it reads them from the oracle's directory
+    /// or, where they are not there, computes them with the oracle's naive kernel, whose process
+    /// it borrows until [`Oracle::rejoin`].
+    pub(crate) fn ahead(&mut self) -> Ahead<'a> {
+        Ahead {
+            graph: self.graph,
+            runner: self.runner,
+            baseline: self.baseline.clone(),
+            session: self.session.take(),
+            disk: self.disk.clone(),
+            in_memory: self.cache.keys().copied().collect(),
+        }
     }
 
-    /// [`Oracle::expected`], given what a [`Reader`] read for `set` (if it read it).
+    /// Takes back the naive kernel's process lent to `ahead`.
+    pub(crate) fn rejoin(&mut self, ahead: Ahead) {
+        if self.session.is_none() {
+            self.session = ahead.session;
+        }
+    }
+
+    /// [`Oracle::expected`], given what an [`Ahead`] got ready for `set` (if it did).
     pub(crate) fn expected_read(&mut self, set: &InputSet, fetched: Option<Fetched>) -> Result<Arc<Expected>, VerifyError> {
         let key = set.key();
         self.clock += 1;
@@ -190,25 +206,27 @@ impl<'a> Oracle<'a> {
         let started = std::time::Instant::now();
         let read = match fetched {
             Some(r) if r.key == key => Some(r),
-            _ => self.disk.as_ref().and_then(|d| d.read(key)).map(|(expected, seconds)| Fetched { key, expected, seconds }),
+            _ => self.disk.as_ref().and_then(|d| d.read(key)).map(|(expected, seconds)| Fetched { key, expected, seconds, computed: false }),
         };
-        let expected = match read {
-            Some(Fetched { expected, seconds, .. }) => {
-                self.costs.read += 1;
-                self.costs.read_seconds += seconds;
-                Arc::new(expected)
-            }
+        let fetched = match read {
+            Some(fetched) => fetched,
             None => {
-                let e = Arc::new(self.compute(set)?);
-                self.costs.computed += 1;
-                self.costs.compute_seconds += started.elapsed().as_secs_f64();
-                tracing::debug!(seconds = started.elapsed().as_secs_f64(), "expected outputs computed");
-                if let Some(d) = &self.disk {
-                    d.write(key, e.clone());
-                }
-                e
+                let expected = compute(self.graph, self.runner, &self.baseline, &mut self.session, set)?;
+                Fetched { key, expected, seconds: started.elapsed().as_secs_f64(), computed: true }
             }
         };
+        let expected = Arc::new(fetched.expected);
+        if fetched.computed {
+            self.costs.computed += 1;
+            self.costs.compute_seconds += fetched.seconds;
+            tracing::debug!(seconds = fetched.seconds, "expected outputs computed");
+            if let Some(d) = &self.disk {
+                d.write(key, expected.clone());
+            }
+        } else {
+            self.costs.read += 1;
+            self.costs.read_seconds += fetched.seconds;
+        }
         // The least recently used go until the new set fits.
         let mut held = self.bytes();
         while held + expected.bytes() > self.capacity && !self.cache.is_empty() {
@@ -218,49 +236,65 @@ impl<'a> Oracle<'a> {
         self.cache.insert(key, (expected.clone(), self.clock));
         Ok(expected)
     }
-
-    /// Evaluates the reference on `set` and runs the naive kernel on it (in its own sandboxed
-    /// process, started on first use and kept).
-    fn compute(&mut self, set: &InputSet) -> Result<Expected, VerifyError> {
-        if self.session.is_none() {
-            let (inputs, outputs) = BufferSpec::of(self.graph);
-            match self.runner.start(&self.baseline, &self.graph.name, &inputs, &outputs)? {
-                Ok(s) => self.session = Some(s),
-                Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
-            }
-        }
-        let base = self.session.as_mut().expect("started above");
-        let result = Expected::new(self.graph, base, set);
-        if result.is_err() {
-            self.session = None;
-        }
-        result
-    }
 }
 
-/// Reads expected outputs from the oracle's directory on any thread, passing over the sets the
-/// oracle held in memory when it was made.
-pub(crate) struct Reader {
+/// Evaluates the reference on `set` and runs the naive kernel in `baseline` on it, in `session`
+/// (its own sandboxed process, started on first use and kept; dropped if the kernel failed).
+fn compute(graph: &Graph, runner: &Runner, baseline: &Path, session: &mut Option<Session>, set: &InputSet) -> Result<Expected, VerifyError> {
+    if session.is_none() {
+        let (inputs, outputs) = BufferSpec::of(graph);
+        match runner.start(baseline, &graph.name, &inputs, &outputs)? {
+            Ok(s) => *session = Some(s),
+            Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+        }
+    }
+    let result = Expected::new(graph, session.as_mut().expect("started above"), set);
+    if result.is_err() {
+        *session = None;
+    }
+    result
+}
+
+/// Gets expected outputs ready on another thread: see [`Oracle::ahead`].
+pub(crate) struct Ahead<'a> {
+    graph: &'a Graph,
+    runner: &'a Runner,
+    baseline: PathBuf,
+    session: Option<Session>,
     disk: Option<Arc<Disk>>,
+    /// The sets the oracle held in memory when this was made: nothing to do for them.
     in_memory: std::collections::HashSet<u128>,
 }
 
-/// Expected outputs read by a [`Reader`], and what reading them took.
+/// Expected outputs an [`Ahead`] got ready, and what that took.
 pub(crate) struct Fetched {
     key: u128,
     expected: Expected,
     seconds: f64,
+    /// Computed, not read from disk.
+    computed: bool,
 }
 
-impl Reader {
-    /// The expected outputs of the set named `key`, if the oracle did not hold them in memory
-    /// and its directory does.
-    pub(crate) fn read(&self, key: u128) -> Option<Fetched> {
+impl Ahead<'_> {
+    /// The expected outputs of `set`, read from disk or else computed, if the oracle did not
+    /// hold them in memory. A failed computation gives `None`: the oracle computes them again
+    /// in their turn and reports the failure.
+    pub(crate) fn fetch(&mut self, set: &InputSet) -> Option<Fetched> {
+        let key = set.key();
         if self.in_memory.contains(&key) {
             return None;
         }
-        let (expected, seconds) = self.disk.as_ref()?.read(key)?;
-        Some(Fetched { key, expected, seconds })
+        if let Some((expected, seconds)) = self.disk.as_ref().and_then(|d| d.read(key)) {
+            return Some(Fetched { key, expected, seconds, computed: false });
+        }
+        let started = std::time::Instant::now();
+        match compute(self.graph, self.runner, &self.baseline, &mut self.session, set) {
+            Ok(expected) => Some(Fetched { key, expected, seconds: started.elapsed().as_secs_f64(), computed: true }),
+            Err(e) => {
+                tracing::debug!("expected outputs not computed ahead: {e}");
+                None
+            }
+        }
     }
 }
 

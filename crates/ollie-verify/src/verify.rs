@@ -222,66 +222,84 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             plan.push((Some(family), rng.random()));
         }
     }
-    // The next set is made, and its expected outputs read from disk, on another core while the
-    // candidate runs on this one: at most two sets are alive.
-    let (params, saved, reader) = (&graph.params, &config.saved, oracle.reader());
+    // The next set is made, and its expected outputs read from disk or computed, on another core
+    // while the candidate runs on this one: at most two sets are alive.
+    let (params, saved, mut ahead) = (&graph.params, &config.saved, oracle.ahead());
     std::thread::scope(|scope| {
         let (sender, prepared) = std::sync::mpsc::sync_channel::<Prepared>(0);
-        scope.spawn(move || {
+        let helper = scope.spawn(move || {
             for (family, seed) in plan {
-                let set = match family {
+                let mut set = match family {
                     Some(f) => f.inputs(params, seed),
                     None => InputSet::from_tensors(params, &saved[seed as usize]),
                 };
                 let change = family.and_then(|_| set.one_element_changed(&mut ChaCha8Rng::seed_from_u64(seed ^ CHANGE_SEED)));
-                let fetched = [Some(set.key()), change.map(|c| c.key)].map(|key| key.and_then(|k| reader.read(k)));
-                if sender.send(Prepared { family, seed, set, change, fetched }).is_err() {
+                let fresh = ahead.fetch(&set);
+                let changed = change.and_then(|c| {
+                    set.change(&c);
+                    let fetched = ahead.fetch(&set);
+                    set.revert(&c);
+                    fetched
+                });
+                if sender.send(Prepared { family, seed, set, change, fetched: [fresh, changed] }).is_err() {
                     break;
                 }
             }
+            ahead
         });
-        let mut calls = 0;
-        // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
-        // checksums.
-        let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
-        for Prepared { family, seed, mut set, change, fetched } in prepared {
-            let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
-            for (kind, fetched) in ["fresh", "one-element-changed"].into_iter().zip(fetched) {
-                if kind == "one-element-changed" {
-                    let Some(change) = &change else { continue };
-                    set.change(change);
-                }
-                calls += 1;
-                let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
-                let expected = oracle.expected_read(&set, fetched)?;
-                match checked_call(&mut cand, &set, true, None, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
-                    Ok(checked) => {
-                        certificate.tests.push(TestRecord {
-                            id,
-                            worst_elementwise: checked.figures.iter().map(|f| f.worst_elementwise).collect(),
-                            normwise: checked.figures.iter().map(|f| f.normwise).collect(),
-                            elapsed_seconds: checked.elapsed.as_secs_f64(),
-                        });
-                        previous = Some((expected.clone(), checked.checksums));
-                    }
-                    Err(rejection) => {
-                        cand.finish();
-                        return reject(certificate, rejection, Some(set.to_tensors()));
-                    }
-                }
+        let result = run_plan(oracle, &mut cand, prepared, config, &mut certificate);
+        cand.finish();
+        // Dropping the receiver (in `run_plan`) stops the helper.
+        oracle.rejoin(helper.join().expect("preparing input sets does not panic"));
+        match result? {
+            Some((rejection, inputs)) => reject(certificate, rejection, Some(inputs)),
+            None => {
+                oracle.remember_plan(&config.plan());
+                Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
             }
         }
-        cand.finish();
-        oracle.remember_plan(&config.plan());
-        Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
     })
+}
+
+/// Calls the candidate on every set `prepared` sends, checking each call, each passed test
+/// into `certificate`; the first rejection, with the inputs it was found on, if there is one.
+fn run_plan(oracle: &mut Oracle, cand: &mut Session, prepared: std::sync::mpsc::Receiver<Prepared>, config: &VerifyConfig, certificate: &mut Certificate) -> Result<Option<(Rejection, Vec<Tensor>)>, VerifyError> {
+    let mut calls = 0;
+    // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
+    // checksums.
+    let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
+    for Prepared { family, seed, mut set, change, fetched } in prepared {
+        let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
+        for (kind, fetched) in ["fresh", "one-element-changed"].into_iter().zip(fetched) {
+            if kind == "one-element-changed" {
+                let Some(change) = &change else { continue };
+                set.change(change);
+            }
+            calls += 1;
+            let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
+            let expected = oracle.expected_read(&set, fetched)?;
+            match checked_call(cand, &set, true, None, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
+                Ok(checked) => {
+                    certificate.tests.push(TestRecord {
+                        id,
+                        worst_elementwise: checked.figures.iter().map(|f| f.worst_elementwise).collect(),
+                        normwise: checked.figures.iter().map(|f| f.normwise).collect(),
+                        elapsed_seconds: checked.elapsed.as_secs_f64(),
+                    });
+                    previous = Some((expected.clone(), checked.checksums));
+                }
+                Err(rejection) => return Ok(Some((rejection, set.to_tensors()))),
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Mixed into an input set's seed for the choice of the element its second call changes.
 const CHANGE_SEED: u64 = 0xc4a9_6e0f_e1e3_e17a;
 
 /// An input set ready to be tested: made, the element to change chosen, and the expected
-/// outputs of both (fresh, changed) read from disk where they were there and not in memory.
+/// outputs of both (fresh, changed) got ready where they were not in memory.
 struct Prepared {
     family: Option<Family>,
     seed: u64,
