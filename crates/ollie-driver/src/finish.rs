@@ -9,7 +9,7 @@ use ollie_graph::Graph;
 use ollie_loops::LoopNest;
 use ollie_runner::{Compiler, Floor, Machine};
 use ollie_store::{Candidate, CandidateId, RunId, Store};
-use ollie_verify::{BenchConfig, Oracle, VerifyConfig};
+use ollie_verify::{BenchConfig, Oracle, Timing, VerifyConfig};
 
 use crate::evaluator::build;
 use crate::optimize::stored_kernel;
@@ -73,14 +73,24 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
             continue;
         }
         let bench = BenchConfig { seed, floor: Some(cx.floor.fastest), ..FINAL_TIMING };
-        let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
-        let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
-            (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),
-            (Err(r), _, _) => {
-                say(format!("candidate {} failed while timing: {r}", id.0));
-                continue;
+        // The naive kernel as the result is timed alone: against itself it would take twice as
+        // long to measure a ratio of one.
+        let (best, naive, ratio) = if c.proposer == "naive" {
+            let timing = ollie_verify::bench_with(&mut oracle, &[cx.baseline], &bench).context("timing the naive kernel")?;
+            match &timing.kernels[0] {
+                Ok(n) => (n.clone(), n.median, Timing::from_samples(vec![1.0])),
+                Err(r) => return Err(anyhow::anyhow!("the naive kernel failed while timing: {r}").into()),
             }
-            _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+        } else {
+            let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
+            match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+                (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),
+                (Err(r), _, _) => {
+                    say(format!("candidate {} failed while timing: {r}", id.0));
+                    continue;
+                }
+                _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+            }
         };
         if ratio.median > 1.0 && c.proposer != "naive" {
             say(format!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median));
@@ -104,7 +114,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         speedup: 1.0 / ratio.median,
         speedup_p10: 1.0 / ratio.p90,
         speedup_p90: 1.0 / ratio.p10,
-        pairs: ratio.samples.len(),
+        pairs: if c.proposer == "naive" { 0 } else { ratio.samples.len() },
         verify_seed: seed,
         search_seconds: cx.elapsed,
         naive_is_best: c.proposer == "naive",

@@ -183,14 +183,16 @@ impl<'a> Oracle<'a> {
             runner: self.runner,
             baseline: self.baseline.clone(),
             session: self.session.take(),
+            started: false,
             disk: self.disk.clone(),
             in_memory: self.cache.keys().copied().collect(),
         }
     }
 
-    /// Takes back the naive kernel's process lent to `ahead`.
+    /// Takes back the naive kernel's process lent to `ahead`. One `ahead` started itself is not
+    /// kept: a worker ends with the thread that started it.
     pub(crate) fn rejoin(&mut self, ahead: Ahead) {
-        if self.session.is_none() {
+        if self.session.is_none() && !ahead.started {
             self.session = ahead.session;
         }
     }
@@ -261,6 +263,8 @@ pub(crate) struct Ahead<'a> {
     runner: &'a Runner,
     baseline: PathBuf,
     session: Option<Session>,
+    /// Whether `session` was started here, not lent.
+    started: bool,
     disk: Option<Arc<Disk>>,
     /// The sets the oracle held in memory when this was made: nothing to do for them.
     in_memory: std::collections::HashSet<u128>,
@@ -288,6 +292,7 @@ impl Ahead<'_> {
             return Some(Fetched { key, expected, seconds, computed: false });
         }
         let started = std::time::Instant::now();
+        self.started |= self.session.is_none();
         match compute(self.graph, self.runner, &self.baseline, &mut self.session, set) {
             Ok(expected) => Some(Fetched { key, expected, seconds: started.elapsed().as_secs_f64(), computed: true }),
             Err(e) => {
