@@ -1,4 +1,5 @@
-//! The evaluator: builds candidates (two at a time), judges them in two tiers — saved
+//! The evaluator: builds candidates (two at a time, the next round's in the background while
+//! this one is judged), judges them in two tiers — saved
 //! counterexamples and adaptive interleaved timing against the current kernel for every
 //! candidate, the whole verification protocol only for one the chain takes — and keeps the
 //! estimate of what the final phase will cost, so the search stops in time for it.
@@ -84,11 +85,34 @@ pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> B
 /// Counterexamples tried first by every verification, at most.
 const MAX_SAVED: usize = 8;
 
+/// Builds started ahead of their turn ([`Evaluate::prefetch`]), each on a thread of its own;
+/// joined when their kernel is needed, or when the search is over.
+#[derive(Default)]
+struct Background {
+    running: HashMap<Kernel, std::thread::JoinHandle<Built>>,
+}
+
+impl Background {
+    /// The build of `kernel`, if one is running: waits for it.
+    fn take(&mut self, kernel: &Kernel) -> Option<Built> {
+        Some(self.running.remove(kernel)?.join().expect("building does not panic"))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.running.drain().for_each(|(_, h)| drop(h.join()));
+    }
+}
+
 pub(crate) struct Evaluator<'a> {
     pub naive: &'a LoopNest,
     pub compiler: &'a Compiler,
     pub oracle: Oracle<'a>,
     builds: HashMap<Kernel, Built>,
+    background: Background,
+    /// The naive nest, for builds in the background.
+    shared_naive: std::sync::Arc<LoopNest>,
     /// Kernels rejected for a defect of their own, with the reason.
     rejected: HashMap<Kernel, (Reason, String)>,
     /// Time of each kernel timed so far, on the chain's scale.
@@ -100,8 +124,9 @@ pub(crate) struct Evaluator<'a> {
     bench_seed: u64,
     /// The least time a kernel can take (a faster call is rejected as `too-fast`).
     fastest: f64,
-    /// Seconds per test of the last full verification that passed.
-    per_test: Option<f64>,
+    /// Seconds per test of the last full verification that passed, with its expected outputs
+    /// computed (`[0]`) or all on disk (`[1]`, a plan that ran to its end before).
+    per_test: [Option<f64>; 2],
     /// When the whole command must be done (the final phase included).
     deadline: Option<Instant>,
     /// For that estimate: the final verification's configuration, the naive kernel's time and
@@ -133,6 +158,8 @@ impl<'a> Evaluator<'a> {
             compiler,
             oracle,
             builds: HashMap::new(),
+            background: Background::default(),
+            shared_naive: std::sync::Arc::new(naive.clone()),
             rejected: HashMap::new(),
             model: {
                 let mut model = CostModel::default();
@@ -143,7 +170,7 @@ impl<'a> Evaluator<'a> {
             verify: start.verify,
             bench_seed: start.bench_seed,
             fastest: start.fastest,
-            per_test: None,
+            per_test: [None; 2],
             deadline: start.deadline,
             final_config: start.final_config,
             naive_seconds: start.naive_seconds,
@@ -155,7 +182,7 @@ impl<'a> Evaluator<'a> {
         if let Some(b) = self.builds.get(kernel) {
             return b.clone();
         }
-        let b = build(self.compiler, self.naive, kernel);
+        let b = self.background.take(kernel).unwrap_or_else(|| build(self.compiler, self.naive, kernel));
         self.builds.insert(kernel.clone(), b.clone());
         b
     }
@@ -206,12 +233,12 @@ impl<'a> Evaluator<'a> {
 
     /// Runs the verifier; a rejection goes into `note` (its inputs saved as a counterexample).
     fn passes(&mut self, library: &Path, config: &VerifyConfig, note: &mut Note) -> Result<bool, anyhow::Error> {
-        let started = Instant::now();
+        let (started, known) = (Instant::now(), self.oracle.knows_plan(&config.plan()));
         let report = ollie_verify::verify_with(&mut self.oracle, library, config)?;
         let (seconds, tests) = (started.elapsed().as_secs_f64(), report.certificate.tests.len());
-        tracing::debug!(seconds, calls = tests, "verified");
+        tracing::debug!(seconds, calls = tests, known, "verified");
         if report.accepted && config.families.is_none() && tests > 0 {
-            self.per_test = Some(seconds / tests as f64);
+            self.per_test[usize::from(known)] = Some(seconds / tests as f64);
         }
         let Some(r) = &report.rejection else { return Ok(true) };
         note.rejected = Some((Reason::from(r), r.to_string()));
@@ -225,15 +252,16 @@ impl<'a> Evaluator<'a> {
     }
 
     /// What verifying in full with `config` will take: each test costs what one of the
-    /// search's full verifications did (making the inputs, their expected outputs computed or
-    /// read, the call and its checks), or else what the oracle's sets have cost — computed, or
-    /// read back if that plan ran to its end before — and a call.
+    /// search's full verifications did (making the inputs, their expected outputs computed —
+    /// or read back, if that plan ran to its end before — the call and its checks), or else what
+    /// the oracle's sets have cost and a call.
     fn estimate_verification(&self, config: &VerifyConfig) -> f64 {
         let costs = self.oracle.costs();
         let read = costs.per_read().unwrap_or(0.0);
         let computed = costs.per_computed().unwrap_or(10.0 * read);
-        let per_set = if self.oracle.knows_plan(&config.plan()) { read } else { computed };
-        let per_test = self.per_test.unwrap_or(per_set + read + self.best_seconds());
+        let known = self.oracle.knows_plan(&config.plan());
+        let per_set = if known { read } else { computed };
+        let per_test = self.per_test[usize::from(known)].unwrap_or(per_set + read + self.best_seconds());
         config.input_sets(self.max_rank) as f64 * per_test
     }
 
@@ -259,6 +287,8 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         self.model.rank(&features)
     }
 
+    /// Builds the batch, in parallel: those not started ahead now, while waiting for those that
+    /// were.
     fn prepare(&mut self, batch: &[Kernel]) {
         let mut todo: Vec<&Kernel> = Vec::new();
         for k in batch.iter().filter(|k| !self.builds.contains_key(*k)) {
@@ -266,14 +296,29 @@ impl Evaluate<Kernel> for Evaluator<'_> {
                 todo.push(k);
             }
         }
-        let (compiler, naive) = (self.compiler, self.naive);
+        let (ahead, now): (Vec<&Kernel>, Vec<&Kernel>) = todo.into_iter().partition(|k| self.background.running.contains_key(*k));
+        let (compiler, naive, background) = (self.compiler, self.naive, &mut self.background);
         let started = Instant::now();
         let built: Vec<(Kernel, Built)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = todo.into_iter().map(|s| scope.spawn(move || (s.clone(), build(compiler, naive, s)))).collect();
-            handles.into_iter().map(|h| h.join().expect("compiling does not panic")).collect()
+            let handles: Vec<_> = now.iter().map(|&s| scope.spawn(move || (s.clone(), build(compiler, naive, s)))).collect();
+            let mut built: Vec<(Kernel, Built)> = ahead.iter().filter_map(|&k| Some((k.clone(), background.take(k)?))).collect();
+            built.extend(handles.into_iter().map(|h| h.join().expect("compiling does not panic")));
+            built
         });
-        tracing::debug!(seconds = started.elapsed().as_secs_f64(), count = built.len(), "compiled");
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), now = now.len(), ahead = ahead.len(), "compiled");
         self.builds.extend(built);
+    }
+
+    /// Starts building, in the background, the kernels of a round that may come next (stopped
+    /// while kernels are timed: see `ollie_runner`'s `quiet.rs`).
+    fn prefetch(&mut self, batch: &[Kernel]) {
+        for k in batch {
+            if self.builds.contains_key(k) || self.rejected.contains_key(k) || self.background.running.contains_key(k) {
+                continue;
+            }
+            let (compiler, naive, kernel) = (self.compiler.clone(), self.shared_naive.clone(), k.clone());
+            self.background.running.insert(k.clone(), std::thread::spawn(move || build(&compiler, &naive, &kernel)));
+        }
     }
 
     fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> (Evaluation, Note) {

@@ -247,8 +247,9 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     };
     let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start);
     // Two candidates measured per round (built in parallel), the most promising of six
-    // proposals once the cost model has enough timings to rank them.
-    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, pool: POOL, ..SearchConfig::default() };
+    // proposals once the cost model has enough timings to rank them; the next round is drawn
+    // ahead and built while this one is measured.
+    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, pool: POOL, ahead: true, ..SearchConfig::default() };
     let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
 
     let mut tally = Tally::default();

@@ -114,12 +114,14 @@ impl Compiler {
             .process_group(0)
             .spawn()
             .map_err(|e| RunnerError::Io(format!("running the C compiler `{}`", self.cc), e))?;
-        let started = std::time::Instant::now();
+        // Stopped while kernels are timed; that time is not the compiler's.
+        let registered = crate::quiet::Registered::new(child.id() as i32);
+        let (started, quiet) = (std::time::Instant::now(), crate::quiet::quiet_so_far());
         let status = loop {
             if let Some(status) = child.try_wait().map_err(|e| RunnerError::Io("waiting for the C compiler".into(), e))? {
                 break Some(status);
             }
-            if started.elapsed() > self.timeout {
+            if started.elapsed().saturating_sub(crate::quiet::quiet_so_far() - quiet) > self.timeout {
                 // SAFETY: signals the process group the compiler leads.
                 unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                 let _ = child.wait();
@@ -127,6 +129,7 @@ impl Compiler {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         };
+        drop(registered);
         let log = std::fs::read_to_string(log_path).unwrap_or_default();
         let _ = std::fs::remove_file(log_path);
         Ok(match status {

@@ -8,6 +8,7 @@ mod compile;
 mod layout;
 mod machine;
 mod outcome;
+mod quiet;
 mod run;
 mod worker;
 

@@ -114,6 +114,7 @@ impl Runner {
     /// Starts a worker for `symbol` of `library` with these buffers (outputs poisoned with NaN).
     /// `Ok(Err(outcome))` when the kernel cannot even be loaded. OpenMP threads sleep between
     /// calls (`OMP_WAIT_POLICY=PASSIVE`): nothing of the worker runs while it is not called.
+    /// The worker is killed when the thread that started it ends (`PR_SET_PDEATHSIG`).
     pub fn start(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
         self.start_with(library, symbol, inputs, outputs, Some("PASSIVE"))
     }
@@ -125,6 +126,7 @@ impl Runner {
     pub fn start_for_timing(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
         let mut started = self.start_with(library, symbol, inputs, outputs, None)?;
         if let Ok(s) = &mut started {
+            s.timed = true;
             s.pause();
         }
         Ok(started)
@@ -194,7 +196,7 @@ impl Runner {
             let _ = stderr.by_ref().take(64 * 1024).read_to_string(&mut text);
             text
         });
-        let mut session = Session { child, commands, replies, map, layout, specs, inputs: inputs.len(), timeout: self.timeout, log: Some(log), workdir, paused: false };
+        let mut session = Session { child, commands, replies, map, layout, specs, inputs: inputs.len(), timeout: self.timeout, log: Some(log), workdir, paused: false, timed: false };
         match session.await_reply(b'r')? {
             None => {
                 session.poison_outputs();
@@ -243,6 +245,8 @@ pub struct Session {
     workdir: PathBuf,
     /// Stopped by `SIGSTOP` until its next call.
     paused: bool,
+    /// Started for timing: compilers in the background are stopped during its calls.
+    timed: bool,
 }
 
 impl Session {
@@ -384,6 +388,7 @@ impl Session {
 
     /// Calls the kernel once and waits for it within the time limit.
     pub fn call(&mut self) -> Result<Call, RunnerError> {
+        let _quiet = self.timed.then(crate::quiet::Quiet::begin);
         self.resume();
         if self.commands.write_all(b"c").and_then(|_| self.commands.flush()).is_err() {
             // The worker is gone already; its status says why.

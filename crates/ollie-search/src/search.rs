@@ -48,6 +48,9 @@ pub trait Evaluate<C> {
     /// Called with each batch before its candidates are evaluated one by one: the place to build
     /// them in parallel (timing stays serial).
     fn prepare(&mut self, _batch: &[C]) {}
+    /// Called with a batch that may come next (drawn ahead, see [`SearchConfig::ahead`]) before
+    /// the current batch is evaluated: the place to start building it in the background.
+    fn prefetch(&mut self, _batch: &[C]) {}
     /// The first tier: `Timed` if the candidate passed the screen, with its interleaved time
     /// against `current`; `Rejected` otherwise.
     fn evaluate(&mut self, candidate: &C, current: &C) -> (Evaluation, Self::Note);
@@ -89,11 +92,17 @@ pub struct SearchConfig {
     /// (`Evaluate::rank`) and only the `batch` most promising are measured; the others are
     /// dropped unmeasured and cost no evaluation.
     pub pool: usize,
+    /// Draw the next round from the current candidate before this round is measured, and hand it
+    /// to [`Evaluate::prefetch`] (its builds overlap this round's measuring). Its candidates are
+    /// measured against the chain's current candidate when their turn comes, as the second of
+    /// a batch is when the first moved the chain. Costly proposers are not asked ahead (their
+    /// proposals are made from the incumbent of the moment).
+    pub ahead: bool,
 }
 
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
-        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1, pool: 1 }
+        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1, pool: 1, ahead: false }
     }
 }
 
@@ -162,6 +171,8 @@ impl<C: Clone> Search<C> {
     ) -> StopReason {
         self.record.resize(proposers.len(), (0, 0));
         let mut exhausted = vec![false; proposers.len()];
+        // A round drawn ahead.
+        let mut ahead: Option<Vec<(usize, C)>> = None;
         loop {
             if self.evaluations >= self.config.max_evaluations {
                 return StopReason::EvaluationBudget;
@@ -169,31 +180,21 @@ impl<C: Clone> Search<C> {
             if stop(self) {
                 return StopReason::Stopped;
             }
-            let mut proposed: Vec<(usize, C)> = Vec::new();
-            let budget = self.config.max_evaluations - self.evaluations;
-            let wanted = self.config.batch.clamp(1, budget);
-            // Proposers with nothing to offer in this round.
-            let mut idle = exhausted.clone();
-            while proposed.len() < self.config.pool.max(wanted) {
-                let Some(k) = self.choose_proposer(&idle) else { break };
-                match proposers[k].propose(&self.current, &mut self.rng) {
-                    Proposal::Candidate(candidate) => proposed.push((k, candidate)),
-                    Proposal::NotNow => idle[k] = true,
-                    Proposal::Exhausted => {
-                        tracing::info!(proposer = proposers[k].name(), "proposer exhausted");
-                        exhausted[k] = true;
-                        idle[k] = true;
-                    }
+            let wanted = self.config.batch.clamp(1, self.config.max_evaluations - self.evaluations);
+            let chosen = match ahead.take() {
+                Some(mut round) => {
+                    round.truncate(wanted);
+                    round
                 }
-            }
-            if proposed.is_empty() {
+                None => self.draw(proposers, evaluator, &mut exhausted, wanted, true),
+            };
+            if chosen.is_empty() {
                 if exhausted.iter().all(|&e| e) {
                     return StopReason::Exhausted;
                 }
                 std::thread::sleep(IDLE);
                 continue;
             }
-            let chosen = self.choose(proposed, wanted, proposers, evaluator);
             let mut batch = Vec::new();
             for (k, candidate) in chosen {
                 self.record[k].0 += 1;
@@ -202,6 +203,14 @@ impl<C: Clone> Search<C> {
             }
             let candidates: Vec<C> = batch.iter().map(|(_, _, c)| c.clone()).collect();
             evaluator.prepare(&candidates);
+            if self.config.ahead && self.evaluations < self.config.max_evaluations {
+                let wanted = self.config.batch.clamp(1, self.config.max_evaluations - self.evaluations);
+                let round = self.draw(proposers, evaluator, &mut exhausted, wanted, false);
+                if !round.is_empty() {
+                    evaluator.prefetch(&round.iter().map(|(_, c)| c.clone()).collect::<Vec<C>>());
+                    ahead = Some(round);
+                }
+            }
             for (k, evaluation, candidate) in batch {
                 if stop(self) {
                     return StopReason::Stopped;
@@ -213,6 +222,31 @@ impl<C: Clone> Search<C> {
                 on_event(event);
             }
         }
+    }
+
+    /// A round's proposals from the current candidate, the `wanted` most promising of them (see
+    /// [`Search::choose`]); empty if no proposer had one. Costly proposers are asked only if
+    /// `costly`; an exhausted proposer is marked in `exhausted`.
+    fn draw<E: Evaluate<C>>(&mut self, proposers: &mut [&mut dyn Propose<C, E::Note>], evaluator: &mut E, exhausted: &mut [bool], wanted: usize, costly: bool) -> Vec<(usize, C)> {
+        let mut proposed: Vec<(usize, C)> = Vec::new();
+        // Proposers with nothing to offer in this round.
+        let mut idle: Vec<bool> = exhausted.iter().zip(proposers.iter()).map(|(&e, p)| e || (!costly && p.costly())).collect();
+        while proposed.len() < self.config.pool.max(wanted) {
+            let Some(k) = self.choose_proposer(&idle) else { break };
+            match proposers[k].propose(&self.current, &mut self.rng) {
+                Proposal::Candidate(candidate) => proposed.push((k, candidate)),
+                Proposal::NotNow => idle[k] = true,
+                Proposal::Exhausted => {
+                    tracing::info!(proposer = proposers[k].name(), "proposer exhausted");
+                    exhausted[k] = true;
+                    idle[k] = true;
+                }
+            }
+        }
+        if proposed.is_empty() {
+            return proposed;
+        }
+        self.choose(proposed, wanted, proposers, evaluator)
     }
 
     /// The `wanted` proposals to measure: a costly proposer's first, then the most promising by

@@ -242,3 +242,52 @@ fn a_costly_proposal_is_always_measured() {
     assert!(measured > 0);
     assert_eq!(measured, costly.offered, "every costly proposal was measured, though ranked last");
 }
+
+/// [`Toy`] that logs what it was asked to build ahead and what it measured, in order.
+#[derive(Default)]
+struct Prefetching {
+    log: Vec<(&'static str, Vec<i64>)>,
+}
+impl Evaluate<i64> for Prefetching {
+    type Note = Why;
+    fn prefetch(&mut self, batch: &[i64]) {
+        self.log.push(("ahead", batch.to_vec()));
+    }
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
+        self.log.push(("measured", vec![*c]));
+        Toy.evaluate(c, current)
+    }
+}
+
+#[test]
+fn drawn_ahead_each_round_is_handed_over_before_the_round_before_it_is_measured() {
+    let config = SearchConfig { seed: 4, max_evaluations: 200, batch: 2, ahead: true, ..Default::default() };
+    let mut search = Search::new(config, 0i64, 43.0);
+    let mut evaluator = Prefetching::default();
+    assert_eq!(search.run(&mut [&mut Steps], &mut evaluator, |_| false, |_| {}), StopReason::EvaluationBudget);
+    let measured: Vec<i64> = evaluator.log.iter().filter(|e| e.0 == "measured").map(|e| e.1[0]).collect();
+    let ahead: Vec<i64> = evaluator.log.iter().filter(|e| e.0 == "ahead").flat_map(|e| e.1.clone()).collect();
+    assert_eq!(measured.len(), 200);
+    // Every round but the first was drawn ahead, none past the budget, and measured as drawn.
+    assert_eq!(ahead, measured[2..]);
+    // The log: ahead(round 2), round 1 measured, ahead(round 3), round 2 measured, ...
+    for (i, entry) in evaluator.log.iter().enumerate() {
+        let expected = if i == 3 * 99 { "measured" } else if i % 3 == 0 { "ahead" } else { "measured" };
+        assert_eq!(entry.0, expected, "entry {i} of {:?}", &evaluator.log[..i.min(8)]);
+    }
+    // Drawn from the chain's candidate of a round before, the search still finds the answer.
+    assert_eq!(search.best, 42);
+}
+
+#[test]
+fn costly_proposers_are_not_asked_ahead_and_none_of_their_proposals_is_lost() {
+    let config = SearchConfig { seed: 2, max_evaluations: 40, batch: 2, pool: 3, ahead: true, ..Default::default() };
+    let mut search = Search::new(config, 0i64, 43.0);
+    let mut evaluator = Prefetching::default();
+    let (mut steps, mut costly) = (Steps, Costly::default());
+    let mut measured = 0;
+    search.run(&mut [&mut steps, &mut costly], &mut evaluator, |_| false, |e| measured += usize::from(e.proposer == "costly"));
+    assert!(measured > 0);
+    assert_eq!(measured, costly.offered, "every costly proposal was measured");
+    assert!(evaluator.log.iter().filter(|e| e.0 == "ahead").all(|e| !e.1.contains(&1000)), "none was drawn ahead");
+}
