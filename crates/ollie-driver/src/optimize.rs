@@ -59,6 +59,9 @@ const POOL: usize = 6;
 /// Mixed into the spec's seed for the search's own input sets.
 const SEARCH_SETS: u64 = 0x5ea7_c4ed_0f5e_75e7;
 
+/// Mixed into that for the input set the search times on (the naive kernel first).
+const TIMING_SET: u64 = 0x5eed;
+
 /// Counterexamples tried first by every verification, at most: half from `ollie check`, half
 /// this run's own.
 const SAVED: usize = 4;
@@ -121,6 +124,11 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
     let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
 
+    // The search's input sets are fixed per spec too (others than the final verification's):
+    // a later search of the same spec reads their expected outputs from disk. The run's seed
+    // drives the proposals.
+    let sets_seed = setup::spec_seed(graph) ^ SEARCH_SETS;
+    let timing_seed = sets_seed ^ TIMING_SET;
     let (run, history) = if o.resume {
         // The latest run of this kernel searched on the same spec text with the same --dim
         // values (the file may be named differently, relative to another directory).
@@ -137,7 +145,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         (run, history)
     } else {
         let seed = o.seed.unwrap_or_else(setup::fresh_seed);
-        let naive_seconds = time_alone(&mut setup::oracle(graph, &patient, &baseline), &baseline, seed, floor.fastest)?;
+        let naive_seconds = time_alone(&mut setup::oracle(graph, &patient, &baseline), &baseline, timing_seed, floor.fastest)?;
         let llm = o.llm.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
         let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm });
         let new = NewRun {
@@ -219,10 +227,6 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let table = report::proposer_table(history.iter().map(|(_, c)| c));
     let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.0 == p.name()).map_or((0, 0), |r| (r.1, r.2))).collect();
 
-    // The search's input sets are fixed per spec too (others than the final verification's):
-    // a later search of the same spec reads their expected outputs from disk. The run's seed
-    // drives the proposals.
-    let sets_seed = setup::spec_seed(graph) ^ SEARCH_SETS;
     let mut verify = VerifyConfig { seed: sets_seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.fastest), ..VerifyConfig::default() };
     // The latest few counterexamples `ollie check` saved, then this run's own.
     let saved = counterexamples::load(graph);
@@ -238,7 +242,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let start = Start {
         seconds: timed,
         verify,
-        bench_seed: sets_seed ^ 0x5eed,
+        bench_seed: timing_seed,
         fastest: floor.fastest,
         final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
@@ -401,9 +405,10 @@ fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
-/// The naive kernel's median time, timed alone.
+/// The naive kernel's median time, timed alone on the one input set the search times on (its
+/// expected outputs computed once per spec).
 fn time_alone(oracle: &mut Oracle, library: &std::path::Path, seed: u64, floor: f64) -> Result<f64, Error> {
-    let config = BenchConfig { seed, sets: 2, warmups: 1, calls: 7, floor: Some(floor), early: None };
+    let config = BenchConfig { seed, sets: 1, warmups: 1, calls: 7, floor: Some(floor), early: None };
     let report = ollie_verify::bench_with(oracle, &[library], &config).context("timing the naive kernel")?;
     match &report.kernels[0] {
         Ok(t) => Ok(t.median),
