@@ -270,12 +270,17 @@ impl<'a> Evaluator<'a> {
         self.seconds.values().copied().fold(self.naive_seconds, f64::min)
     }
 
-    /// Estimates what the final phase will take: the final verification, then the final
-    /// timing's calls (their sets computed).
+    /// Estimates what the final phase will take: the final timing of the best against the
+    /// naive kernel (its sets computed) and its final verification, and — should the best not
+    /// be faster there or fail — the naive kernel's timing alone and its verification.
     fn estimate_reserve(&self) -> f64 {
         let computed = self.oracle.costs().per_computed().unwrap_or(0.0);
-        let timing = FINAL_TIMING.sets as f64 * computed + (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64 * (self.best_seconds() + self.naive_seconds);
-        self.estimate_verification(&self.final_config) + timing + 1.0
+        let calls = (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64;
+        let naive = calls * self.naive_seconds + self.estimate_verification(&self.final_config);
+        if self.best_seconds() >= self.naive_seconds {
+            return FINAL_TIMING.sets as f64 * computed + naive + 1.0;
+        }
+        FINAL_TIMING.sets as f64 * computed + calls * (self.best_seconds() + self.naive_seconds) + self.estimate_verification(&self.final_config) + naive + 1.0
     }
 }
 

@@ -39,8 +39,9 @@ pub(crate) struct FinishContext<'a> {
     pub deadline: std::time::Instant,
 }
 
-/// Re-verifies the fastest candidates on inputs the search never saw until one passes, times it
-/// against the naive kernel, and writes every output. Returns the result's table.
+/// Times the fastest candidates against the naive kernel and re-verifies them on inputs the
+/// search never saw until one is faster and passes, and writes every output. Returns the
+/// result's table.
 pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)) -> Result<String, Error> {
     let history = cx.store.candidates(cx.run).context("reading the store")?;
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
@@ -48,15 +49,15 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     timed.sort_by(|a, b| estimate(&a.1).total_cmp(&estimate(&b.1)));
     let config = final_verification(cx.graph, cx.floor);
     let seed = config.seed;
-    // The fastest few, each re-verified on those inputs and timed against the naive kernel:
-    // the first that passes and is not slower than naive is the result (the naive kernel always
+    // The fastest few, each timed against the naive kernel and then re-verified on those inputs:
+    // the first not slower than naive that passes is the result (the naive kernel always
     // qualifies, last).
     let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
     let mut chosen = None;
     for (tried, (id, c)) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()).enumerate() {
         // The budget covers the whole command: once it is spent, the naive kernel is the result.
         if tried > 0 && c.proposer != "naive" && std::time::Instant::now() >= cx.deadline {
-            say(format!("candidate {} not re-verified: the time is up", id.0));
+            say(format!("candidate {} not tried: the time is up", id.0));
             continue;
         }
         let built = build(cx.compiler, cx.naive, &stored_kernel(c)?);
@@ -67,12 +68,8 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
                 continue;
             }
         };
-        let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
-        if let Some(r) = &report.rejection {
-            say(format!("candidate {} failed re-verification: {r}", id.0));
-            continue;
-        }
         let bench = BenchConfig { seed, floor: Some(cx.floor.fastest), ..FINAL_TIMING };
+        let started = std::time::Instant::now();
         // The naive kernel as the result is timed alone: against itself it would take twice as
         // long to measure a ratio of one.
         let (best, naive, ratio) = if c.proposer == "naive" {
@@ -92,8 +89,18 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
                 _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
             }
         };
+        tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), "final timing");
         if ratio.median > 1.0 && c.proposer != "naive" {
             say(format!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median));
+            continue;
+        }
+        // Verified only once it is known to be the result if it passes (the timing is the
+        // cheaper; its calls are checked on normal inputs, and nothing is written out unverified).
+        let started = std::time::Instant::now();
+        let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
+        tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), calls = report.certificate.tests.len(), "final verification");
+        if let Some(r) = &report.rejection {
+            say(format!("candidate {} failed re-verification: {r}", id.0));
             continue;
         }
         chosen = Some((*id, c, built.source, built.flags, library, report, best, naive, ratio));

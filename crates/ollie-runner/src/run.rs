@@ -276,6 +276,17 @@ impl Session {
         Ok(())
     }
 
+    /// Writes `bytes` into input `k` from byte `offset` on (one element changed, the rest left
+    /// as it is).
+    pub fn set_input_bytes_at(&mut self, k: usize, offset: usize, bytes: &[u8]) -> Result<(), RunnerError> {
+        let expected = self.specs[k].bytes();
+        if offset.checked_add(bytes.len()).is_none_or(|end| end > expected) {
+            return Err(RunnerError::InputBytes { index: k, expected, actual: offset.saturating_add(bytes.len()) });
+        }
+        self.bytes(k)[offset..offset + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
     /// Fills every output with a NaN whose payload no computation produces ([`POISON_F32`],
     /// [`POISON_F64`]), so that unwritten elements can be told from computed NaNs.
     pub fn poison_outputs(&mut self) {

@@ -125,6 +125,27 @@ impl InputSet {
         Ok(())
     }
 
+    /// Writes the element `change` changed (made by [`InputSet::change`] on this set) into
+    /// `session`, whose inputs hold this set as it was before the change.
+    pub(crate) fn load_change(&self, session: &mut Session, change: &Change) -> Result<(), RunnerError> {
+        let values = &self.values[change.param];
+        let width = values.width();
+        session.set_input_bytes_at(change.param, change.index * width, &values.bytes()[change.index * width..(change.index + 1) * width])
+    }
+
+    /// Per input, the checksum a session's [`Session::input_checksum`] gives once this set is
+    /// loaded (hashed here, on any thread, rather than in the session before a call).
+    pub(crate) fn checksums(&self) -> Vec<u64> {
+        self.values.iter().map(|v| ollie_runner::checksum(v.bytes())).collect()
+    }
+
+    /// [`InputSet::checksums`] after `change` was made, from those before it.
+    pub(crate) fn checksums_changed(&self, before: &[u64], change: &Change) -> Vec<u64> {
+        let mut sums = before.to_vec();
+        sums[change.param] = ollie_runner::checksum(self.values[change.param].bytes());
+        sums
+    }
+
     /// The change [`InputSet::change`] makes: one element of one input multiplied by 1.5 and
     /// 0.25 added (rounded to its dtype), chosen by `rng` — a caching kernel keyed on the
     /// pointer or on a few sampled values misses it. `None` if every input is empty.

@@ -234,14 +234,19 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
                     None => InputSet::from_tensors(params, &saved[seed as usize]),
                 };
                 let change = family.and_then(|_| set.one_element_changed(&mut ChaCha8Rng::seed_from_u64(seed ^ CHANGE_SEED)));
+                let sums = set.checksums();
                 let fresh = ahead.fetch(&set);
-                let changed = change.and_then(|c| {
-                    set.change(&c);
-                    let fetched = ahead.fetch(&set);
-                    set.revert(&c);
-                    fetched
-                });
-                if sender.send(Prepared { family, seed, set, change, fetched: [fresh, changed] }).is_err() {
+                let (changed, changed_sums) = match change {
+                    Some(c) => {
+                        set.change(&c);
+                        let done = (ahead.fetch(&set), Some(set.checksums_changed(&sums, &c)));
+                        set.revert(&c);
+                        done
+                    }
+                    None => (None, None),
+                };
+                let prepared = Prepared { family, seed, set, change, fetched: [fresh, changed], sums: [Some(sums), changed_sums] };
+                if sender.send(prepared).is_err() {
                     break;
                 }
             }
@@ -268,17 +273,21 @@ fn run_plan(oracle: &mut Oracle, cand: &mut Session, prepared: std::sync::mpsc::
     // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
     // checksums.
     let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
-    for Prepared { family, seed, mut set, change, fetched } in prepared {
+    for Prepared { family, seed, mut set, change, fetched, sums } in prepared {
         let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
-        for (kind, fetched) in ["fresh", "one-element-changed"].into_iter().zip(fetched) {
-            if kind == "one-element-changed" {
+        for ((kind, fetched), sums) in ["fresh", "one-element-changed"].into_iter().zip(fetched).zip(sums) {
+            // Fresh inputs are written whole; the changed copy only where it differs from the
+            // fresh ones, which the last call left as they were (or it was rejected).
+            let refill = kind == "fresh";
+            if !refill {
                 let Some(change) = &change else { continue };
                 set.change(change);
+                set.load_change(cand, change)?;
             }
             calls += 1;
             let id = TestId { family: family.clone(), seed, kind: kind.to_string(), call: calls };
             let expected = oracle.expected_read(&set, fetched)?;
-            match checked_call(cand, &set, true, None, &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
+            match checked_call(cand, &set, refill, sums.as_deref(), &expected, None, &id, config.floor, Some(config.reread_delay), previous.as_ref().map(|(e, y)| (&**e, &y[..])))? {
                 Ok(checked) => {
                     certificate.tests.push(TestRecord {
                         id,
@@ -298,14 +307,16 @@ fn run_plan(oracle: &mut Oracle, cand: &mut Session, prepared: std::sync::mpsc::
 /// Mixed into an input set's seed for the choice of the element its second call changes.
 const CHANGE_SEED: u64 = 0xc4a9_6e0f_e1e3_e17a;
 
-/// An input set ready to be tested: made, the element to change chosen, and the expected
-/// outputs of both (fresh, changed) got ready where they were not in memory.
+/// An input set ready to be tested: made, the element to change chosen, and for both (fresh,
+/// changed) the expected outputs, got ready where they were not in memory, and the inputs'
+/// checksums.
 struct Prepared {
     family: Option<Family>,
     seed: u64,
     set: InputSet,
     change: Option<Change>,
     fetched: [Option<Fetched>; 2],
+    sums: [Option<Vec<u64>>; 2],
 }
 
 /// A call that passed every check.
@@ -319,7 +330,7 @@ pub(crate) struct Checked {
 }
 
 /// Calls the candidate once on `set` (written to its buffers first if `refill`; otherwise it is
-/// there already, from its last call; `inputs` are their checksums then, if known) and checks
+/// there already; `inputs` are the checksums of `set`'s inputs, if known) and checks
 /// the call as the contract says (an output whose checksums are `judged`, those of outputs
 /// already found accurate on the same inputs, is not judged again): returned, not faster than
 /// `floor`, memory around the buffers and the inputs untouched, (`reread_delay` after its
@@ -344,11 +355,11 @@ pub(crate) fn checked_call(
         set.load(cand)?;
     }
     cand.poison_outputs();
-    // Inputs left as the last checked call found them after it need not be hashed again: any
-    // change since shows in the checksum after this call.
+    // Inputs whose checksums are known (hashed from the set, or as the last checked call left
+    // them) need not be hashed again: any difference shows in the checksum after this call.
     let inputs: Vec<u64> = match inputs {
-        Some(known) if !refill => known.to_vec(),
-        _ => (0..set.len()).map(|k| cand.input_checksum(k)).collect(),
+        Some(known) => known.to_vec(),
+        None => (0..set.len()).map(|k| cand.input_checksum(k)).collect(),
     };
     let elapsed = match cand.call()? {
         Call::Returned { elapsed } => elapsed,
