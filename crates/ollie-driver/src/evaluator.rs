@@ -274,13 +274,12 @@ impl<'a> Evaluator<'a> {
     /// naive kernel (its sets computed) and its final verification, and — should the best not
     /// be faster there or fail — the naive kernel's timing alone and its verification.
     fn estimate_reserve(&self) -> f64 {
-        let computed = self.oracle.costs().per_computed().unwrap_or(0.0);
+        let sets = FINAL_TIMING.sets as f64 * self.oracle.costs().per_computed().unwrap_or(0.0);
         let calls = (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64;
-        let naive = calls * self.naive_seconds + self.estimate_verification(&self.final_config);
-        if self.best_seconds() >= self.naive_seconds {
-            return FINAL_TIMING.sets as f64 * computed + naive + 1.0;
-        }
-        FINAL_TIMING.sets as f64 * computed + calls * (self.best_seconds() + self.naive_seconds) + self.estimate_verification(&self.final_config) + naive + 1.0
+        let verification = self.estimate_verification(&self.final_config);
+        let naive = calls * self.naive_seconds + verification;
+        let best = if self.best_seconds() < self.naive_seconds { calls * (self.best_seconds() + self.naive_seconds) + verification } else { 0.0 };
+        sets + best + naive + 1.0
     }
 }
 
@@ -292,26 +291,17 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         self.model.rank(&features)
     }
 
-    /// Builds the batch, in parallel: those not started ahead now, while waiting for those that
-    /// were.
+    /// Builds the batch, in parallel: what was not started ahead starts now, then each is
+    /// waited for.
     fn prepare(&mut self, batch: &[Kernel]) {
-        let mut todo: Vec<&Kernel> = Vec::new();
-        for k in batch.iter().filter(|k| !self.builds.contains_key(*k)) {
-            if !todo.contains(&k) {
-                todo.push(k);
+        self.prefetch(batch);
+        let started = Instant::now();
+        for k in batch {
+            if !self.rejected.contains_key(k) {
+                self.build(k);
             }
         }
-        let (ahead, now): (Vec<&Kernel>, Vec<&Kernel>) = todo.into_iter().partition(|k| self.background.running.contains_key(*k));
-        let (compiler, naive, background) = (self.compiler, self.naive, &mut self.background);
-        let started = Instant::now();
-        let built: Vec<(Kernel, Built)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = now.iter().map(|&s| scope.spawn(move || (s.clone(), build(compiler, naive, s)))).collect();
-            let mut built: Vec<(Kernel, Built)> = ahead.iter().filter_map(|&k| Some((k.clone(), background.take(k)?))).collect();
-            built.extend(handles.into_iter().map(|h| h.join().expect("compiling does not panic")));
-            built
-        });
-        tracing::debug!(seconds = started.elapsed().as_secs_f64(), now = now.len(), ahead = ahead.len(), "compiled");
-        self.builds.extend(built);
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), "compiled");
     }
 
     /// Starts building, in the background, the kernels of a round that may come next (stopped

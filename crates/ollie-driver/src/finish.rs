@@ -56,7 +56,8 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let mut chosen = None;
     for (tried, (id, c)) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()).enumerate() {
         // The budget covers the whole command: once it is spent, the naive kernel is the result.
-        if tried > 0 && c.proposer != "naive" && std::time::Instant::now() >= cx.deadline {
+        let is_naive = c.proposer == "naive";
+        if tried > 0 && !is_naive && std::time::Instant::now() >= cx.deadline {
             say(format!("candidate {} not tried: the time is up", id.0));
             continue;
         }
@@ -72,7 +73,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         let started = std::time::Instant::now();
         // The naive kernel as the result is timed alone: against itself it would take twice as
         // long to measure a ratio of one.
-        let (best, naive, ratio) = if c.proposer == "naive" {
+        let (best, naive, ratio) = if is_naive {
             let timing = ollie_verify::bench_with(&mut oracle, &[cx.baseline], &bench).context("timing the naive kernel")?;
             match &timing.kernels[0] {
                 Ok(n) => (n.clone(), n.median, Timing::from_samples(vec![1.0])),
@@ -90,7 +91,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
             }
         };
         tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), "final timing");
-        if ratio.median > 1.0 && c.proposer != "naive" {
+        if ratio.median > 1.0 && !is_naive {
             say(format!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median));
             continue;
         }
@@ -109,6 +110,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let Some((id, c, source, flags, library, report, best, naive, ratio)) = chosen else {
         return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
     };
+    let naive_is_best = c.proposer == "naive";
     let summary = report::Summary {
         candidate: id.0,
         schedule: c.schedule.clone(),
@@ -121,10 +123,10 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         speedup: 1.0 / ratio.median,
         speedup_p10: 1.0 / ratio.p90,
         speedup_p90: 1.0 / ratio.p10,
-        pairs: if c.proposer == "naive" { 0 } else { ratio.samples.len() },
+        pairs: if naive_is_best { 0 } else { ratio.samples.len() },
         verify_seed: seed,
         search_seconds: cx.elapsed,
-        naive_is_best: c.proposer == "naive",
+        naive_is_best,
     };
     cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
     let prototype = ollie_loops::prototype(cx.naive);

@@ -156,12 +156,10 @@ impl InputSet {
         }
         let param = candidates[rng.random_range(0..candidates.len())];
         let index = rng.random_range(0..self.values[param].len());
-        let old = match &self.values[param] {
-            Values::F32(v) => f64::from(v[index]),
-            Values::F64(v) => v[index],
+        let (old, value) = match &self.values[param] {
+            Values::F32(v) => (f64::from(v[index]), f64::from((f64::from(v[index]) * 1.5 + 0.25) as f32)),
+            Values::F64(v) => (v[index], v[index] * 1.5 + 0.25),
         };
-        // Rounded to the input's dtype (float32 or float64: as exact as the old value).
-        let value = if matches!(self.values[param], Values::F32(_)) { f64::from((old * 1.5 + 0.25) as f32) } else { old * 1.5 + 0.25 };
         let mut key = Xxh3::new();
         key.update(&self.key.to_le_bytes());
         key.update(b"one element changed");
