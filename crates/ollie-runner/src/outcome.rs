@@ -30,7 +30,12 @@ impl Outcome {
     /// A one-line description for logs and reports.
     pub fn summary(&self) -> String {
         match self {
-            Outcome::CompileError { log } => format!("compile error: {}", log.lines().find(|l| l.contains("error")).unwrap_or("").trim()),
+            // The compiler's first error, else the log's first line (a compiler stopped for
+            // taking too long says so there).
+            Outcome::CompileError { log } => {
+                let line = log.lines().find(|l| l.contains("error")).or_else(|| log.lines().find(|l| !l.trim().is_empty())).unwrap_or("");
+                format!("compile error: {}", line.trim())
+            }
             Outcome::Crashed { signal } => format!("crashed with signal {signal}"),
             Outcome::Timeout { limit } => format!("timed out after {limit:?}"),
             Outcome::Forbidden { syscall } => format!("made a forbidden system call: {}", syscall_name(*syscall)),
@@ -62,4 +67,17 @@ pub fn syscall_name(nr: i64) -> String {
         _ => return format!("system call {nr}"),
     };
     format!("{name} ({nr})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compile_errors_summary_names_the_first_error_or_else_the_first_line() {
+        let log = "x.c: In function 'f':\nx.c:3:5: error: expected ';'\n";
+        assert_eq!(Outcome::CompileError { log: log.into() }.summary(), "compile error: x.c:3:5: error: expected ';'");
+        let log = "the C compiler did not finish within 20 s\n";
+        assert_eq!(Outcome::CompileError { log: log.into() }.summary(), "compile error: the C compiler did not finish within 20 s");
+    }
 }
