@@ -134,6 +134,9 @@ pub(crate) struct Evaluator<'a> {
     final_config: VerifyConfig,
     naive_seconds: f64,
     max_rank: usize,
+    /// The fastest kernel verified in full (on the chain's scale): the one the final phase will
+    /// time first.
+    best_seconds: f64,
 }
 
 /// Where the evaluator starts: the kernels the chain holds and the verifications it runs.
@@ -147,6 +150,8 @@ pub(crate) struct Start {
     pub final_config: VerifyConfig,
     pub naive_seconds: f64,
     pub max_rank: usize,
+    /// The best kernel's time, on the chain's scale.
+    pub best_seconds: f64,
     /// When the whole command must be done.
     pub deadline: Option<Instant>,
 }
@@ -175,6 +180,7 @@ impl<'a> Evaluator<'a> {
             final_config: start.final_config,
             naive_seconds: start.naive_seconds,
             max_rank: start.max_rank,
+            best_seconds: start.best_seconds,
         }
     }
 
@@ -211,9 +217,11 @@ impl<'a> Evaluator<'a> {
             }
         }
         // Pairs until the ratio is clear (5 at least, 21 at most), within about 30 of the
-        // current kernel's calls.
+        // current kernel's calls and an eighth of the search time left: with a tight budget,
+        // more candidates judged less finely.
         let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.fastest);
-        let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).max(0.05) };
+        let left = self.deadline.map_or(f64::INFINITY, |d| d.saturating_duration_since(Instant::now()).as_secs_f64() - self.estimate_reserve(self.best_seconds));
+        let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).min(left / 8.0).max(0.05) };
         let config = BenchConfig { seed: self.bench_seed, sets: 1, warmups: 1, calls: 21, floor: Some(self.fastest), early: Some(early) };
         let started = Instant::now();
         let timed = ollie_verify::bench_with(&mut self.oracle, &[library, &current_library], &config)?;
@@ -258,28 +266,26 @@ impl<'a> Evaluator<'a> {
     fn estimate_verification(&self, config: &VerifyConfig) -> f64 {
         let costs = self.oracle.costs();
         let read = costs.per_read().unwrap_or(0.0);
-        let computed = costs.per_computed().unwrap_or(10.0 * read);
+        // Before any set was computed in this run: at least two calls of the naive kernel's
+        // time (its own call, and about as much for the reference and its bounds).
+        let computed = costs.per_computed().unwrap_or((10.0 * read).max(read + 2.0 * self.naive_seconds));
         let known = self.oracle.knows_plan(&config.plan());
         let per_set = if known { read } else { computed };
-        let per_test = self.per_test[usize::from(known)].unwrap_or(per_set + read + self.best_seconds());
+        let per_test = self.per_test[usize::from(known)].unwrap_or(per_set + read + self.best_seconds);
         config.input_sets(self.max_rank) as f64 * per_test
     }
 
-    /// The fastest time on the chain's scale so far.
-    fn best_seconds(&self) -> f64 {
-        self.seconds.values().copied().fold(self.naive_seconds, f64::min)
-    }
-
-    /// Estimates what the final phase will take: the final timing of the best against the
-    /// naive kernel (its sets computed) and its final verification, and — should the best not
-    /// be faster there or fail — the naive kernel's timing alone and its verification.
-    fn estimate_reserve(&self) -> f64 {
+    /// Estimates what the final phase will take with the fastest verified kernel taking `best`
+    /// seconds: its final timing against the naive kernel (the sets computed) and its final
+    /// verification — should it not be faster there or fail, the naive kernel is the result
+    /// with the time that timing measured; or, when nothing beat the naive kernel, the naive
+    /// kernel's timing alone (the naive kernel is never re-verified: its outputs are the
+    /// baseline).
+    fn estimate_reserve(&self, best: f64) -> f64 {
         let sets = FINAL_TIMING.sets as f64 * self.oracle.costs().per_computed().unwrap_or(0.0);
         let calls = (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64;
-        let verification = self.estimate_verification(&self.final_config);
-        let naive = calls * self.naive_seconds + verification;
-        let best = if self.best_seconds() < self.naive_seconds { calls * (self.best_seconds() + self.naive_seconds) + verification } else { 0.0 };
-        sets + best + naive + 1.0
+        let phase = if best < self.naive_seconds { calls * (best + self.naive_seconds) + self.estimate_verification(&self.final_config) } else { calls * self.naive_seconds };
+        sets + phase + 1.0
     }
 }
 
@@ -320,7 +326,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         // A kernel rejected before is rejected again (proposals repeat), without rerunning.
         if let Some((reason, detail)) = self.rejected.get(candidate) {
             let (source, flags) = candidate.emit(self.naive).unwrap_or_default();
-            let note = Note { reserve: self.estimate_reserve(), ..Note::rejected(source, flags, *reason, format!("as before: {detail}")) };
+            let note = Note { reserve: self.estimate_reserve(self.best_seconds), ..Note::rejected(source, flags, *reason, format!("as before: {detail}")) };
             return (Evaluation::Rejected, note);
         }
         let mut note = self.judge(candidate, current).unwrap_or_else(|e| {
@@ -334,7 +340,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             (None, Some(t)) => Evaluation::Timed { seconds: t.estimate, ratio: (t.ratio, t.ratio_p10, t.ratio_p90) },
             _ => Evaluation::Rejected,
         };
-        note.reserve = self.estimate_reserve();
+        note.reserve = self.estimate_reserve(self.best_seconds);
         (evaluation, note)
     }
 
@@ -344,10 +350,12 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         let verify = self.verify.clone();
         if let Some(deadline) = self.deadline {
             let verification = self.estimate_verification(&verify);
-            if Instant::now() + Duration::from_secs_f64(verification + self.estimate_reserve()) > deadline {
+            // The final phase as it would be with this candidate taken (perhaps as the best).
+            let best = note.timing.map_or(self.best_seconds, |t| t.estimate.min(self.best_seconds));
+            if Instant::now() + Duration::from_secs_f64(verification + self.estimate_reserve(best)) > deadline {
                 note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {verification:.0} s) would not end before the final phase must start")));
                 note.timing = None;
-                note.reserve = self.estimate_reserve();
+                note.reserve = self.estimate_reserve(self.best_seconds);
                 return false;
             }
         }
@@ -365,10 +373,11 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
             self.rejected.insert(candidate.clone(), rejected.clone());
         }
-        if !passed {
-            note.timing = None;
+        match note.timing {
+            Some(t) if passed => self.best_seconds = self.best_seconds.min(t.estimate),
+            _ => note.timing = None,
         }
-        note.reserve = self.estimate_reserve();
+        note.reserve = self.estimate_reserve(self.best_seconds);
         passed
     }
 }
@@ -396,6 +405,7 @@ mod tests {
             fastest: 0.0,
             final_config: VerifyConfig::default(),
             naive_seconds: 1e-3,
+            best_seconds: 1e-3,
             max_rank: 1,
             deadline,
         };

@@ -1,6 +1,6 @@
-//! The final phase of a search: the fastest candidates re-verified on inputs the search never
-//! saw until one passes, that one timed against the naive kernel over 21 interleaved pairs, and
-//! every output written.
+//! The final phase of a search: the fastest candidates timed against the naive kernel over 21
+//! interleaved pairs and re-verified on inputs the search never saw until one is faster and
+//! passes (else the naive kernel is the result), and every output written.
 
 use std::path::Path;
 
@@ -11,7 +11,7 @@ use ollie_runner::{Compiler, Floor, Machine};
 use ollie_store::{Candidate, CandidateId, RunId, Store};
 use ollie_verify::{BenchConfig, Oracle, Timing, VerifyConfig};
 
-use crate::evaluator::build;
+use crate::evaluator::{build, Built};
 use crate::optimize::stored_kernel;
 use crate::{report, setup, Error};
 
@@ -53,8 +53,12 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     // the first not slower than naive that passes is the result (the naive kernel always
     // qualifies, last).
     let naive_candidate = timed.iter().find(|(_, c)| c.proposer == "naive").copied();
+    // A kernel the chain took while it was slower than the naive kernel is not tried.
+    let naive_estimate = naive_candidate.map_or(f64::INFINITY, |(_, c)| estimate(c));
+    // The naive kernel's time as the last final timing of another candidate measured it.
+    let mut naive_timed: Option<(CandidateId, Timing)> = None;
     let mut chosen = None;
-    for (tried, (id, c)) in timed.iter().filter(|(_, c)| c.proposer != "naive").take(3).chain(naive_candidate.iter()).enumerate() {
+    for (tried, (id, c)) in timed.iter().filter(|(_, c)| c.proposer != "naive" && estimate(c) < naive_estimate).take(3).chain(naive_candidate.iter()).enumerate() {
         // The budget covers the whole command: once it is spent, the naive kernel is the result.
         let is_naive = c.proposer == "naive";
         if tried > 0 && !is_naive && std::time::Instant::now() >= cx.deadline {
@@ -71,27 +75,37 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         };
         let bench = BenchConfig { seed, floor: Some(cx.floor.fastest), ..FINAL_TIMING };
         let started = std::time::Instant::now();
-        // The naive kernel as the result is timed alone: against itself it would take twice as
-        // long to measure a ratio of one.
-        let (best, naive, ratio) = if is_naive {
-            let timing = ollie_verify::bench_with(&mut oracle, &[cx.baseline], &bench).context("timing the naive kernel")?;
-            match &timing.kernels[0] {
-                Ok(n) => (n.clone(), n.median, Timing::from_samples(vec![1.0])),
-                Err(r) => return Err(anyhow::anyhow!("the naive kernel failed while timing: {r}").into()),
-            }
-        } else {
-            let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
-            match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
-                (Ok(b), Ok(n), Some(r)) => (b.clone(), n.median, r.clone()),
-                (Err(r), _, _) => {
-                    say(format!("candidate {} failed while timing: {r}", id.0));
-                    continue;
+        if is_naive {
+            // The naive kernel as the result: its time from a candidate's final timing if one was
+            // made, else timed alone (against itself it would take twice as long to measure a
+            // ratio of one). It is not re-verified: its outputs are what every candidate was
+            // judged against, so it passes by construction.
+            let (timing, with) = match naive_timed.take() {
+                Some((with, timing)) => (timing, Some(with)),
+                None => {
+                    let timing = ollie_verify::bench_with(&mut oracle, &[cx.baseline], &bench).context("timing the naive kernel")?;
+                    match &timing.kernels[0] {
+                        Ok(n) => (n.clone(), None),
+                        Err(r) => return Err(anyhow::anyhow!("the naive kernel failed while timing: {r}").into()),
+                    }
                 }
-                _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+            };
+            tracing::debug!(seconds = started.elapsed().as_secs_f64(), "final timing of the naive kernel");
+            chosen = Some(Chosen { id: *id, candidate: c, built, library, verified: None, naive: timing.median, best: timing, ratio: Timing::from_samples(vec![1.0]), naive_timed_with: with });
+            break;
+        }
+        let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
+        let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+            (Ok(b), Ok(n), Some(r)) => (b.clone(), n.clone(), r.clone()),
+            (Err(r), _, _) => {
+                say(format!("candidate {} failed while timing: {r}", id.0));
+                continue;
             }
+            _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
         };
         tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), "final timing");
-        if ratio.median > 1.0 && !is_naive {
+        naive_timed = Some((*id, naive.clone()));
+        if ratio.median > 1.0 {
             say(format!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median));
             continue;
         }
@@ -104,18 +118,18 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
             say(format!("candidate {} failed re-verification: {r}", id.0));
             continue;
         }
-        chosen = Some((*id, c, built.source, built.flags, library, report, best, naive, ratio));
+        chosen = Some(Chosen { id: *id, candidate: c, built, library, verified: Some(report), naive: naive.median, best, ratio, naive_timed_with: None });
         break;
     }
-    let Some((id, c, source, flags, library, report, best, naive, ratio)) = chosen else {
-        return Err(anyhow::anyhow!("no candidate, not even the naive kernel, passed re-verification").into());
+    let Some(Chosen { id, candidate: c, built, library, verified, naive, best, ratio, naive_timed_with }) = chosen else {
+        return Err(anyhow::anyhow!("no candidate passed re-verification and the naive kernel was not among the timed ones").into());
     };
-    let naive_is_best = c.proposer == "naive";
+    let naive_is_best = verified.is_none();
     let summary = report::Summary {
         candidate: id.0,
         schedule: c.schedule.clone(),
         proposer: c.proposer.clone(),
-        flags: flags.join(" "),
+        flags: built.flags.join(" "),
         naive_seconds: naive,
         best_seconds: best.median,
         best_p10: best.p10,
@@ -127,12 +141,30 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         verify_seed: seed,
         search_seconds: cx.elapsed,
         naive_is_best,
+        naive_timed_with: naive_timed_with.map(|c| c.0),
     };
     cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
     let prototype = ollie_loops::prototype(cx.naive);
-    let files = report::Files { source: &source, prototype: &prototype, library: &library, certificate: &report };
+    let files = report::Files { source: &built.source, prototype: &prototype, library: &library, verified: verified.as_ref() };
     let run = cx.store.run(cx.run).context("reading the store")?;
     let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
     let calls = cx.store.llm_calls(cx.run).context("reading the store")?;
     report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))
+}
+
+/// The result of the final phase.
+struct Chosen<'h> {
+    id: CandidateId,
+    candidate: &'h Candidate,
+    built: Built,
+    library: std::path::PathBuf,
+    /// The final verification's report; `None` for the naive kernel, which is not re-verified.
+    verified: Option<ollie_verify::Report>,
+    /// The naive kernel's median in the final timing.
+    naive: f64,
+    best: Timing,
+    ratio: Timing,
+    /// The candidate whose final timing measured the naive kernel's time, when the naive kernel
+    /// is the result and was not timed alone.
+    naive_timed_with: Option<CandidateId>,
 }

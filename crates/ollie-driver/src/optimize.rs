@@ -246,6 +246,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         fastest: floor.fastest,
         final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
+        best_seconds,
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
         deadline: Some(deadline),
     };

@@ -42,9 +42,24 @@ pub struct Summary {
     pub verify_seed: u64,
     pub search_seconds: f64,
     /// No candidate beat the naive kernel in the final timing: the result is the naive kernel,
-    /// timed alone (its speedup is 1, over no pairs).
+    /// not re-verified (its outputs are the baseline), its speedup 1 over no pairs.
     #[serde(default)]
     pub naive_is_best: bool,
+    /// When the naive kernel is the result: the candidate whose final timing measured its time
+    /// (it lost, or failed re-verification); `None`: timed alone.
+    #[serde(default)]
+    pub naive_timed_with: Option<i64>,
+}
+
+impl Summary {
+    /// How the result's time was measured, for the report.
+    fn timed(&self) -> String {
+        match (self.naive_is_best, self.naive_timed_with) {
+            (false, _) => format!("timed against the naive kernel over {} interleaved pairs", self.pairs),
+            (true, None) => "timed alone".to_string(),
+            (true, Some(c)) => format!("timed in candidate {c}'s final timing"),
+        }
+    }
 }
 
 /// The kernel's files, written once at the end of a search.
@@ -53,7 +68,17 @@ pub struct Files<'a> {
     /// The ABI's prototype, for `NAME.h` (whoever wrote the source).
     pub prototype: &'a str,
     pub library: &'a Path,
-    pub certificate: &'a ollie_verify::Report,
+    /// The final verification's report; `None` for the naive kernel, which is not re-verified.
+    pub verified: Option<&'a ollie_verify::Report>,
+}
+
+/// `certificate.json` for the naive kernel as the result.
+#[derive(Serialize)]
+struct BaselineCertificate<'a> {
+    kernel: &'a str,
+    accepted: bool,
+    baseline: bool,
+    why: &'a str,
 }
 
 /// Writes `contents` to `path` through a temporary file, so a kill never leaves half a file.
@@ -129,7 +154,11 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         let library = std::fs::read(f.library).context("reading the compiled kernel")?;
         write_file(&out.join(format!("lib{name}.so")), &library)?;
         write_file(&out.join(format!("{name}.py")), loader(graph).as_bytes())?;
-        write_file(&out.join("certificate.json"), serde_json::to_string_pretty(f.certificate).expect("serializable").as_bytes())?;
+        let certificate = match f.verified {
+            Some(report) => serde_json::to_string_pretty(report),
+            None => serde_json::to_string_pretty(&BaselineCertificate { kernel: name, accepted: true, baseline: true, why: BASELINE }),
+        };
+        write_file(&out.join("certificate.json"), certificate.expect("serializable").as_bytes())?;
     }
     let mut tally = Tally::default();
     history.iter().for_each(|c| tally.add(c));
@@ -184,8 +213,11 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     } else {
         writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nSchedule, applied to the naive loop nest (`ollie lower SPEC --schedule FILE` replays it):\n\n```text\n{}```\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.schedule, summary.flags).unwrap();
     }
-    let timed = if summary.naive_is_best { "timed alone".to_string() } else { format!("timed against the naive kernel over {} interleaved pairs", summary.pairs) };
-    writeln!(md, "Re-verified with fresh seed {} (see `certificate.json`); {timed}.\n", summary.verify_seed).unwrap();
+    if summary.naive_is_best {
+        writeln!(md, "The naive kernel: {BASELINE}; {}.\n", summary.timed()).unwrap();
+    } else {
+        writeln!(md, "Re-verified with fresh seed {} (see `certificate.json`); {}.\n", summary.verify_seed, summary.timed()).unwrap();
+    }
     md.push_str("## Proposers\n\n| proposer | evaluations | improvements |\n|---|---|---|\n");
     for (p, tries, wins) in &proposers {
         writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
@@ -203,6 +235,9 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     Ok(format!("{table}\nwrote {}: {name}.c {name}.h lib{name}.so {name}.py certificate.json report.md report.json progress.svg roofline.svg\n", out.display()))
 }
 
+/// Why the naive kernel as the result is not re-verified.
+const BASELINE: &str = "not re-verified, as its outputs are the baseline every candidate was judged against (it passes by construction)";
+
 /// The short table printed at the end and placed in the report.
 fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<HeldBack>) -> String {
     let cost = graph.cost();
@@ -212,7 +247,7 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
         writeln!(t, "{label:<10} {:>11} {range:>23} {:>9.2} {:>8.1}%", seconds(median), cost.flops / median / 1e9, 100.0 * floor.seconds / median).unwrap();
     }
     if s.naive_is_best {
-        writeln!(t, "no candidate beat the naive kernel: the result is the naive kernel (timed alone)").unwrap();
+        writeln!(t, "no candidate beat the naive kernel: the result is the naive kernel ({})", s.timed()).unwrap();
     } else {
         writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs); the best kernel is from `{}`", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs, s.proposer).unwrap();
     }

@@ -34,17 +34,37 @@ pub struct BenchConfig {
 /// on one side of 1 (which is faster is clear) or within [`NEGLIGIBLE`] of it (a difference too
 /// small to matter; more pairs would not make it clear), or once the timed calls have taken
 /// `seconds` together; and after [`CLEAR_PAIRS`] already, if every ratio is beyond [`CLEAR`]
-/// the same way (more than the noise of this machine).
+/// the same way (more than the noise of this machine), or after [`FAR_PAIRS`], if beyond
+/// [`FAR`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EarlyStop {
     pub min_pairs: usize,
     pub seconds: f64,
 }
 
+impl EarlyStop {
+    /// Whether timing may stop after these `ratios` (first kernel's time over the second's),
+    /// their calls having taken `spent` seconds.
+    pub fn settled(&self, ratios: &[f64], spent: f64) -> bool {
+        // Every pair far apart the same way: clear before the usual minimum.
+        let apart = |pairs: usize, by: f64| ratios.len() >= pairs && (ratios.iter().all(|&r| r > by) || ratios.iter().all(|&r| r < 1.0 / by));
+        apart(FAR_PAIRS, FAR)
+            || apart(CLEAR_PAIRS, CLEAR)
+            || ratios.len() >= self.min_pairs && {
+                let (lo, hi) = median_interval(ratios);
+                hi < 1.0 || lo > 1.0 || (lo > 1.0 - NEGLIGIBLE && hi < 1.0 + NEGLIGIBLE) || spent >= self.seconds
+            }
+    }
+}
+
 /// Pairs after which timing stops if the kernels are far apart ...
 pub const CLEAR_PAIRS: usize = 3;
 /// ... every ratio more than this (or less than its inverse).
 pub const CLEAR: f64 = 1.15;
+/// Pairs after which timing stops if the kernels are very far apart ...
+pub const FAR_PAIRS: usize = 2;
+/// ... every ratio more than this (or less than its inverse): no noise of this machine's.
+pub const FAR: f64 = 1.5;
 
 /// How close to 1 a median ratio's whole interval must lie for the difference not to matter.
 pub const NEGLIGIBLE: f64 = 0.02;
@@ -193,16 +213,8 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
         if let [Some(a), Some(b)] = times[..] {
             ratios.push(a / b);
             spent += a + b;
-            if let Some(early) = config.early {
-                // Every pair far apart the same way: clear before the usual minimum.
-                let clear = ratios.len() >= CLEAR_PAIRS && (ratios.iter().all(|&r| r > CLEAR) || ratios.iter().all(|&r| r < 1.0 / CLEAR));
-                let settled = ratios.len() >= early.min_pairs && {
-                    let (lo, hi) = median_interval(&ratios);
-                    hi < 1.0 || lo > 1.0 || (lo > 1.0 - NEGLIGIBLE && hi < 1.0 + NEGLIGIBLE) || spent >= early.seconds
-                };
-                if clear || settled {
-                    break;
-                }
+            if config.early.is_some_and(|early| early.settled(&ratios, spent)) {
+                break;
             }
         }
     }
@@ -224,6 +236,24 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timing_stops_once_the_pairs_settle_which_is_faster() {
+        let early = EarlyStop { min_pairs: 5, seconds: 10.0 };
+        // Very far apart: two pairs; far apart: three; else the minimum of five.
+        assert!(!early.settled(&[2.0], 0.0));
+        assert!(early.settled(&[2.0, 1.6], 0.0) && early.settled(&[0.5, 0.6], 0.0));
+        assert!(!early.settled(&[2.0, 1.4], 0.0) && !early.settled(&[2.0, 0.5], 0.0));
+        assert!(early.settled(&[1.2, 1.3, 1.2], 0.0) && early.settled(&[0.8, 0.85, 0.8], 0.0));
+        assert!(!early.settled(&[1.2, 1.1, 1.2], 0.0));
+        // At five pairs: the interval of the median (with five, the least and greatest) on one
+        // side of 1, or within 2% of it; else more pairs, until the time is spent.
+        assert!(early.settled(&[1.05, 1.02, 1.10, 1.01, 1.03], 0.0));
+        assert!(early.settled(&[0.99, 1.01, 1.0, 1.005, 0.995], 0.0));
+        assert!(!early.settled(&[1.05, 0.97, 1.10, 1.01, 0.99], 0.0));
+        assert!(early.settled(&[1.05, 0.97, 1.10, 1.01, 0.99], 10.0));
+        assert!(!early.settled(&[1.05, 0.97, 1.10, 1.01], 10.0), "never before the minimum, unless far apart");
+    }
 
     #[test]
     fn the_median_interval_narrows_with_more_samples() {

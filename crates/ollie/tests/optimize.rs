@@ -180,4 +180,10 @@ fn a_met_roofline_target_stops_the_search_at_once() {
     let best = &report["best"];
     assert_eq!((&best["naive_is_best"], &best["pairs"], &best["speedup"]), (&serde_json::json!(true), &serde_json::json!(0), &serde_json::json!(1.0)), "{report}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("the result is the naive kernel (timed alone)"), "{}", String::from_utf8_lossy(&o.stdout));
+    // Not re-verified: its outputs are the baseline, and its certificate says so.
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("certificate.json")).unwrap()).unwrap();
+    assert_eq!((&certificate["baseline"], &certificate["accepted"]), (&serde_json::json!(true), &serde_json::json!(true)), "{certificate}");
+    assert!(certificate.get("tests").is_none(), "{certificate}");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("not re-verified") && !markdown.contains("Re-verified with"), "{markdown}");
 }
