@@ -220,7 +220,9 @@ impl<'a> Emitter<'a> {
              static inline V ollie_vmaxW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a > b)); {select} }}\n\
              static inline V ollie_vminW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a < b)); {select} }}\n\n"
         );
-        text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string())
+        let text = text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string());
+        // Float vectors get vector exp, log, tanh and fabs (double ones go lane by lane).
+        if self.wide { text } else { format!("{text}{}\n", vector_math(w)) }
     }
 
     /// A loop run `w` iterations at a time in vectors, then one at a time for the rest (both
@@ -257,8 +259,9 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, values that
-    /// do not move with `var` broadcast, anything else built lane by lane from the scalar form.
+    /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, vector math
+    /// (`vector_math.c`) for float exp, log, tanh and fabs, values that do not move with `var`
+    /// broadcast, anything else built lane by lane from the scalar form.
     fn vector_expr(&self, e: &Expr, var: VarId, w: u32) -> String {
         if !e.depends_on(var) {
             return format!("ollie_splat{w}({})", self.expr(e));
@@ -271,6 +274,15 @@ impl<'a> Emitter<'a> {
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
             Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
             Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
+            Expr::Unary(op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Abs), a) if !self.wide => {
+                let name = match op {
+                    UnaryOp::Exp => "exp",
+                    UnaryOp::Log => "log",
+                    UnaryOp::Tanh => "tanh",
+                    _ => "abs",
+                };
+                format!("ollie_v{name}{w}({})", v(a))
+            }
             _ => {
                 let lanes: Vec<String> = (0..w as i64)
                     .map(|lane| self.expr(&e.map_affine(&|a| a.substitute(var, &Affine::var(var).add_scaled(&Affine::constant(lane), 1)))))
@@ -314,6 +326,13 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
             vector_widths(body, out);
         }
     }
+}
+
+/// The vector math functions for `w`-lane float vectors (`ollie_vexp{w}`, `ollie_vlog{w}`,
+/// `ollie_vtanh{w}`, `ollie_vabs{w}`), in C; they need the types `ollie_v{w}` (float lanes) and
+/// `ollie_m{w}` (int lanes) declared before them.
+pub fn vector_math(w: u32) -> String {
+    include_str!("vector_math.c").replace("{W}", &w.to_string())
 }
 
 /// Names the lowering generates for loop variables and temporaries.

@@ -1,0 +1,83 @@
+/* Vector math for ollie's emitted kernels: exp, log, tanh and fabs on `{W}`-lane float vectors
+ * (GCC vector extensions, so the same source is AVX2 or AVX-512 code as -march=native chooses).
+ * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
+ * scaling by the exponent's bits), written branch-free; each keeps the C library's special
+ * values (NaN, ±inf, overflow to inf, underflow through the subnormals to 0). Errors are tested
+ * against double precision over dense samples of the whole float range (tests/vector_math.rs). */
+
+static inline ollie_v{W} ollie_pick{W}(ollie_m{W} m, ollie_v{W} a, ollie_v{W} b) { return (ollie_v{W})((m & (ollie_m{W})a) | (~m & (ollie_m{W})b)); }
+
+static inline ollie_v{W} ollie_vabs{W}(ollie_v{W} x) { return (ollie_v{W})((ollie_m{W})x & 0x7fffffff); }
+
+/* 2^n for integer n in [-151, 128] (else unspecified), as two factors 2^(n/2) and 2^(n - n/2),
+ * each a normal float: `y * ollie_pow2` rounds once into the subnormals where it must. */
+static inline ollie_v{W} ollie_scale{W}(ollie_v{W} y, ollie_m{W} n) {
+    ollie_m{W} a = n >> 1, b = n - a;
+    return y * (ollie_v{W})((a + 127) << 23) * (ollie_v{W})((b + 127) << 23);
+}
+
+static inline ollie_v{W} ollie_vexp{W}(ollie_v{W} x) {
+    /* Beyond these every float result is inf or 0; NaN stays NaN (comparisons are false). */
+    ollie_v{W} zero = {0};
+    x = ollie_pick{W}(x > 89.0f, zero + 89.0f, x);
+    x = ollie_pick{W}(x < -105.0f, zero - 105.0f, x);
+    /* n = round(x / ln 2), by the 1.5 * 2^23 trick: its low bits hold n. */
+    ollie_v{W} t = x * 1.44269504088896341f + 12582912.0f;
+    ollie_m{W} n = (ollie_m{W})t - 0x4b400000;
+    ollie_v{W} k = t - 12582912.0f;
+    ollie_v{W} r = x - k * 0.693359375f - k * -2.12194440e-4f;
+    ollie_v{W} p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    ollie_v{W} y = p * (r * r) + r + 1.0f;
+    return ollie_scale{W}(y, n);
+}
+
+static inline ollie_v{W} ollie_vlog{W}(ollie_v{W} x) {
+    /* Subnormal inputs are scaled into the normals first (and 23 taken off the exponent). */
+    ollie_m{W} tiny = x < 1.17549435e-38f;
+    ollie_v{W} s = ollie_pick{W}(tiny, x * 8388608.0f, x);
+    ollie_m{W} bits = (ollie_m{W})s;
+    ollie_m{W} e = ((bits >> 23) & 0xff) - 126 - (tiny & 23);
+    /* s = m * 2^e with m in [sqrt(1/2), sqrt(2)), then log(m) from its polynomial in m - 1. */
+    ollie_v{W} m = (ollie_v{W})((bits & 0x007fffff) | 0x3f000000);
+    ollie_m{W} low = m < 0.707106781186547524f;
+    e = e + low; /* low is -1 where true */
+    m = ollie_pick{W}(low, m + m - 1.0f, m - 1.0f);
+    ollie_v{W} f = __builtin_convertvector(e, ollie_v{W});
+    ollie_v{W} z = m * m;
+    ollie_v{W} y = m * 7.0376836292e-2f - 1.1514610310e-1f;
+    y = y * m + 1.1676998740e-1f;
+    y = y * m - 1.2420140846e-1f;
+    y = y * m + 1.4249322787e-1f;
+    y = y * m - 1.6668057665e-1f;
+    y = y * m + 2.0000714765e-1f;
+    y = y * m - 2.4999993993e-1f;
+    y = y * m + 3.3333331174e-1f;
+    y = y * m * z;
+    y = y + f * -2.12194440e-4f - 0.5f * z;
+    ollie_v{W} result = m + y + f * 0.693359375f;
+    /* log(+inf) = inf, log(0) = -inf, log of a negative or of NaN is NaN. */
+    ollie_v{W} zero = {0};
+    result = ollie_pick{W}(x == 1.0f / zero, x, result);
+    result = ollie_pick{W}(x == zero, -1.0f / zero, result);
+    result = ollie_pick{W}(x < zero, zero / zero, result);
+    return ollie_pick{W}(x != x, x, result);
+}
+
+static inline ollie_v{W} ollie_vtanh{W}(ollie_v{W} x) {
+    ollie_v{W} a = ollie_vabs{W}(x);
+    /* Small |x|: an odd polynomial (no cancellation); else 1 - 2 / (exp(2|x|) + 1), which
+     * is 1 once exp overflows, signed as x. */
+    ollie_v{W} z = x * x;
+    ollie_v{W} p = z * -5.70498872745e-3f + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    ollie_v{W} small = p * z * x + x;
+    ollie_v{W} big = 1.0f - 2.0f / (ollie_vexp{W}(a + a) + 1.0f);
+    big = (ollie_v{W})((ollie_m{W})big | ((ollie_m{W})x & (int)0x80000000));
+    return ollie_pick{W}(a < 0.625f, small, big);
+}
