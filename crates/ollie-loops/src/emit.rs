@@ -221,7 +221,7 @@ impl<'a> Emitter<'a> {
              static inline V ollie_vminW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a < b)); {select} }}\n\n"
         );
         let text = text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string());
-        // Float vectors get vector exp, log, tanh and fabs (double ones go lane by lane).
+        // Float vectors get vector math (`vector_math.c`); double ones go lane by lane.
         if self.wide { text } else { format!("{text}{}\n", vector_math(w)) }
     }
 
@@ -260,7 +260,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, vector math
-    /// (`vector_math.c`) for float exp, log, tanh and fabs, values that do not move with `var`
+    /// (`vector_math.c`) for float exp, log, tanh, sqrt, fabs and powers 2 to 4, values that do not move with `var`
     /// broadcast, anything else built lane by lane from the scalar form.
     fn vector_expr(&self, e: &Expr, var: VarId, w: u32) -> String {
         if !e.depends_on(var) {
@@ -274,14 +274,20 @@ impl<'a> Emitter<'a> {
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
             Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
             Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
-            Expr::Unary(op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Abs), a) if !self.wide => {
+            Expr::Unary(op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Abs), a) if !self.wide => {
                 let name = match op {
                     UnaryOp::Exp => "exp",
                     UnaryOp::Log => "log",
                     UnaryOp::Tanh => "tanh",
+                    UnaryOp::Sqrt => "sqrt",
                     _ => "abs",
                 };
                 format!("ollie_v{name}{w}({})", v(a))
+            }
+            // A small integer power by multiplication (powf itself stays scalar).
+            Expr::Binary(BinaryOp::Pow, a, b) if !self.wide && matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => {
+                let Expr::Const(n) = **b else { unreachable!("matched above") };
+                format!("ollie_vpowi{w}({}, {})", v(a), n as i32)
             }
             _ => {
                 let lanes: Vec<String> = (0..w as i64)
@@ -329,7 +335,7 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
 }
 
 /// The vector math functions for `w`-lane float vectors (`ollie_vexp{w}`, `ollie_vlog{w}`,
-/// `ollie_vtanh{w}`, `ollie_vabs{w}`), in C; they need the types `ollie_v{w}` (float lanes) and
+/// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`), in C; they need the types `ollie_v{w}` (float lanes) and
 /// `ollie_m{w}` (int lanes) declared before them.
 pub fn vector_math(w: u32) -> String {
     include_str!("vector_math.c").replace("{W}", &w.to_string())

@@ -1,13 +1,60 @@
-/* Vector math for ollie's emitted kernels: exp, log, tanh and fabs on `{W}`-lane float vectors
- * (GCC vector extensions, so the same source is AVX2 or AVX-512 code as -march=native chooses).
+/* Vector math for ollie's emitted kernels: exp, log, tanh, sqrt, fabs and small integer powers
+ * on `{W}`-lane float vectors (GCC vector extensions, so the same source is AVX2 or AVX-512 code
+ * as -march=native chooses; sqrt by the widest x86 instruction the target has).
  * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
  * scaling by the exponent's bits), written branch-free; each keeps the C library's special
  * values (NaN, ±inf, overflow to inf, underflow through the subnormals to 0). Errors are tested
  * against double precision over dense samples of the whole float range (tests/vector_math.rs). */
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 static inline ollie_v{W} ollie_pick{W}(ollie_m{W} m, ollie_v{W} a, ollie_v{W} b) { return (ollie_v{W})((m & (ollie_m{W})a) | (~m & (ollie_m{W})b)); }
 
 static inline ollie_v{W} ollie_vabs{W}(ollie_v{W} x) { return (ollie_v{W})((ollie_m{W})x & 0x7fffffff); }
+
+/* Correctly rounded, as sqrtf: the hardware's vector square root (sqrtf itself stays scalar
+ * because of errno). */
+static inline ollie_v{W} ollie_vsqrt{W}(ollie_v{W} x) {
+    float a[{W}], r[{W}];
+    __builtin_memcpy(a, &x, sizeof x);
+#if defined(__AVX512F__)
+    if ({W} % 16 == 0) {
+        for (int l = 0; l < {W}; l += 16) _mm512_storeu_ps(r + l, _mm512_sqrt_ps(_mm512_loadu_ps(a + l)));
+        goto done;
+    }
+#endif
+#if defined(__AVX__)
+    if ({W} % 8 == 0) {
+        for (int l = 0; l < {W}; l += 8) _mm256_storeu_ps(r + l, _mm256_sqrt_ps(_mm256_loadu_ps(a + l)));
+        goto done;
+    }
+#endif
+#if defined(__SSE__)
+    if ({W} % 4 == 0) {
+        for (int l = 0; l < {W}; l += 4) _mm_storeu_ps(r + l, _mm_sqrt_ps(_mm_loadu_ps(a + l)));
+        goto done;
+    }
+#endif
+    for (int l = 0; l < {W}; l++) r[l] = __builtin_sqrtf(a[l]);
+    goto done;
+done:
+    __builtin_memcpy(&x, r, sizeof x);
+    return x;
+}
+
+/* x^n for a constant n >= 1, by squaring: n = 2 is exact as powf's, n <= 4 within 2 ulp. */
+static inline ollie_v{W} ollie_vpowi{W}(ollie_v{W} x, int n) {
+    ollie_v{W} r = x;
+    for (int k = 30; k >= 0; k--) {
+        if (n >> k & 1) {
+            for (int j = k - 1; j >= 0; j--) r = (n >> j & 1) ? r * r * x : r * r;
+            return r;
+        }
+    }
+    return r;
+}
 
 /* 2^n for integer n in [-151, 128] (else unspecified), as two factors 2^(n/2) and 2^(n - n/2),
  * each a normal float: `y * ollie_pow2` rounds once into the subnormals where it must. */
