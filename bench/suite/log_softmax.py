@@ -1,0 +1,1 @@
+../specs/log_softmax.py

@@ -1,0 +1,1 @@
+../../examples/mla_decode.py

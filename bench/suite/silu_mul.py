@@ -1,0 +1,1 @@
+../../examples/silu_mul.py
