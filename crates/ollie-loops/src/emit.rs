@@ -260,8 +260,8 @@ impl<'a> Emitter<'a> {
     }
 
     /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, vector math
-    /// (`vector_math.c`) for float exp, log, tanh, sqrt, fabs and powers 2 to 4, values that do not move with `var`
-    /// broadcast, anything else built lane by lane from the scalar form.
+    /// (`vector_math.c`) for float exp, log, tanh, sqrt, fabs and powers 2 to 4, values that do
+    /// not move with `var` broadcast, anything else built lane by lane from the scalar form.
     fn vector_expr(&self, e: &Expr, var: VarId, w: u32) -> String {
         if !e.depends_on(var) {
             return format!("ollie_splat{w}({})", self.expr(e));
@@ -335,8 +335,8 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
 }
 
 /// The vector math functions for `w`-lane float vectors (`ollie_vexp{w}`, `ollie_vlog{w}`,
-/// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`), in C; they need the types `ollie_v{w}` (float lanes) and
-/// `ollie_m{w}` (int lanes) declared before them.
+/// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`), in C; they need the
+/// types `ollie_v{w}` (float lanes) and `ollie_m{w}` (int lanes) declared before them.
 pub fn vector_math(w: u32) -> String {
     include_str!("vector_math.c").replace("{W}", &w.to_string())
 }
