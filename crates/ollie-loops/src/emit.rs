@@ -81,9 +81,22 @@ impl<'a> Emitter<'a> {
             // about their (here irrelevant) calling convention.
             out.push_str("#pragma GCC diagnostic ignored \"-Wpsabi\"\n");
         }
+        // The function first, so that only the widths whose loops call vector math get it.
+        let mut function = String::new();
+        self.function(&mut function);
         for w in widths {
             out.push_str(&self.vector_helpers(w));
+            if !self.wide && VECTOR_MATH.iter().any(|f| function.contains(&format!("ollie_v{f}{w}("))) {
+                out.push_str(&vector_math(w));
+                out.push('\n');
+            }
         }
+        out.push_str(&function);
+        out
+    }
+
+    /// The kernel's function: its temporaries, its loops.
+    fn function(&self, out: &mut String) {
         writeln!(out, "{} {{", self.prototype()).unwrap();
         let temps: Vec<_> = self.nest.temps().collect();
         for (id, b) in &temps {
@@ -95,7 +108,7 @@ impl<'a> Emitter<'a> {
             writeln!(out, "    if ({}) goto done;", any_null.join(" || ")).unwrap();
         }
         for stmt in &self.nest.body {
-            self.stmt(&mut out, stmt, 1);
+            self.stmt(out, stmt, 1);
         }
         if !temps.is_empty() {
             out.push_str("done:\n");
@@ -104,7 +117,6 @@ impl<'a> Emitter<'a> {
             }
         }
         out.push_str("}\n");
-        out
     }
 
     fn prototype(&self) -> String {
@@ -220,9 +232,7 @@ impl<'a> Emitter<'a> {
              static inline V ollie_vmaxW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a > b)); {select} }}\n\
              static inline V ollie_vminW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a < b)); {select} }}\n\n"
         );
-        let text = text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string());
-        // Float vectors get vector math (`vector_math.c`); double ones go lane by lane.
-        if self.wide { text } else { format!("{text}{}\n", vector_math(w)) }
+        text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string())
     }
 
     /// A loop run `w` iterations at a time in vectors, then one at a time for the rest (both
@@ -274,6 +284,7 @@ impl<'a> Emitter<'a> {
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
             Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
             Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
+            // Float vectors get vector math; double ones go lane by lane.
             Expr::Unary(op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Abs), a) if !self.wide => {
                 let name = match op {
                     UnaryOp::Exp => "exp",
@@ -333,6 +344,9 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
         }
     }
 }
+
+/// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.
+const VECTOR_MATH: [&str; 6] = ["exp", "log", "tanh", "sqrt", "abs", "powi"];
 
 /// The vector math functions for `w`-lane float vectors (`ollie_vexp{w}`, `ollie_vlog{w}`,
 /// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`), in C; they need the

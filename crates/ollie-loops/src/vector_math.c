@@ -44,16 +44,10 @@ done:
     return x;
 }
 
-/* x^n for a constant n >= 1, by squaring: n = 2 is exact as powf's, n <= 4 within 2 ulp. */
+/* x^n for a constant n from 2 to 4 (the emitter's range): x·x is exact as powf's, x·x·x and
+ * (x·x)·(x·x) within 2 ulp. */
 static inline ollie_v{W} ollie_vpowi{W}(ollie_v{W} x, int n) {
-    ollie_v{W} r = x;
-    for (int k = 30; k >= 0; k--) {
-        if (n >> k & 1) {
-            for (int j = k - 1; j >= 0; j--) r = (n >> j & 1) ? r * r * x : r * r;
-            return r;
-        }
-    }
-    return r;
+    return n == 2 ? x * x : n == 3 ? x * x * x : (x * x) * (x * x);
 }
 
 /* 2^n for integer n in [-151, 128] (else unspecified), as two factors 2^(n/2) and 2^(n - n/2),
