@@ -1,6 +1,6 @@
 //! The loop-nest invariant checker: loads and stores in bounds for the loop ranges, every
-//! output element stored, no read of a temporary element before it is written, inputs never
-//! written, loop variables bound once.
+//! output element stored, no read of a temporary element before it is written, temporaries
+//! used only inside the loop they live in, inputs never written, loop variables bound once.
 
 use crate::emit::var_name;
 use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopNest, Stmt, VarId};
@@ -17,6 +17,8 @@ pub enum LoopError {
     StoreToInput { buffer: String },
     #[error("{count} elements of output `{buffer}` are never stored")]
     Unwritten { buffer: String, count: usize },
+    #[error("`{buffer}` lives in loop `{scope}` but is used outside it")]
+    OutOfScope { buffer: String, scope: String },
     #[error("`{buffer}` is read at offset {offset} before that element is written")]
     ReadBeforeWrite { buffer: String, offset: i64 },
 }
@@ -63,6 +65,12 @@ impl Checker<'_> {
                     return Ok(());
                 }
                 self.bound.push((*var, *extent));
+                // A temporary living in this loop starts each iteration unwritten.
+                for (id, b) in self.nest.temps() {
+                    if b.scope == Some(*var) {
+                        self.written[id.0 as usize].iter_mut().for_each(|w| *w = false);
+                    }
+                }
                 for s in body {
                     self.stmt(s)?;
                 }
@@ -138,6 +146,10 @@ impl Checker<'_> {
     /// The offsets `offset` reaches, if they all lie inside `buffer`.
     fn in_bounds(&self, access: &'static str, buffer: BufferId, offset: &Affine) -> Result<(i64, i64), LoopError> {
         self.vars_bound(offset)?;
+        let b = self.nest.buffer(buffer);
+        if let Some(scope) = b.scope.filter(|s| !self.bound.iter().any(|(v, _)| v == s)) {
+            return Err(LoopError::OutOfScope { buffer: b.name.clone(), scope: var_name(scope) });
+        }
         let (mut min, mut max) = (offset.constant, offset.constant);
         for (v, c) in &offset.terms {
             let extent = self.bound.iter().find(|(w, _)| w == v).map(|&(_, n)| n as i64).unwrap();
@@ -145,7 +157,6 @@ impl Checker<'_> {
             min += last.min(0);
             max += last.max(0);
         }
-        let b = self.nest.buffer(buffer);
         if min < 0 || max >= b.len() as i64 {
             return Err(LoopError::OutOfBounds { access, buffer: b.name.clone(), min, max, len: b.len() });
         }

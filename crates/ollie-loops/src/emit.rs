@@ -98,7 +98,8 @@ impl<'a> Emitter<'a> {
     /// The kernel's function: its temporaries, its loops.
     fn function(&self, out: &mut String) {
         writeln!(out, "{} {{", self.prototype()).unwrap();
-        let temps: Vec<_> = self.nest.temps().collect();
+        // Folded temporaries are declared in the loop they live in.
+        let temps: Vec<_> = self.nest.temps().filter(|(_, b)| b.scope.is_none()).collect();
         for (id, b) in &temps {
             let t = self.ctype(b.dtype);
             writeln!(out, "    {t} *{} = ({t} *)malloc(sizeof({t}) * {});", self.names[id.0 as usize], b.len().max(1)).unwrap();
@@ -144,6 +145,9 @@ impl<'a> Emitter<'a> {
                     LoopKind::Vector(_) => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
+                for (id, b) in self.nest.temps().filter(|(_, b)| b.scope == Some(*var)) {
+                    writeln!(out, "{pad}    {} {}[{}] __attribute__((aligned(64)));", self.ctype(b.dtype), self.names[id.0 as usize], b.len().max(1)).unwrap();
+                }
                 for s in body {
                     self.stmt(out, s, depth + 1);
                 }

@@ -27,6 +27,10 @@ pub struct Buffer {
     pub kind: BufferKind,
     pub dtype: DType,
     pub shape: Vec<usize>,
+    /// For a temporary folded by the schedule: the loop in whose body it lives, one copy per
+    /// iteration (per thread when the loop or one around it runs on threads), allocated at the
+    /// start of the body. `None`: the whole kernel's.
+    pub scope: Option<VarId>,
 }
 
 impl Buffer {

@@ -3,6 +3,7 @@
 //! ```text
 //! kernel softmax(x: f32[2,3]) -> (out: f32[2,3])
 //! temp t1: f32[2]
+//! temp t5: f32[3] in i0
 //! for i0 in 0..2 {
 //!   t1[i0] = 0.0
 //!   for i1 in 0..3 {
@@ -26,7 +27,10 @@ impl fmt::Display for LoopNest {
             self.buffers
                 .iter()
                 .filter(|b| kind(b.kind))
-                .map(|b| format!("{}: {}", b.name, TensorType::new(b.dtype, b.shape.clone())))
+                .map(|b| {
+                    let scope = b.scope.map(|v| format!(" in {}", var_name(v))).unwrap_or_default();
+                    format!("{}: {}{scope}", b.name, TensorType::new(b.dtype, b.shape.clone()))
+                })
                 .collect()
         };
         let inputs = decl(|k| matches!(k, BufferKind::Input(_)));
@@ -100,7 +104,11 @@ pub fn parse(text: &str) -> Result<LoopNest, ParseError> {
     }
     while let Some((line, t)) = lines.peek().copied() {
         let Some(decl) = t.strip_prefix("temp ") else { break };
-        nest.buffers.push(parse_decl(decl, BufferKind::Temp).map_err(|m| err(line, m))?);
+        let (decl, scope) = match decl.rsplit_once(" in ") {
+            Some((decl, var)) => (decl, Some(parse_var(var.trim()).map_err(|m| err(line, m))?)),
+            None => (decl, None),
+        };
+        nest.buffers.push(Buffer { scope, ..parse_decl(decl, BufferKind::Temp).map_err(|m| err(line, m))? });
         lines.next();
     }
     let mut stack: Vec<(VarId, usize, LoopKind, Vec<Stmt>)> = Vec::new();
@@ -161,7 +169,7 @@ fn parse_decl(text: &str, kind: BufferKind) -> Result<Buffer, String> {
     let dtype = DType::from_name(dtype).ok_or(format!("unknown dtype `{dtype}`"))?;
     let dims = dims.strip_suffix(']').ok_or("expected `]`")?;
     let shape = dims.split(',').filter(|d| !d.trim().is_empty()).map(|d| d.trim().parse().map_err(|_| format!("bad dimension `{d}`"))).collect::<Result<_, String>>()?;
-    Ok(Buffer { name: name.trim().to_string(), kind, dtype, shape })
+    Ok(Buffer { name: name.trim().to_string(), kind, dtype, shape, scope: None })
 }
 
 fn parse_var(text: &str) -> Result<VarId, String> {

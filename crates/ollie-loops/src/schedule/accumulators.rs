@@ -1,0 +1,58 @@
+//! `accumulators v f`: a reduction loop `a[k] = op(a[k], e)` accumulates into `f` partial
+//! results (a new temporary, living where `a` lives), combined after the loop: floating-point
+//! reassociation, which lets the partials run in SIMD lanes.
+
+use ollie_graph::BinaryOp;
+
+use super::deps::loads_of;
+use super::{ScheduleError, Site};
+use crate::emit::var_name;
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
+
+pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleError> {
+    let fresh = site.fresh;
+    let partials = BufferId(site.buffers.len() as u32);
+    let (var, extent, _, body) = site.loop_ref();
+    if f < 2 || extent % f != 0 {
+        return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: f });
+    }
+    let not_a_reduction = "the loop is not a reduction `a[k] = op(a[k], ...)`";
+    let [Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) }] = body.as_slice() else {
+        return Err(site.illegal(not_a_reduction));
+    };
+    let identity = match op {
+        BinaryOp::Add => 0.0,
+        BinaryOp::Mul => 1.0,
+        BinaryOp::Max => f64::NEG_INFINITY,
+        BinaryOp::Min => f64::INFINITY,
+        _ => return Err(site.illegal("the reduction is not a sum, product, max or min")),
+    };
+    let target = Expr::Load { buffer: *buffer, offset: offset.clone() };
+    if **acc != target || offset.coefficient(var) != 0 {
+        return Err(site.illegal(not_a_reduction));
+    }
+    let mut loads = Vec::new();
+    loads_of(e, &mut loads);
+    if loads.iter().any(|(b, _)| b == buffer) {
+        return Err(site.illegal("the reduced value reads the accumulator"));
+    }
+    let (op, buffer, offset, e) = (*op, *buffer, offset.clone(), (**e).clone());
+    let (k0, k1, k2) = (VarId(fresh), VarId(fresh + 1), VarId(fresh + 2));
+    let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
+    let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });
+    let by = Affine::var(var).scale(f as i64).add_scaled(&Affine::var(k1), 1);
+    let step_value = Expr::Binary(op, load(partials, slot(k1)), Box::new(e.map_affine(&|a| a.substitute(var, &by))));
+    let combine = Expr::Binary(op, load(buffer, offset.clone()), load(partials, slot(k2)));
+    let one = |v: VarId, extent: usize, body: Vec<Stmt>| Stmt::Loop { var: v, extent, kind: LoopKind::Serial, body };
+    let stmts = vec![
+        one(k0, f, vec![Stmt::Store { buffer: partials, offset: slot(k0), value: Expr::Const(identity) }]),
+        one(var, extent / f, vec![one(k1, f, vec![Stmt::Store { buffer: partials, offset: slot(k1), value: step_value }])]),
+        one(k2, f, vec![Stmt::Store { buffer, offset: offset.clone(), value: combine }]),
+    ];
+    let at = site.at;
+    site.siblings.splice(at..=at, stmts);
+    let of = &site.buffers[buffer.0 as usize];
+    let acc = Buffer { name: format!("acc{}", partials.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope };
+    site.buffers.push(acc);
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! `fold t v`: storage folding. The temporary `t`, used only inside loop `v`, lives in the loop's
+//! body with the elements one iteration touches: its index loses the terms of `v` and of the loops
+//! around it, and it is allocated once per iteration (on the stack, per thread) instead of at full
+//! size per call. A producer computed at its consumer's loop (`fuse`) then keeps its row in L1.
+//!
+//! Legal when every element an iteration reads was written earlier in the same iteration: then no
+//! value crosses iterations, and one iteration's elements can be reused by the next. All accesses
+//! to `t` must move alike with `v` and the loops around it, so one iteration (all of them at 0)
+//! stands for every other, and is checked by walking it in program order.
+
+use std::collections::HashSet;
+
+use ollie_graph::DType;
+
+use super::{ScheduleError, Site};
+use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
+
+/// The largest folded temporary, in bytes: it lives on the (thread's) stack.
+pub const FOLD_LIMIT: usize = 64 << 10;
+
+/// Statement instances the walk of one iteration visits, at most.
+const WALK_LIMIT: u64 = 1 << 22;
+
+/// `uses`: the temporary's accesses in the whole nest.
+pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), ScheduleError> {
+    let Some(id) = site.buffers.iter().position(|b| b.name == name && b.kind == BufferKind::Temp).map(|i| BufferId(i as u32)) else {
+        return Err(site.illegal(&format!("there is no temporary `{name}`")));
+    };
+    let (var, _, kind, body) = site.loop_ref();
+    if matches!(kind, LoopKind::Vector(_)) {
+        return Err(site.illegal("the loop is vectorized"));
+    }
+    if site.buffers[id.0 as usize].scope.is_some() {
+        return Err(site.illegal(&format!("`{name}` is folded already")));
+    }
+    let mut inner = Vec::new();
+    loop_vars(body, &mut inner);
+    let mut accesses = Vec::new();
+    for s in body {
+        accesses_of(s, id, &mut accesses);
+    }
+    if accesses.is_empty() {
+        return Err(site.illegal(&format!("the loop does not use `{name}`")));
+    }
+    if accesses.len() < uses {
+        return Err(site.illegal(&format!("`{name}` is used outside the loop")));
+    }
+    // The part of an index fixed during one iteration: the terms of `v` and the loops around it.
+    let fixed = |a: &Affine| -> Vec<(VarId, i64)> { a.terms.iter().filter(|(v, _)| !inner.contains(v)).copied().collect() };
+    if accesses.iter().any(|a| fixed(a) != fixed(&accesses[0])) {
+        return Err(site.illegal(&format!("accesses of `{name}` move differently with the loops around them")));
+    }
+    let mut walk = Walk { buffer: id, written: HashSet::new(), env: Vec::new(), visited: 0 };
+    for s in body {
+        walk.stmt(s).map_err(|r| site.illegal(&r))?;
+    }
+    // The folded index: the inner terms, shifted to start at 0.
+    let extents = inner_extents(body);
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for a in &accesses {
+        let (mut l, mut h) = (a.constant, a.constant);
+        for (v, c) in a.terms.iter().filter(|(v, _)| inner.contains(v)) {
+            let last = c * (extents.iter().find(|(w, _)| w == v).map_or(1, |(_, n)| *n as i64) - 1);
+            l += last.min(0);
+            h += last.max(0);
+        }
+        lo = lo.min(l);
+        hi = hi.max(h);
+    }
+    let len = (hi - lo + 1) as usize;
+    let bytes = len * if site.buffers[id.0 as usize].dtype == DType::F64 { 8 } else { 4 };
+    if bytes > FOLD_LIMIT {
+        return Err(site.illegal(&format!("one iteration's {bytes} bytes of `{name}` exceed the {} KiB a temporary may hold on the stack", FOLD_LIMIT >> 10)));
+    }
+    let shift = |a: &Affine| Affine { terms: a.terms.iter().filter(|(v, _)| inner.contains(v)).copied().collect(), constant: a.constant - lo };
+    let (_, _, _, body) = site.the_loop();
+    for s in body.iter_mut() {
+        *s = rewrite(s, id, &shift);
+    }
+    let b = &mut site.buffers[id.0 as usize];
+    b.shape = vec![len];
+    b.scope = Some(var);
+    Ok(())
+}
+
+/// The accesses of temporary `name` in `body`, counted.
+pub(crate) fn count_uses(body: &[Stmt], name: &str, buffers: &[crate::ir::Buffer]) -> usize {
+    let Some(id) = buffers.iter().position(|b| b.name == name).map(|i| BufferId(i as u32)) else { return 0 };
+    let mut accesses = Vec::new();
+    for s in body {
+        accesses_of(s, id, &mut accesses);
+    }
+    accesses.len()
+}
+
+fn loop_vars(body: &[Stmt], out: &mut Vec<VarId>) {
+    for s in body {
+        if let Stmt::Loop { var, body, .. } = s {
+            out.push(*var);
+            loop_vars(body, out);
+        }
+    }
+}
+
+fn inner_extents(body: &[Stmt]) -> Vec<(VarId, usize)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&Stmt> = body.iter().collect();
+    while let Some(s) = stack.pop() {
+        if let Stmt::Loop { var, extent, body, .. } = s {
+            out.push((*var, *extent));
+            stack.extend(body);
+        }
+    }
+    out
+}
+
+fn accesses_of(s: &Stmt, buffer: BufferId, out: &mut Vec<Affine>) {
+    match s {
+        Stmt::Loop { body, .. } => body.iter().for_each(|s| accesses_of(s, buffer, out)),
+        Stmt::Store { buffer: b, offset, value } => {
+            if *b == buffer {
+                out.push(offset.clone());
+            }
+            let mut loads = Vec::new();
+            super::deps::loads_of(value, &mut loads);
+            out.extend(loads.into_iter().filter(|(b, _)| *b == buffer).map(|(_, a)| a));
+        }
+    }
+}
+
+/// `s` with every index of `buffer` mapped by `f`.
+fn rewrite(s: &Stmt, buffer: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Stmt {
+    match s {
+        Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| rewrite(s, buffer, f)).collect() },
+        Stmt::Store { buffer: b, offset, value } => {
+            let offset = if *b == buffer { f(offset) } else { offset.clone() };
+            Stmt::Store { buffer: *b, offset, value: rewrite_expr(value, buffer, f) }
+        }
+    }
+}
+
+fn rewrite_expr(e: &Expr, buffer: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Expr {
+    let m = |x: &Expr| Box::new(rewrite_expr(x, buffer, f));
+    match e {
+        Expr::Load { buffer: b, offset } if *b == buffer => Expr::Load { buffer: *b, offset: f(offset) },
+        Expr::Load { .. } | Expr::Const(_) | Expr::Index(_) => e.clone(),
+        Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
+        Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
+        Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
+        Expr::Compare(op, a, b) => Expr::Compare(*op, m(a), m(b)),
+        Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
+    }
+}
+
+/// One iteration of the loop, walked in program order with every variable around it at 0:
+/// which elements of the temporary are written, and whether a read comes before its write.
+struct Walk {
+    buffer: BufferId,
+    written: HashSet<i64>,
+    /// The values of the loops entered.
+    env: Vec<(VarId, i64)>,
+    visited: u64,
+}
+
+impl Walk {
+    fn at(&self, a: &Affine) -> i64 {
+        a.constant + a.terms.iter().map(|(v, c)| c * self.env.iter().rev().find(|(w, _)| w == v).map_or(0, |(_, x)| *x)).sum::<i64>()
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), String> {
+        match s {
+            Stmt::Loop { var, extent, body, .. } => {
+                let mut uses = Vec::new();
+                accesses_of(s, self.buffer, &mut uses);
+                if uses.is_empty() {
+                    return Ok(());
+                }
+                for i in 0..*extent as i64 {
+                    self.env.push((*var, i));
+                    for s in body {
+                        self.stmt(s)?;
+                    }
+                    self.env.pop();
+                }
+                Ok(())
+            }
+            Stmt::Store { buffer, offset, value } => {
+                self.visited += 1;
+                if self.visited > WALK_LIMIT {
+                    return Err("one iteration is too long to check".into());
+                }
+                let mut loads = Vec::new();
+                super::deps::loads_of(value, &mut loads);
+                for (_, a) in loads.iter().filter(|(b, _)| *b == self.buffer) {
+                    if !self.written.contains(&self.at(a)) {
+                        return Err("an iteration reads an element it has not written".into());
+                    }
+                }
+                if *buffer == self.buffer {
+                    self.written.insert(self.at(offset));
+                }
+                Ok(())
+            }
+        }
+    }
+}

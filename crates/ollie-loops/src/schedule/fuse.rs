@@ -1,0 +1,38 @@
+//! `fuse v w`: a loop and the loop right after it, over the same extent, become one loop running
+//! both bodies: the producer's iteration is computed at the consumer's (compute-at at that
+//! level). Legal when the fused iterations are independent. A temporary living in the second
+//! loop lives in the fused one.
+
+use super::deps::independent;
+use super::{ScheduleError, Site};
+use crate::emit::var_name;
+use crate::ir::{Affine, LoopKind, Stmt, VarId};
+
+pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> {
+    let (var, extent, _, body) = site.loop_ref();
+    let Some(Stmt::Loop { var: v2, extent: e2, kind: k2, body: b2 }) = site.siblings.get(site.at + 1) else {
+        return Err(site.illegal("no loop follows it"));
+    };
+    if *v2 != second {
+        return Err(site.illegal(&format!("the loop after it is `{}`", var_name(*v2))));
+    }
+    if *e2 != extent || *k2 != LoopKind::Serial {
+        return Err(site.illegal("the loops differ in extent or kind"));
+    }
+    let renamed = b2.iter().map(|s| s.map_affine(&|a| a.substitute(second, &Affine::var(var))));
+    let fused: Vec<Stmt> = body.iter().cloned().chain(renamed).collect();
+    // The second loop's temporaries count as the fused loop's own.
+    let scoped: Vec<usize> = (0..site.buffers.len()).filter(|&b| site.buffers[b].scope == Some(second)).collect();
+    for &b in &scoped {
+        site.buffers[b].scope = Some(var);
+    }
+    if let Err(reason) = independent(var, &fused, site.buffers) {
+        for &b in &scoped {
+            site.buffers[b].scope = Some(second);
+        }
+        return Err(site.illegal(&reason));
+    }
+    let at = site.at;
+    site.siblings.splice(at..at + 2, [Stmt::Loop { var, extent, kind: LoopKind::Serial, body: fused }]);
+    Ok(())
+}

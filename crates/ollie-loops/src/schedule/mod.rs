@@ -1,0 +1,301 @@
+//! Schedules: a list of named steps that transform a loop nest, each after a legality check, and
+//! that print as text and replay on the naive nest.
+//!
+//! ```text
+//! distribute i1
+//! reorder i4 i2
+//! fuse i0 i2
+//! accumulators i1 8
+//! split i3 8
+//! parallel i0
+//! vectorize i3 8
+//! simd i9
+//! unroll i9 4
+//! fold t5 i0
+//! flags -O3 -march=native -fopenmp
+//! ```
+//!
+//! One primitive per file, each with its legality check; `test_data/schedule/` holds their text
+//! tests (a nest, steps, the nest they make).
+
+use std::fmt;
+
+use crate::emit::var_name;
+use crate::ir::{Buffer, LoopKind, LoopNest, Stmt, VarId};
+
+mod accumulators;
+mod deps;
+mod distribute;
+mod fold;
+mod fuse;
+mod parallel;
+mod reorder;
+mod split;
+mod unroll;
+mod vectorize;
+
+use deps::{contains_kind, max_var};
+
+/// One transformation of a loop, named by its variable.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// `for v in 0..n` becomes `for v in 0..n/f { for w in 0..f }` with `v ↦ f·v + w`; `w` is the
+    /// next unused variable. The order of iterations is unchanged, so it is always legal.
+    Split { var: VarId, factor: usize },
+    /// Swaps a loop with a loop directly inside it (interchange); statements beside the inner
+    /// loop move to loops of their own before and after it (distribution). Legal when the outer
+    /// loop's iterations are independent: every dependence is then carried by the inner loop
+    /// alone, and keeps its direction.
+    Reorder { outer: VarId, inner: VarId },
+    /// A loop whose body has several statements becomes one loop per statement (loop fission);
+    /// the copies after the first get fresh variables. Legal when the iterations are independent.
+    Distribute { var: VarId },
+    /// A loop and the loop right after it, over the same extent, become one loop running both
+    /// bodies: the producer's iteration is computed at the consumer's (compute-at at the outer
+    /// level). Legal when the fused iterations are independent.
+    Fuse { first: VarId, second: VarId },
+    /// A reduction loop accumulates into `factor` partial results (a new temporary), combined
+    /// after the loop: floating-point reassociation, which lets the partials run in SIMD lanes.
+    Accumulators { var: VarId, factor: usize },
+    /// Run the iterations on several threads: legal when iterations write disjoint elements and
+    /// read no element another iteration writes.
+    Parallel { var: VarId },
+    /// Run the iterations in SIMD lanes (OpenMP `simd`): an innermost loop with the same
+    /// independence.
+    Simd { var: VarId },
+    /// Explicit SIMD in the emitted C: `width` iterations at once in GCC vector types, then the
+    /// remaining iterations one by one. Same legality as `simd`.
+    Vectorize { var: VarId, width: u32 },
+    /// Ask the compiler to unroll by `factor`.
+    Unroll { var: VarId, factor: u32 },
+    /// Storage folding: the temporary `buffer`, used only inside the loop, lives in its body
+    /// with one iteration's elements (its index no longer moves with the loop or any loop
+    /// around it). Legal when every element an iteration reads was written earlier in the same
+    /// iteration.
+    Fold { buffer: String, var: VarId },
+}
+
+impl Step {
+    /// The loop the step is applied to.
+    pub fn var(&self) -> VarId {
+        match self {
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } => *var,
+            Step::Reorder { outer, .. } => *outer,
+            Step::Fuse { first, .. } => *first,
+        }
+    }
+}
+
+/// Steps applied in order, and the compiler flags the result is built with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Schedule {
+    pub steps: Vec<Step>,
+    pub flags: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("there is no loop `{0}`")]
+    NoLoop(String),
+    #[error("`{var}` has {extent} iterations, which {factor} does not divide")]
+    NotDivisible { var: String, extent: usize, factor: usize },
+    #[error("cannot {step}: {reason}")]
+    Illegal { step: String, reason: String },
+    #[error("line {line}: {message}")]
+    Syntax { line: usize, message: String },
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = |v: &VarId| var_name(*v);
+        match self {
+            Step::Split { var, factor } => write!(f, "split {} {factor}", v(var)),
+            Step::Reorder { outer, inner } => write!(f, "reorder {} {}", v(outer), v(inner)),
+            Step::Distribute { var } => write!(f, "distribute {}", v(var)),
+            Step::Fuse { first, second } => write!(f, "fuse {} {}", v(first), v(second)),
+            Step::Accumulators { var, factor } => write!(f, "accumulators {} {factor}", v(var)),
+            Step::Parallel { var } => write!(f, "parallel {}", v(var)),
+            Step::Simd { var } => write!(f, "simd {}", v(var)),
+            Step::Vectorize { var, width } => write!(f, "vectorize {} {width}", v(var)),
+            Step::Unroll { var, factor } => write!(f, "unroll {} {factor}", v(var)),
+            Step::Fold { buffer, var } => write!(f, "fold {buffer} {}", v(var)),
+        }
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for s in &self.steps {
+            writeln!(f, "{s}")?;
+        }
+        if !self.flags.is_empty() {
+            writeln!(f, "flags {}", self.flags.join(" "))?;
+        }
+        Ok(())
+    }
+}
+
+impl Schedule {
+    /// Reads the text form.
+    pub fn parse(text: &str) -> Result<Schedule, ScheduleError> {
+        let mut schedule = Schedule::default();
+        for (i, line) in text.lines().enumerate() {
+            let err = |message: String| ScheduleError::Syntax { line: i + 1, message };
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let var = |k: usize| -> Result<VarId, ScheduleError> {
+                words.get(k).and_then(|w| w.strip_prefix('i')).and_then(|n| n.parse().ok()).map(VarId).ok_or_else(|| err(format!("expected a loop variable `iN` in `{line}`")))
+            };
+            let number = |k: usize| -> Result<usize, ScheduleError> {
+                words.get(k).and_then(|w| w.parse().ok()).ok_or_else(|| err(format!("expected a number in `{line}`")))
+            };
+            let step = match words.first().copied() {
+                None => continue,
+                Some("flags") => {
+                    schedule.flags = words[1..].iter().map(|w| w.to_string()).collect();
+                    continue;
+                }
+                Some("split") => Step::Split { var: var(1)?, factor: number(2)? },
+                Some("reorder") => Step::Reorder { outer: var(1)?, inner: var(2)? },
+                Some("distribute") => Step::Distribute { var: var(1)? },
+                Some("fuse") => Step::Fuse { first: var(1)?, second: var(2)? },
+                Some("accumulators") => Step::Accumulators { var: var(1)?, factor: number(2)? },
+                Some("parallel") => Step::Parallel { var: var(1)? },
+                Some("simd") => Step::Simd { var: var(1)? },
+                Some("vectorize") => Step::Vectorize { var: var(1)?, width: number(2)? as u32 },
+                Some("unroll") => Step::Unroll { var: var(1)?, factor: number(2)? as u32 },
+                Some("fold") => Step::Fold { buffer: words.get(1).ok_or_else(|| err(format!("expected a temporary's name in `{line}`")))?.to_string(), var: var(2)? },
+                Some(other) => return Err(err(format!("unknown step `{other}`"))),
+            };
+            schedule.steps.push(step);
+        }
+        Ok(schedule)
+    }
+
+    /// The flags to compile `scheduled` (this schedule applied) with: the schedule's own, plus
+    /// `-fopenmp` when a loop runs on threads or in OpenMP SIMD lanes.
+    pub fn compile_flags(&self, scheduled: &LoopNest) -> Vec<String> {
+        let mut flags = self.flags.clone();
+        if contains_kind(&scheduled.body, LoopKind::Parallel) || contains_kind(&scheduled.body, LoopKind::Simd) {
+            flags.push("-fopenmp".into());
+        }
+        flags
+    }
+
+    /// Replays the steps on `nest`; the first illegal step is an error.
+    pub fn apply(&self, nest: &LoopNest) -> Result<LoopNest, ScheduleError> {
+        let mut nest = nest.clone();
+        for step in &self.steps {
+            apply_step(&mut nest, step)?;
+        }
+        Ok(nest)
+    }
+}
+
+/// Where a loop is: the statement indices from the nest's body down to it, and the kinds of the
+/// loops around it.
+fn locate(body: &[Stmt], var: VarId, path: &mut Vec<usize>, enclosing: &mut Vec<LoopKind>) -> bool {
+    for (i, s) in body.iter().enumerate() {
+        if let Stmt::Loop { var: v, kind, body, .. } = s {
+            path.push(i);
+            if *v == var {
+                return true;
+            }
+            enclosing.push(*kind);
+            if locate(body, var, path, enclosing) {
+                return true;
+            }
+            enclosing.pop();
+            path.pop();
+        }
+    }
+    false
+}
+
+/// The statement list holding the statement at `path`.
+fn parent<'a>(mut body: &'a mut Vec<Stmt>, path: &[usize]) -> &'a mut Vec<Stmt> {
+    for &i in &path[..path.len() - 1] {
+        body = match &mut body[i] {
+            Stmt::Loop { body, .. } => body,
+            Stmt::Store { .. } => unreachable!("paths go through loops"),
+        };
+    }
+    body
+}
+
+/// The loop a step is applied to, and what its primitive may change around it.
+pub(crate) struct Site<'a> {
+    /// The statement list holding the loop, and the loop's index in it.
+    pub siblings: &'a mut Vec<Stmt>,
+    pub at: usize,
+    /// The kinds of the loops around it, outermost first.
+    pub enclosing: Vec<LoopKind>,
+    /// The nest's buffers (a primitive may add temporaries or fold one).
+    pub buffers: &'a mut Vec<Buffer>,
+    /// The first loop variable not used in the nest.
+    pub fresh: u32,
+    /// Whether the kernel computes in double.
+    pub wide: bool,
+    pub step: &'a Step,
+}
+
+impl Site<'_> {
+    /// The loop's variable, extent, kind and body.
+    pub fn the_loop(&mut self) -> (VarId, usize, &mut LoopKind, &mut Vec<Stmt>) {
+        match &mut self.siblings[self.at] {
+            Stmt::Loop { var, extent, kind, body } => (*var, *extent, kind, body),
+            Stmt::Store { .. } => unreachable!("steps apply to loops"),
+        }
+    }
+
+    /// The loop's variable, extent, kind and body, to read.
+    pub fn loop_ref(&self) -> (VarId, usize, LoopKind, &Vec<Stmt>) {
+        match &self.siblings[self.at] {
+            Stmt::Loop { var, extent, kind, body } => (*var, *extent, *kind, body),
+            Stmt::Store { .. } => unreachable!("steps apply to loops"),
+        }
+    }
+
+    /// Refuses a step that would take statements out of the loop a temporary lives in, or
+    /// move that loop inside another.
+    pub fn no_temporary_lives_in(&self, var: VarId) -> Result<(), ScheduleError> {
+        match self.buffers.iter().find(|b| b.scope == Some(var)) {
+            Some(b) => Err(self.illegal(&format!("temporary `{}` lives in `{}`", b.name, var_name(var)))),
+            None => Ok(()),
+        }
+    }
+
+    pub fn illegal(&self, reason: &str) -> ScheduleError {
+        ScheduleError::Illegal { step: self.step.to_string(), reason: reason.to_string() }
+    }
+}
+
+/// Applies one step in place.
+pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError> {
+    let (mut path, mut enclosing) = (Vec::new(), Vec::new());
+    if !locate(&nest.body, step.var(), &mut path, &mut enclosing) {
+        return Err(ScheduleError::NoLoop(var_name(step.var())));
+    }
+    let fresh = max_var(&nest.body).map_or(0, |v| v.0 + 1);
+    let wide = nest.computes_in_f64();
+    let at = *path.last().expect("located");
+    let uses = match step {
+        Step::Fold { buffer, .. } => fold::count_uses(&nest.body, buffer, &nest.buffers),
+        _ => 0,
+    };
+    let mut site = Site { siblings: parent(&mut nest.body, &path), at, enclosing, buffers: &mut nest.buffers, fresh, wide, step };
+    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. }) {
+        return Err(site.illegal("the loop is not serial"));
+    }
+    match step {
+        Step::Split { factor, .. } => split::split(&mut site, *factor),
+        Step::Reorder { inner, .. } => reorder::reorder(&mut site, *inner),
+        Step::Distribute { .. } => distribute::distribute(&mut site),
+        Step::Fuse { second, .. } => fuse::fuse(&mut site, *second),
+        Step::Accumulators { factor, .. } => accumulators::accumulators(&mut site, *factor),
+        Step::Parallel { .. } => parallel::parallel(&mut site),
+        Step::Simd { .. } => vectorize::lanes(&mut site, LoopKind::Simd),
+        Step::Vectorize { width, .. } => vectorize::lanes(&mut site, LoopKind::Vector(*width)),
+        Step::Unroll { factor, .. } => unroll::unroll(&mut site, *factor),
+        Step::Fold { buffer, .. } => fold::fold(&mut site, buffer, uses),
+    }
+}
