@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ollie_graph::{Graph, Tensor};
 use ollie_runner::{Compiler, Runner};
-use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Search, SearchConfig};
+use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Search, SearchConfig, Sketch};
 use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Store, TimingRecord};
 use ollie_verify::{BenchConfig, Oracle, VerifyConfig};
 use sha2::Digest;
@@ -23,7 +23,7 @@ use crate::progress::Progress;
 use crate::{counterexamples, report, setup, user_error, Error, Note, Reason};
 
 /// The proposers `optimize` knows.
-pub const PROPOSERS: &[&str] = &["mutate", "llm"];
+pub const PROPOSERS: &[&str] = &["mutate", "sketch", "llm"];
 
 /// The store's file in the output directory.
 pub const STORE_FILE: &str = "ollie.db";
@@ -198,6 +198,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
     drop(by_id);
     let mut mutate = Mutate::new(naive.clone());
+    let mut sketch = Sketch::new(&naive, machine.float_lanes());
     let (mut llm, llm_watch) = match o.llm.clone() {
         Some(options) => {
             let calls = store.llm_calls(run.id).context("reading the store")?;
@@ -219,6 +220,9 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let mut list: Vec<&mut dyn Propose<Kernel, Note>> = Vec::new();
     if o.proposers.iter().any(|n| n == "mutate") {
         list.push(&mut mutate);
+    }
+    if o.proposers.iter().any(|n| n == "sketch") {
+        list.push(&mut sketch);
     }
     if let Some(l) = llm.as_mut() {
         list.push(l);

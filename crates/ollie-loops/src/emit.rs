@@ -134,7 +134,8 @@ impl<'a> Emitter<'a> {
     fn stmt(&self, out: &mut String, stmt: &Stmt, depth: usize) {
         let pad = "    ".repeat(depth);
         match stmt {
-            Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, body, depth),
+            Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, false, body, depth),
+            Stmt::Loop { var, extent, kind: LoopKind::Stream(w), body } => self.vector_loop(out, *var, *extent, *w, true, body, depth),
             Stmt::Loop { var, extent, kind, body } => {
                 let v = var_name(*var);
                 match kind {
@@ -142,7 +143,7 @@ impl<'a> Emitter<'a> {
                     LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for").unwrap(),
                     LoopKind::Simd => writeln!(out, "{pad}#pragma omp simd").unwrap(),
                     LoopKind::Unrolled(n) => writeln!(out, "{pad}#pragma GCC unroll {n}").unwrap(),
-                    LoopKind::Vector(_) => unreachable!("matched above"),
+                    LoopKind::Vector(_) | LoopKind::Stream(_) => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
                 for (id, b) in self.nest.temps().filter(|(_, b)| b.scope == Some(*var)) {
@@ -240,8 +241,9 @@ impl<'a> Emitter<'a> {
     }
 
     /// A loop run `w` iterations at a time in vectors, then one at a time for the rest (both
-    /// with constant bounds, and the tail only when `w` does not divide the extent).
-    fn vector_loop(&self, out: &mut String, var: VarId, extent: usize, w: u32, body: &[Stmt], depth: usize) {
+    /// with constant bounds, and the tail only when `w` does not divide the extent). With
+    /// `stream`, its contiguous vector stores to outputs bypass the caches, then a fence.
+    fn vector_loop(&self, out: &mut String, var: VarId, extent: usize, w: u32, stream: bool, body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
         let v = var_name(var);
         let main = extent - extent % w as usize;
@@ -251,7 +253,9 @@ impl<'a> Emitter<'a> {
                 let Stmt::Store { buffer, offset, value } = stmt else { unreachable!("vectorized loops are innermost") };
                 let name = &self.names[buffer.0 as usize];
                 let value = self.vector_expr(value, var, w);
+                let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_));
                 match offset.coefficient(var) {
+                    1 if streamed => writeln!(out, "{pad}    ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
                     1 => writeln!(out, "{pad}    ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
                     c => {
                         writeln!(out, "{pad}    {{ ollie_v{w} ollie_lanes = {value};").unwrap();
@@ -263,6 +267,10 @@ impl<'a> Emitter<'a> {
                 }
             }
             writeln!(out, "{pad}}}").unwrap();
+            if stream {
+                // Streaming stores are weakly ordered: fenced before anyone reads the output.
+                writeln!(out, "#if defined(__SSE__)\n{pad}__builtin_ia32_sfence();\n#endif").unwrap();
+            }
         }
         if main < extent {
             writeln!(out, "{pad}for (long {v} = {main}; {v} < {extent}; {v}++) {{").unwrap();
@@ -341,7 +349,7 @@ fn arithmetic(op: BinaryOp) -> Option<&'static str> {
 fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
     for s in body {
         if let Stmt::Loop { kind, body, .. } = s {
-            if let LoopKind::Vector(w) = kind {
+            if let LoopKind::Vector(w) | LoopKind::Stream(w) = kind {
                 out.push(*w);
             }
             vector_widths(body, out);
@@ -350,10 +358,11 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
 }
 
 /// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.
-const VECTOR_MATH: [&str; 6] = ["exp", "log", "tanh", "sqrt", "abs", "powi"];
+const VECTOR_MATH: [&str; 7] = ["exp", "log", "tanh", "sqrt", "abs", "powi", "stream"];
 
 /// The vector math functions for `w`-lane float vectors (`ollie_vexp{w}`, `ollie_vlog{w}`,
-/// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`), in C; they need the
+/// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`) and the streaming
+/// store `ollie_vstream{w}`, in C; they need the
 /// types `ollie_v{w}` (float lanes) and `ollie_m{w}` (int lanes) declared before them.
 pub fn vector_math(w: u32) -> String {
     include_str!("vector_math.c").replace("{W}", &w.to_string())

@@ -163,6 +163,9 @@ pub enum LoopKind {
     Unrolled(u32),
     /// Explicit SIMD: this many iterations at once in GCC vector types, then a scalar tail.
     Vector(u32),
+    /// `Vector`, with its contiguous vector stores to outputs bypassing the caches
+    /// (non-temporal), then a store fence.
+    Stream(u32),
 }
 
 impl LoopKind {
@@ -174,6 +177,7 @@ impl LoopKind {
             LoopKind::Simd => Some("simd".into()),
             LoopKind::Unrolled(n) => Some(format!("unroll{n}")),
             LoopKind::Vector(n) => Some(format!("vector{n}")),
+            LoopKind::Stream(n) => Some(format!("stream{n}")),
         }
     }
 
@@ -181,10 +185,10 @@ impl LoopKind {
         match word {
             "parallel" => Some(LoopKind::Parallel),
             "simd" => Some(LoopKind::Simd),
-            _ => match word.strip_prefix("vector") {
-                Some(n) => n.parse().ok().map(LoopKind::Vector),
-                None => word.strip_prefix("unroll").and_then(|n| n.parse().ok()).map(LoopKind::Unrolled),
-            },
+            _ => {
+                let numbered = |prefix: &str| word.strip_prefix(prefix).and_then(|n| n.parse().ok());
+                numbered("vector").map(LoopKind::Vector).or_else(|| numbered("stream").map(LoopKind::Stream)).or_else(|| numbered("unroll").map(LoopKind::Unrolled))
+            }
         }
     }
 }

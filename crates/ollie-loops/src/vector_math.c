@@ -122,3 +122,30 @@ static inline ollie_v{W} ollie_vtanh{W}(ollie_v{W} x) {
     big = (ollie_v{W})((ollie_m{W})big | ((ollie_m{W})x & (int)0x80000000));
     return ollie_pick{W}(a < 0.625f, small, big);
 }
+
+/* A store that bypasses the caches (no read for ownership of the lines it fills), for a large
+ * output written once: the widest x86 streaming store whose alignment the address has, else an
+ * ordinary store. The loop that streams ends with a store fence. */
+static inline void ollie_vstream{W}(float *p, ollie_v{W} v) {
+    float a[{W}];
+    __builtin_memcpy(a, &v, sizeof v);
+#if defined(__AVX512F__)
+    if ({W} % 16 == 0 && ((unsigned long)p & 63) == 0) {
+        for (int l = 0; l < {W}; l += 16) _mm512_stream_ps(p + l, _mm512_loadu_ps(a + l));
+        return;
+    }
+#endif
+#if defined(__AVX__)
+    if ({W} % 8 == 0 && ((unsigned long)p & 31) == 0) {
+        for (int l = 0; l < {W}; l += 8) _mm256_stream_ps(p + l, _mm256_loadu_ps(a + l));
+        return;
+    }
+#endif
+#if defined(__SSE__)
+    if ({W} % 4 == 0 && ((unsigned long)p & 15) == 0) {
+        for (int l = 0; l < {W}; l += 4) _mm_stream_ps(p + l, _mm_loadu_ps(a + l));
+        return;
+    }
+#endif
+    __builtin_memcpy(p, a, sizeof a);
+}

@@ -35,6 +35,17 @@ pub struct Machine {
     pub pinned: bool,
 }
 
+impl Machine {
+    /// Floats in the widest vector register of the measured ISA.
+    pub fn float_lanes(&self) -> u32 {
+        match self.isa.as_str() {
+            "avx512f" => 16,
+            "avx2+fma" => 8,
+            _ => 4,
+        }
+    }
+}
+
 fn one() -> u32 {
     1
 }

@@ -122,7 +122,8 @@ impl Runner {
     /// [`Runner::start`] for timing: libgomp's default wait policy (threads spin a while after a
     /// parallel region before they sleep), as in a program calling the kernel again and again;
     /// the caller stops the worker between calls ([`Session::pause`]) so that its spinning never
-    /// takes a core from anything else. See ARCHITECTURE.md, "OpenMP teams".
+    /// takes a core from anything else. See ARCHITECTURE.md, "OpenMP teams". Every call starts
+    /// with the kernel's buffers out of the caches ([`Session::evict`]).
     pub fn start_for_timing(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
         let mut started = self.start_with(library, symbol, inputs, outputs, None)?;
         if let Ok(s) = &mut started {
@@ -397,8 +398,34 @@ impl Session {
         }
     }
 
-    /// Calls the kernel once and waits for it within the time limit.
+    /// Writes every cache line of the kernel's buffers back to memory and out of every cache
+    /// level (`clflush`), so that the next call reads its inputs from memory and owns no line of
+    /// its outputs: a timed call then costs what it costs on data another computation just left
+    /// behind in memory, whatever the size of this machine's last-level cache (with a large one,
+    /// a kernel called on the same buffers again and again would otherwise be timed from cache).
+    /// Not timed: the worker times only the kernel's call. A no-op off x86.
+    pub fn evict(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            for r in &self.layout.regions {
+                let bytes = &self.map[r.start..r.start + r.len];
+                for line in bytes.chunks(64) {
+                    // SAFETY: `clflush` of an address inside our own mapping; SSE2 is part of
+                    // x86-64.
+                    unsafe { std::arch::x86_64::_mm_clflush(line.as_ptr()) };
+                }
+            }
+            // SAFETY: a fence; SSE2 is part of x86-64.
+            unsafe { std::arch::x86_64::_mm_mfence() };
+        }
+    }
+
+    /// Calls the kernel once and waits for it within the time limit. A session started for
+    /// timing evicts the kernel's buffers from the caches first ([`Session::evict`]).
     pub fn call(&mut self) -> Result<Call, RunnerError> {
+        if self.timed {
+            self.evict();
+        }
         let _quiet = self.timed.then(crate::quiet::Quiet::begin);
         self.resume();
         if self.commands.write_all(b"c").and_then(|_| self.commands.flush()).is_err() {

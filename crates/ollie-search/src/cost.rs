@@ -78,7 +78,7 @@ fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
                         c.parallel_extent = c.parallel_extent.max(*extent as f64);
                         inner.parallel = true;
                     }
-                    LoopKind::Vector(w) => inner.vector = Some(*w),
+                    LoopKind::Vector(w) | LoopKind::Stream(w) => inner.vector = Some(*w),
                     LoopKind::Simd => inner.simd = true,
                     LoopKind::Unrolled(_) => inner.unrolled = true,
                     _ => {}

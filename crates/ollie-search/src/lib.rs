@@ -4,13 +4,16 @@
 //!
 //! The search knows nothing of runners or stores: proposers and the evaluator are traits the
 //! driver implements (and so are its tests). The candidate the driver searches over, `Kernel`,
-//! and `mutate`, the proposer over schedules, live here.
+//! `mutate`, the proposer over schedules, and `sketch`, whole schedules from structural rules, live
+//! here.
 
 pub mod cost;
 mod kernel;
 mod mutate;
 mod search;
+mod sketch;
 
 pub use kernel::{EmitError, Kernel};
 pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
+pub use sketch::{sketch, sketches, Choices, Sketch};
 pub use search::{Evaluation, Event, Evaluate, Proposal, Propose, Search, SearchConfig, StopReason};

@@ -119,14 +119,19 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
         }
         options.push(Step::Simd { var });
     }
+    // A temporary folded into this loop (legal only if the loop holds all its uses).
+    let temps: Vec<String> = nest.temps().filter(|(_, b)| b.scope.is_none()).map(|(_, b)| b.name.clone()).collect();
+    if let Some(buffer) = pick(rng, &temps) {
+        options.push(Step::Fold { buffer, var });
+    }
     // Threads pay a wake-up per parallel loop entered: only outermost loops are worth it.
     if site.depth == 0 {
         options.push(Step::Parallel { var });
     }
     options.push(Step::Unroll { var, factor: pick(rng, &[2, 4, 8])? });
     // The steps that change what the hardware does (loop order, fusion, threads, vector lanes,
-    // independent accumulators) are drawn twice as often as the ones that mostly reshape it.
-    let heavy: Vec<Step> = options.iter().filter(|s| matches!(s, Step::Reorder { .. } | Step::Fuse { .. } | Step::Parallel { .. } | Step::Vectorize { .. } | Step::Accumulators { .. })).cloned().collect();
+    // independent accumulators, folded temporaries) are drawn twice as often as the ones that mostly reshape it.
+    let heavy: Vec<Step> = options.iter().filter(|s| matches!(s, Step::Reorder { .. } | Step::Fuse { .. } | Step::Parallel { .. } | Step::Vectorize { .. } | Step::Accumulators { .. } | Step::Fold { .. })).cloned().collect();
     options.extend(heavy);
     pick(rng, &options)
 }

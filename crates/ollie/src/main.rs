@@ -177,8 +177,8 @@ enum Command {
         /// Seconds one call may take.
         #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
         timeout: f64,
-        /// The proposers, comma-separated: `mutate`, `llm` (default: mutate, and llm too when
-        /// --llm-url is given).
+        /// The proposers, comma-separated: `mutate`, `sketch`, `llm` (default: mutate and
+        /// sketch, and llm too when --llm-url is given).
         #[arg(long, value_delimiter = ',', value_name = "NAMES")]
         proposers: Option<Vec<String>>,
         #[command(flatten)]

@@ -27,7 +27,11 @@ pub struct Options {
 
 /// The proposers asked for, checked, and the LLM's options if `llm` is among them.
 fn proposers(o: &Options) -> Result<(Vec<String>, Option<LlmOptions>), Failure> {
-    let names = o.proposers.clone().unwrap_or_else(|| if o.llm.url.is_some() { vec!["mutate".into(), "llm".into()] } else { vec!["mutate".into()] });
+    let mut default = vec!["mutate".to_string(), "sketch".to_string()];
+    if o.llm.url.is_some() {
+        default.push("llm".into());
+    }
+    let names = o.proposers.clone().unwrap_or(default);
     let mut unique: Vec<String> = Vec::new();
     for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if !PROPOSERS.contains(&n) {

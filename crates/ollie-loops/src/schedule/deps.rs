@@ -106,3 +106,13 @@ pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
         })
         .max()
 }
+
+/// Every buffer some statement of `body` reads.
+pub(crate) fn buffers_read(body: &[Stmt]) -> Vec<BufferId> {
+    let (mut stores, mut loads) = (Vec::new(), Vec::new());
+    collect(body, &mut Vec::new(), &mut stores, &mut loads);
+    let mut read: Vec<BufferId> = loads.into_iter().map(|(b, _)| b).collect();
+    read.sort_unstable();
+    read.dedup();
+    read
+}

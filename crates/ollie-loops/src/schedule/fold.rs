@@ -27,7 +27,7 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
         return Err(site.illegal(&format!("there is no temporary `{name}`")));
     };
     let (var, _, kind, body) = site.loop_ref();
-    if matches!(kind, LoopKind::Vector(_)) {
+    if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
         return Err(site.illegal("the loop is vectorized"));
     }
     if site.buffers[id.0 as usize].scope.is_some() {

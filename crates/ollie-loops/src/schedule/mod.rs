@@ -12,6 +12,7 @@
 //! simd i9
 //! unroll i9 4
 //! fold t5 i0
+//! stream i9
 //! flags -O3 -march=native -fopenmp
 //! ```
 //!
@@ -31,6 +32,7 @@ mod fuse;
 mod parallel;
 mod reorder;
 mod split;
+mod stream;
 mod unroll;
 mod vectorize;
 
@@ -73,13 +75,16 @@ pub enum Step {
     /// around it). Legal when every element an iteration reads was written earlier in the same
     /// iteration.
     Fold { buffer: String, var: VarId },
+    /// Non-temporal stores: a vectorized loop's contiguous stores to outputs the kernel never
+    /// reads bypass the caches (no read for ownership of the lines they fill).
+    Stream { var: VarId },
 }
 
 impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -119,6 +124,7 @@ impl fmt::Display for Step {
             Step::Vectorize { var, width } => write!(f, "vectorize {} {width}", v(var)),
             Step::Unroll { var, factor } => write!(f, "unroll {} {factor}", v(var)),
             Step::Fold { buffer, var } => write!(f, "fold {buffer} {}", v(var)),
+            Step::Stream { var } => write!(f, "stream {}", v(var)),
         }
     }
 }
@@ -163,6 +169,7 @@ impl Schedule {
                 Some("simd") => Step::Simd { var: var(1)? },
                 Some("vectorize") => Step::Vectorize { var: var(1)?, width: number(2)? as u32 },
                 Some("unroll") => Step::Unroll { var: var(1)?, factor: number(2)? as u32 },
+                Some("stream") => Step::Stream { var: var(1)? },
                 Some("fold") => Step::Fold { buffer: words.get(1).ok_or_else(|| err(format!("expected a temporary's name in `{line}`")))?.to_string(), var: var(2)? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
             };
@@ -278,12 +285,17 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
     let fresh = max_var(&nest.body).map_or(0, |v| v.0 + 1);
     let wide = nest.computes_in_f64();
     let at = *path.last().expect("located");
+    // Buffers the kernel reads anywhere (an output it reads back is not written once).
+    let nest_reads = match step {
+        Step::Stream { .. } => deps::buffers_read(&nest.body),
+        _ => Vec::new(),
+    };
     let uses = match step {
         Step::Fold { buffer, .. } => fold::count_uses(&nest.body, buffer, &nest.buffers),
         _ => 0,
     };
     let mut site = Site { siblings: parent(&mut nest.body, &path), at, enclosing, buffers: &mut nest.buffers, fresh, wide, step };
-    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. }) {
+    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. }) {
         return Err(site.illegal("the loop is not serial"));
     }
     match step {
@@ -297,5 +309,6 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Vectorize { width, .. } => vectorize::lanes(&mut site, LoopKind::Vector(*width)),
         Step::Unroll { factor, .. } => unroll::unroll(&mut site, *factor),
         Step::Fold { buffer, .. } => fold::fold(&mut site, buffer, uses),
+        Step::Stream { .. } => stream::stream(&mut site, &nest_reads),
     }
 }

@@ -1,0 +1,278 @@
+//! The `sketch` proposer: whole schedules built from structural rules, as Ansor generates
+//! sketches before annotating them — fuse loops over the same extent (a producer computed at its
+//! consumer's loop), fold each temporary into the loop that uses it, split reductions into
+//! vector accumulators and vectorize the innermost loops, stream stores to outputs past the
+//! caches, run the outermost loops on threads.
+//! The variants differ in the sizes and choices `mutate` and the cost model then tune (vector
+//! width, accumulators, fusion, threads, streaming). Every step passes its legality check as it is built.
+
+use ollie_loops::{apply_step, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
+use rand_chacha::ChaCha8Rng;
+
+use crate::mutate::initial_schedule;
+use crate::{Event, Kernel, Proposal, Propose};
+
+/// The choices one sketch makes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Choices {
+    /// Fuse adjacent loops over the same extent.
+    pub fuse: bool,
+    /// Vector lanes of innermost loops.
+    pub lanes: u32,
+    /// Partial results of a reduction, in vectors of `lanes` (independent chains in flight).
+    pub chains: usize,
+    /// Run the outermost loops on threads.
+    pub parallel: bool,
+    /// Vector stores to outputs bypass the caches (`stream`).
+    pub stream: bool,
+}
+
+/// The sketches of `naive` for a machine whose vectors hold `lanes` floats, most promising
+/// first, without duplicates.
+pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
+    let half = (lanes / 2).max(4);
+    let first = Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true };
+    let variants = [
+        first,
+        Choices { stream: false, ..first },
+        Choices { chains: 2, ..first },
+        Choices { fuse: false, ..first },
+        Choices { parallel: false, ..first },
+        Choices { lanes: half, ..first },
+        Choices { chains: 1, ..first },
+    ];
+    let mut out: Vec<Schedule> = Vec::new();
+    for choices in variants {
+        let s = sketch(naive, choices);
+        if !s.steps.is_empty() && !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// One sketch: the rules applied in order, each step kept only if legal.
+pub fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
+    let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
+    if c.fuse {
+        b.fuse_all();
+    }
+    b.fold_all();
+    b.vectorize_innermost(c.lanes, c.chains, c.stream);
+    if c.parallel {
+        b.parallelize_outermost();
+    }
+    Schedule { steps: b.steps, flags: initial_schedule().flags }
+}
+
+struct Builder {
+    nest: LoopNest,
+    steps: Vec<Step>,
+}
+
+impl Builder {
+    /// Applies `step` if it is legal.
+    fn try_step(&mut self, step: Step) -> bool {
+        let mut next = self.nest.clone();
+        if apply_step(&mut next, &step).is_err() {
+            return false;
+        }
+        self.nest = next;
+        self.steps.push(step);
+        true
+    }
+
+    /// Fuses adjacent loops over the same extent, at every level, until none fuse.
+    fn fuse_all(&mut self) {
+        loop {
+            let mut pairs = Vec::new();
+            adjacent_pairs(&self.nest.body, &mut pairs);
+            if !pairs.into_iter().any(|(first, second)| self.try_step(Step::Fuse { first, second })) {
+                return;
+            }
+        }
+    }
+
+    /// Folds each temporary into the innermost loop holding all its uses (or the next one out).
+    fn fold_all(&mut self) {
+        let temps: Vec<String> = self.nest.temps().map(|(_, b)| b.name.clone()).collect();
+        for name in temps {
+            for var in holders(&self.nest, &name) {
+                if self.try_step(Step::Fold { buffer: name.clone(), var }) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Each innermost loop: a reduction into `chains` vectors of partial results, then
+    /// vectorized; any other loop vectorized, and with `stream` its stores to outputs
+    /// non-temporal.
+    fn vectorize_innermost(&mut self, lanes: u32, chains: usize, stream: bool) {
+        let mut innermost = Vec::new();
+        innermost_loops(&self.nest.body, &mut innermost);
+        for (var, extent, reduction) in innermost {
+            let width = lanes as usize;
+            if reduction {
+                let Some(factor) = [chains * width, 2 * width, width].into_iter().find(|f| extent % f == 0 && extent > *f) else { continue };
+                if self.try_step(Step::Accumulators { var, factor }) {
+                    // The partials' loop is the one now inside `var`.
+                    if let Some(partials) = child_loop(&self.nest.body, var) {
+                        self.try_step(Step::Vectorize { var: partials, width: lanes });
+                    }
+                }
+            } else if extent >= width && self.try_step(Step::Vectorize { var, width: lanes }) && stream {
+                self.try_step(Step::Stream { var });
+            }
+        }
+    }
+
+    /// Each top-level loop on threads, or, when it has fewer than 4 iterations and a single loop
+    /// inside, that loop.
+    fn parallelize_outermost(&mut self) {
+        let tops: Vec<Stmt> = self.nest.body.clone();
+        for top in &tops {
+            let mut s = top;
+            while let Stmt::Loop { body, extent, .. } = s {
+                match body.as_slice() {
+                    [inner @ Stmt::Loop { .. }] if *extent < 4 => s = inner,
+                    _ => break,
+                }
+            }
+            if let Stmt::Loop { var, .. } = s {
+                self.try_step(Step::Parallel { var: *var });
+            }
+        }
+    }
+}
+
+/// Adjacent serial loops over the same extent, at every level.
+fn adjacent_pairs(body: &[Stmt], out: &mut Vec<(VarId, VarId)>) {
+    for pair in body.windows(2) {
+        if let [Stmt::Loop { var: a, extent: n, kind: LoopKind::Serial, .. }, Stmt::Loop { var: b, extent: m, kind: LoopKind::Serial, .. }] = pair {
+            if n == m {
+                out.push((*a, *b));
+            }
+        }
+    }
+    for s in body {
+        if let Stmt::Loop { body, .. } = s {
+            adjacent_pairs(body, out);
+        }
+    }
+}
+
+/// The loops holding every use of temporary `name`, innermost first.
+fn holders(nest: &LoopNest, name: &str) -> Vec<VarId> {
+    let Some(id) = nest.buffers.iter().position(|b| b.name == name) else { return Vec::new() };
+    let total = uses(&nest.body, id as u32);
+    let mut out = Vec::new();
+    fn walk(body: &[Stmt], id: u32, total: usize, out: &mut Vec<VarId>) {
+        for s in body {
+            if let Stmt::Loop { var, body, .. } = s {
+                if uses(body, id) == total {
+                    out.push(*var);
+                    walk(body, id, total, out);
+                }
+            }
+        }
+    }
+    walk(&nest.body, id as u32, total, &mut out);
+    out.reverse();
+    out
+}
+
+fn uses(body: &[Stmt], id: u32) -> usize {
+    fn in_expr(e: &Expr, id: u32) -> usize {
+        match e {
+            Expr::Load { buffer, .. } => usize::from(buffer.0 == id),
+            Expr::Const(_) | Expr::Index(_) => 0,
+            Expr::Unary(_, a) | Expr::Cast(_, a) => in_expr(a, id),
+            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => in_expr(a, id) + in_expr(b, id),
+            Expr::Select(c, a, b) => in_expr(c, id) + in_expr(a, id) + in_expr(b, id),
+        }
+    }
+    body.iter()
+        .map(|s| match s {
+            Stmt::Loop { body, .. } => uses(body, id),
+            Stmt::Store { buffer, value, .. } => usize::from(buffer.0 == id) + in_expr(value, id),
+        })
+        .sum()
+}
+
+/// Innermost serial loops: variable, extent, and whether it is a reduction `a[k] = op(a[k], e)`
+/// with `a[k]` fixed across its iterations.
+fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
+    for s in body {
+        let Stmt::Loop { var, extent, kind, body } = s else { continue };
+        if body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
+            innermost_loops(body, out);
+        } else if *kind == LoopKind::Serial {
+            let reduction = matches!(body.as_slice(), [Stmt::Store { buffer, offset, value: Expr::Binary(_, acc, _) }]
+                if offset.coefficient(*var) == 0 && matches!(&**acc, Expr::Load { buffer: b, offset: o } if b == buffer && o == offset));
+            out.push((*var, *extent, reduction));
+        }
+    }
+}
+
+/// The single loop directly inside loop `var`.
+fn child_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
+    for s in body {
+        if let Stmt::Loop { var: v, body, .. } = s {
+            if *v == var {
+                return match body.as_slice() {
+                    [Stmt::Loop { var, .. }] => Some(*var),
+                    _ => None,
+                };
+            }
+            if let Some(found) = child_loop(body, var) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// Offers its sketches in turn until each has been measured (a sketch the cost model left out of
+/// a round is offered again), then is exhausted.
+pub struct Sketch {
+    pending: Vec<Schedule>,
+    next: usize,
+    /// Proposals since the search last reported a step: a round gets each sketch once.
+    offered: usize,
+}
+
+impl Sketch {
+    /// The sketches of `naive` for vectors of `lanes` floats.
+    pub fn new(naive: &LoopNest, lanes: u32) -> Sketch {
+        let pending = sketches(naive, lanes);
+        tracing::debug!(sketches = pending.len(), "sketches built");
+        Sketch { pending, next: 0, offered: 0 }
+    }
+}
+
+impl<N> Propose<Kernel, N> for Sketch {
+    fn name(&self) -> &str {
+        "sketch"
+    }
+
+    fn propose(&mut self, _current: &Kernel, _rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
+        if self.pending.is_empty() {
+            return Proposal::Exhausted;
+        }
+        if self.offered >= self.pending.len() {
+            return Proposal::NotNow;
+        }
+        self.offered += 1;
+        let k = self.next % self.pending.len();
+        self.next = k + 1;
+        Proposal::Candidate(Kernel::Scheduled(self.pending[k].clone()))
+    }
+
+    fn observe(&mut self, event: &Event<Kernel, N>) {
+        self.offered = 0;
+        if let Kernel::Scheduled(s) = &event.candidate {
+            self.pending.retain(|p| p != s);
+        }
+    }
+}
