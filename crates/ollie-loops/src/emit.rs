@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
-use crate::ir::{Affine, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 /// Names C reserves, which a spec parameter might still use.
 const C_KEYWORDS: &[&str] = &[
@@ -33,6 +33,8 @@ struct Emitter<'a> {
     names: Vec<String>,
     /// The type every expression is computed in: double when any buffer is f64, else float.
     wide: bool,
+    /// Buffers some statement reads: an output among them is not streamed.
+    read: Vec<BufferId>,
 }
 
 impl<'a> Emitter<'a> {
@@ -50,7 +52,7 @@ impl<'a> Emitter<'a> {
             names.push(name);
         }
         let wide = nest.computes_in_f64();
-        Emitter { nest, names, wide }
+        Emitter { nest, names, wide, read: crate::schedule::buffers_read(&nest.body) }
     }
 
     fn scalar(&self) -> &'static str {
@@ -242,7 +244,8 @@ impl<'a> Emitter<'a> {
 
     /// A loop run `w` iterations at a time in vectors, then one at a time for the rest (both
     /// with constant bounds, and the tail only when `w` does not divide the extent). With
-    /// `stream`, its contiguous vector stores to outputs bypass the caches, then a fence.
+    /// `stream`, its contiguous vector stores to outputs the kernel never reads bypass the
+    /// caches, then a fence.
     fn vector_loop(&self, out: &mut String, var: VarId, extent: usize, w: u32, stream: bool, body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
         let v = var_name(var);
@@ -253,7 +256,7 @@ impl<'a> Emitter<'a> {
                 let Stmt::Store { buffer, offset, value } = stmt else { unreachable!("vectorized loops are innermost") };
                 let name = &self.names[buffer.0 as usize];
                 let value = self.vector_expr(value, var, w);
-                let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_));
+                let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
                 match offset.coefficient(var) {
                     1 if streamed => writeln!(out, "{pad}    ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
                     1 => writeln!(out, "{pad}    ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),

@@ -36,6 +36,7 @@ mod stream;
 mod unroll;
 mod vectorize;
 
+pub(crate) use deps::buffers_read;
 use deps::{contains_kind, max_var};
 
 /// One transformation of a loop, named by its variable.
