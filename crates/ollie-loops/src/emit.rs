@@ -138,19 +138,19 @@ impl<'a> Emitter<'a> {
         match stmt {
             Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, false, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Stream(w), body } => self.vector_loop(out, *var, *extent, *w, true, body, depth),
+            Stmt::Loop { var, extent, kind: LoopKind::Parallel, body } if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) => self.joined_loop(out, *var, *extent, body, depth),
             Stmt::Loop { var, extent, kind, body } => {
                 let v = var_name(*var);
                 match kind {
-                    LoopKind::Serial => {}
-                    LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for").unwrap(),
+                    // A joined loop outside `joined_loop` cannot be: `join` makes them there.
+                    LoopKind::Serial | LoopKind::Joined => {}
+                    LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for schedule(static)").unwrap(),
                     LoopKind::Simd => writeln!(out, "{pad}#pragma omp simd").unwrap(),
                     LoopKind::Unrolled(n) => writeln!(out, "{pad}#pragma GCC unroll {n}").unwrap(),
                     LoopKind::Vector(_) | LoopKind::Stream(_) => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
-                for (id, b) in self.nest.temps().filter(|(_, b)| b.scope == Some(*var)) {
-                    writeln!(out, "{pad}    {} {}[{}] __attribute__((aligned(64)));", self.ctype(b.dtype), self.names[id.0 as usize], b.len().max(1)).unwrap();
-                }
+                self.scoped_temps(out, *var, depth + 1);
                 for s in body {
                     self.stmt(out, s, depth + 1);
                 }
@@ -160,6 +160,40 @@ impl<'a> Emitter<'a> {
                 writeln!(out, "{pad}{}[{}] = {};", self.names[buffer.0 as usize], affine(offset), self.expr(value)).unwrap();
             }
         }
+    }
+
+    /// Declarations of the temporaries living in loop `var`, at the start of its body.
+    fn scoped_temps(&self, out: &mut String, var: VarId, depth: usize) {
+        let pad = "    ".repeat(depth);
+        for (id, b) in self.nest.temps().filter(|(_, b)| b.scope == Some(var)) {
+            writeln!(out, "{pad}{} {}[{}] __attribute__((aligned(64)));", self.ctype(b.dtype), self.names[id.0 as usize], b.len().max(1)).unwrap();
+        }
+    }
+
+    /// A parallel loop and the loops joined to it as one parallel loop over the product of their
+    /// extents, each index recovered by division.
+    fn joined_loop(&self, out: &mut String, var: VarId, extent: usize, mut body: &[Stmt], depth: usize) {
+        let pad = "    ".repeat(depth);
+        let mut chain = vec![(var, extent)];
+        while let [Stmt::Loop { var, extent, kind: LoopKind::Joined, body: inner }] = body {
+            chain.push((*var, *extent));
+            body = inner;
+        }
+        let total: usize = chain.iter().map(|(_, n)| n).product();
+        writeln!(out, "{pad}#pragma omp parallel for schedule(static)").unwrap();
+        writeln!(out, "{pad}for (long ollie_j = 0; ollie_j < {total}; ollie_j++) {{").unwrap();
+        let mut stride = total;
+        for (v, n) in &chain {
+            stride /= n;
+            writeln!(out, "{pad}    long {} = ollie_j / {stride} % {n};", var_name(*v)).unwrap();
+        }
+        for (v, _) in &chain {
+            self.scoped_temps(out, *v, depth + 1);
+        }
+        for s in body {
+            self.stmt(out, s, depth + 1);
+        }
+        writeln!(out, "{pad}}}").unwrap();
     }
 
     fn expr(&self, e: &Expr) -> String {

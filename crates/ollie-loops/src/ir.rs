@@ -155,8 +155,11 @@ impl Stmt {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LoopKind {
     Serial,
-    /// Iterations run on several threads (OpenMP `parallel for`).
+    /// Iterations run on several threads (OpenMP `parallel for`, static chunks).
     Parallel,
+    /// The whole body of a `Parallel` loop (or of a `Joined` one inside it), whose iterations
+    /// that loop shares out with its own (OpenMP's collapse).
+    Joined,
     /// Iterations run in SIMD lanes (OpenMP `simd`).
     Simd,
     /// The compiler is asked to unroll by this factor.
@@ -174,6 +177,7 @@ impl LoopKind {
         match self {
             LoopKind::Serial => None,
             LoopKind::Parallel => Some("parallel".into()),
+            LoopKind::Joined => Some("joined".into()),
             LoopKind::Simd => Some("simd".into()),
             LoopKind::Unrolled(n) => Some(format!("unroll{n}")),
             LoopKind::Vector(n) => Some(format!("vector{n}")),
@@ -184,6 +188,7 @@ impl LoopKind {
     pub fn from_word(word: &str) -> Option<LoopKind> {
         match word {
             "parallel" => Some(LoopKind::Parallel),
+            "joined" => Some(LoopKind::Joined),
             "simd" => Some(LoopKind::Simd),
             _ => {
                 let numbered = |prefix: &str| word.strip_prefix(prefix).and_then(|n| n.parse().ok());

@@ -41,7 +41,7 @@ fn legal_steps_apply_and_keep_the_nest_valid() {
     assert!(text.contains("for unroll4 i7 in 0..8 {"), "{text}");
     assert_eq!(ollie_loops::parse(&text).unwrap(), nest, "kinds read back");
     let c = ollie_loops::emit_c(&nest);
-    assert!(c.contains("#pragma omp parallel for\n    for (long i0") && c.contains("#pragma omp simd") && c.contains("#pragma GCC unroll 4"), "{c}");
+    assert!(c.contains("#pragma omp parallel for schedule(static)\n    for (long i0") && c.contains("#pragma omp simd") && c.contains("#pragma GCC unroll 4"), "{c}");
 }
 
 #[test]

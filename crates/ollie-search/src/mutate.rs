@@ -76,6 +76,19 @@ fn sites_at(body: &[Stmt], depth: usize, out: &mut Vec<LoopSite>) {
     }
 }
 
+fn parallel_loops(body: &[Stmt]) -> Vec<VarId> {
+    let mut out = Vec::new();
+    for s in body {
+        if let Stmt::Loop { var, kind, body, .. } = s {
+            if *kind == LoopKind::Parallel {
+                out.push(*var);
+            }
+            out.extend(parallel_loops(body));
+        }
+    }
+    out
+}
+
 fn loop_vars(nest: &LoopNest) -> Vec<VarId> {
     let mut all = Vec::new();
     sites(&nest.body, &mut all);
@@ -93,6 +106,11 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     sites(&nest.body, &mut all);
     if let Some(vars) = focus {
         all.retain(|s| vars.contains(&s.var));
+    }
+    // Now and then, a parallel loop shares out the loop inside it too.
+    let parallel = parallel_loops(&nest.body);
+    if !parallel.is_empty() && focus.is_none() && rng.random_range(0..8) == 0 {
+        return pick(rng, &parallel).map(|var| Step::Join { var });
     }
     let site = all.get(rng.random_range(0..all.len().max(1)))?;
     let var = site.var;
@@ -118,6 +136,9 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
             options.push(Step::Vectorize { var, width });
         }
         options.push(Step::Simd { var });
+        if let Some(chunks) = pick(rng, &factors(&[2, 4, 8, 16])) {
+            options.push(Step::Rfactor { var, chunks });
+        }
     }
     // A temporary folded into this loop (legal only if the loop holds all its uses).
     let temps: Vec<String> = nest.temps().filter(|(_, b)| b.scope.is_none()).map(|(_, b)| b.name.clone()).collect();
@@ -131,7 +152,7 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     options.push(Step::Unroll { var, factor: pick(rng, &[2, 4, 8])? });
     // The steps that change what the hardware does (loop order, fusion, threads, vector lanes,
     // independent accumulators, folded temporaries) are drawn twice as often as the ones that mostly reshape it.
-    let heavy: Vec<Step> = options.iter().filter(|s| matches!(s, Step::Reorder { .. } | Step::Fuse { .. } | Step::Parallel { .. } | Step::Vectorize { .. } | Step::Accumulators { .. } | Step::Fold { .. })).cloned().collect();
+    let heavy: Vec<Step> = options.iter().filter(|s| matches!(s, Step::Reorder { .. } | Step::Fuse { .. } | Step::Parallel { .. } | Step::Vectorize { .. } | Step::Accumulators { .. } | Step::Fold { .. } | Step::Rfactor { .. })).cloned().collect();
     options.extend(heavy);
     pick(rng, &options)
 }

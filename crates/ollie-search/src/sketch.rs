@@ -2,7 +2,8 @@
 //! sketches before annotating them — fuse loops over the same extent (a producer computed at its
 //! consumer's loop), fold each temporary into the loop that uses it, split reductions into
 //! vector accumulators and vectorize the innermost loops, stream stores to outputs past the
-//! caches, run the outermost loops on threads.
+//! caches, run the outermost loops on threads (joined with the loops inside them when they are
+//! short; a top-level reduction split into chunks first).
 //! The variants differ in the sizes and choices `mutate` and the cost model then tune (vector
 //! width, accumulators, fusion, threads, streaming). Every step passes its legality check as it is built.
 
@@ -58,10 +59,10 @@ pub fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
         b.fuse_all();
     }
     b.fold_all();
-    b.vectorize_innermost(c.lanes, c.chains, c.stream);
     if c.parallel {
         b.parallelize_outermost();
     }
+    b.vectorize_innermost(c.lanes, c.chains, c.stream);
     Schedule { steps: b.steps, flags: initial_schedule().flags }
 }
 
@@ -127,23 +128,67 @@ impl Builder {
         }
     }
 
-    /// Each top-level loop on threads, or, when it has fewer than 4 iterations and a single loop
-    /// inside, that loop.
+    /// Each top-level loop on threads; when it has fewer than [`SHARED`] iterations, the loops
+    /// inside it joined to it while they are its whole body; a top-level reduction split into
+    /// [`CHUNKS`] chunks (`rfactor`) run on threads.
     fn parallelize_outermost(&mut self) {
-        let tops: Vec<Stmt> = self.nest.body.clone();
-        for top in &tops {
-            let mut s = top;
-            while let Stmt::Loop { body, extent, .. } = s {
-                match body.as_slice() {
-                    [inner @ Stmt::Loop { .. }] if *extent < 4 => s = inner,
-                    _ => break,
+        let tops: Vec<(VarId, usize)> = self.nest.body.iter().filter_map(|s| if let Stmt::Loop { var, extent, .. } = s { Some((*var, *extent)) } else { None }).collect();
+        for (var, extent) in tops {
+            if self.try_step(Step::Parallel { var }) {
+                let mut shared = extent;
+                while shared < SHARED && self.try_step(Step::Join { var }) {
+                    shared = joined_extent(&self.nest.body, var);
                 }
-            }
-            if let Stmt::Loop { var, .. } = s {
-                self.try_step(Step::Parallel { var: *var });
+            } else if extent >= 4 * CHUNKS && self.try_step(Step::Rfactor { var, chunks: CHUNKS }) {
+                if let Some(chunk) = parent_loop(&self.nest.body, var) {
+                    self.try_step(Step::Parallel { var: chunk });
+                }
             }
         }
     }
+}
+
+/// Iterations a parallel loop shares out below which the sketch joins the loops inside it.
+const SHARED: usize = 16;
+
+/// The chunks `rfactor` splits a top-level reduction into: a few per thread on this project's
+/// 2-core machines, so a static schedule stays balanced on up to 8.
+const CHUNKS: usize = 8;
+
+/// The iterations parallel loop `var` shares out: its extent times its joined loops'.
+fn joined_extent(body: &[Stmt], var: VarId) -> usize {
+    for s in body {
+        if let Stmt::Loop { var: v, extent, body, .. } = s {
+            if *v == var {
+                let (mut n, mut inner) = (*extent, body);
+                while let [Stmt::Loop { extent, kind: LoopKind::Joined, body, .. }] = inner.as_slice() {
+                    n *= extent;
+                    inner = body;
+                }
+                return n;
+            }
+            let n = joined_extent(body, var);
+            if n > 0 {
+                return n;
+            }
+        }
+    }
+    0
+}
+
+/// The loop directly around loop `var`.
+fn parent_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
+    for s in body {
+        if let Stmt::Loop { var: v, body, .. } = s {
+            if body.iter().any(|s| matches!(s, Stmt::Loop { var: w, .. } if *w == var)) {
+                return Some(*v);
+            }
+            if let Some(found) = parent_loop(body, var) {
+                return Some(found);
+            }
+        }
+    }
+    None
 }
 
 /// Adjacent serial loops over the same extent, at every level.

@@ -312,8 +312,8 @@ fn kernels_with_vector_math_pass_the_verifier() {
 
 #[test]
 fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
-    // Sizes with vector tails and reductions that no accumulator count divides, as well as the
-    // examples' own shapes shrunk; sketches for 8 and 16 lanes (AVX2 and AVX-512 widths, both of
+    // Sizes with vector tails and reductions that no accumulator count divides, short outer loops
+    // (joined to the loops inside them), as well as the examples' own shapes shrunk; sketches for 8 and 16 lanes (AVX2 and AVX-512 widths, both of
     // which compile on either machine).
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &[(&str, i64)])] = &[
@@ -323,8 +323,11 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
         ("examples/rmsnorm.py", &[("B", 2), ("D", 520)]),
         ("examples/silu_mul.py", &[("T", 3), ("F", 100)]),
         ("bench/suite/log_softmax.py", &[("B", 6), ("N", 256)]),
+        // A top-level reduction over rows (rfactor, then threads) after the fused row loop.
+        ("test_data/corpus/cross_entropy.py", &[("B", 64), ("V", 300)]),
     ];
     let mut checked = 0;
+    let mut steps: Vec<String> = Vec::new();
     for (spec, dims) in cases {
         let source = std::fs::read_to_string(root().join(spec)).unwrap();
         let options = ollie_spec::Options { dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
@@ -335,6 +338,7 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
             assert!(!sketches.is_empty(), "{spec}: no sketch");
             for (k, schedule) in sketches.iter().enumerate() {
                 let nest = schedule.apply(&naive).unwrap();
+                steps.extend(schedule.steps.iter().map(|s| s.to_string()));
                 let kernel = dir.path().join(format!("k{checked}.c"));
                 std::fs::write(&kernel, ollie_loops::emit_c(&nest)).unwrap();
                 let mut args = vec!["check".to_string(), spec.to_string(), kernel.display().to_string(), "--seed".into(), "3".into(), "--flags".into(), schedule.compile_flags(&nest).join(" ")];
@@ -346,6 +350,7 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
         }
     }
     assert!(checked >= 30, "{checked} sketches checked");
+    assert!(steps.iter().any(|s| s.starts_with("join ")) && steps.iter().any(|s| s.starts_with("rfactor ")) && steps.iter().any(|s| s.starts_with("stream ")), "the cases do not reach join, rfactor and stream: {steps:?}");
 }
 
 #[test]

@@ -9,13 +9,19 @@ use super::{ScheduleError, Site};
 use crate::emit::var_name;
 use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
 
-pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleError> {
-    let fresh = site.fresh;
-    let partials = BufferId(site.buffers.len() as u32);
-    let (var, extent, _, body) = site.loop_ref();
-    if f < 2 || extent % f != 0 {
-        return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: f });
-    }
+/// A reduction loop's one statement, `buffer[offset] = op(buffer[offset], value)`, with the
+/// identity of `op`.
+pub(crate) struct Reduction {
+    pub op: BinaryOp,
+    pub identity: f64,
+    pub buffer: BufferId,
+    pub offset: Affine,
+    pub value: Expr,
+}
+
+/// The loop's reduction, or why it is not one that `accumulators` and `rfactor` can split.
+pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
+    let (var, _, _, body) = site.loop_ref();
     let not_a_reduction = "the loop is not a reduction `a[k] = op(a[k], ...)`";
     let [Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) }] = body.as_slice() else {
         return Err(site.illegal(not_a_reduction));
@@ -36,7 +42,26 @@ pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleErro
     if loads.iter().any(|(b, _)| b == buffer) {
         return Err(site.illegal("the reduced value reads the accumulator"));
     }
-    let (op, buffer, offset, e) = (*op, *buffer, offset.clone(), (**e).clone());
+    Ok(Reduction { op: *op, identity, buffer: *buffer, offset: offset.clone(), value: (**e).clone() })
+}
+
+/// A new temporary of `f` partial results per element of `of`, living where `of` lives.
+pub(crate) fn partials(site: &mut Site, of: BufferId, f: usize) -> BufferId {
+    let id = BufferId(site.buffers.len() as u32);
+    let of = &site.buffers[of.0 as usize];
+    let acc = Buffer { name: format!("acc{}", id.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope };
+    site.buffers.push(acc);
+    id
+}
+
+pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleError> {
+    let fresh = site.fresh;
+    let (var, extent, _, _) = site.loop_ref();
+    if f < 2 || extent % f != 0 {
+        return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: f });
+    }
+    let Reduction { op, identity, buffer, offset, value: e } = reduction(site)?;
+    let partials = partials(site, buffer, f);
     let (k0, k1, k2) = (VarId(fresh), VarId(fresh + 1), VarId(fresh + 2));
     let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
     let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });
@@ -51,8 +76,5 @@ pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleErro
     ];
     let at = site.at;
     site.siblings.splice(at..=at, stmts);
-    let of = &site.buffers[buffer.0 as usize];
-    let acc = Buffer { name: format!("acc{}", partials.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope };
-    site.buffers.push(acc);
     Ok(())
 }

@@ -30,6 +30,9 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
     if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
         return Err(site.illegal("the loop is vectorized"));
     }
+    if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) {
+        return Err(site.illegal("a loop is joined to it (its iterations no longer run one by one)"));
+    }
     if site.buffers[id.0 as usize].scope.is_some() {
         return Err(site.illegal(&format!("`{name}` is folded already")));
     }

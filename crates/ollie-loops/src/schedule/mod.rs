@@ -13,6 +13,8 @@
 //! unroll i9 4
 //! fold t5 i0
 //! stream i9
+//! rfactor i1 8
+//! join i0
 //! flags -O3 -march=native -fopenmp
 //! ```
 //!
@@ -29,8 +31,10 @@ mod deps;
 mod distribute;
 mod fold;
 mod fuse;
+mod join;
 mod parallel;
 mod reorder;
+mod rfactor;
 mod split;
 mod stream;
 mod unroll;
@@ -79,13 +83,20 @@ pub enum Step {
     /// Non-temporal stores: a vectorized loop's contiguous stores to outputs the kernel never
     /// reads bypass the caches (no read for ownership of the lines they fill).
     Stream { var: VarId },
+    /// A reduction split into `chunks` contiguous chunks reduced into partial results of their
+    /// own (the loop over chunks, a new variable, has independent iterations: `parallel` runs
+    /// them on threads), then combined: floating-point reassociation.
+    Rfactor { var: VarId, chunks: usize },
+    /// The parallel loop shares out the iterations of the loop directly inside it too (OpenMP's
+    /// collapse): legal when that loop is its whole body and has independent iterations.
+    Join { var: VarId },
 }
 
 impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::Join { var } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -126,6 +137,8 @@ impl fmt::Display for Step {
             Step::Unroll { var, factor } => write!(f, "unroll {} {factor}", v(var)),
             Step::Fold { buffer, var } => write!(f, "fold {buffer} {}", v(var)),
             Step::Stream { var } => write!(f, "stream {}", v(var)),
+            Step::Rfactor { var, chunks } => write!(f, "rfactor {} {chunks}", v(var)),
+            Step::Join { var } => write!(f, "join {}", v(var)),
         }
     }
 }
@@ -171,6 +184,8 @@ impl Schedule {
                 Some("vectorize") => Step::Vectorize { var: var(1)?, width: number(2)? as u32 },
                 Some("unroll") => Step::Unroll { var: var(1)?, factor: number(2)? as u32 },
                 Some("stream") => Step::Stream { var: var(1)? },
+                Some("join") => Step::Join { var: var(1)? },
+                Some("rfactor") => Step::Rfactor { var: var(1)?, chunks: number(2)? },
                 Some("fold") => Step::Fold { buffer: words.get(1).ok_or_else(|| err(format!("expected a temporary's name in `{line}`")))?.to_string(), var: var(2)? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
             };
@@ -296,7 +311,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         _ => 0,
     };
     let mut site = Site { siblings: parent(&mut nest.body, &path), at, enclosing, buffers: &mut nest.buffers, fresh, wide, step };
-    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. }) {
+    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. } | Step::Join { .. }) {
         return Err(site.illegal("the loop is not serial"));
     }
     match step {
@@ -311,5 +326,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Unroll { factor, .. } => unroll::unroll(&mut site, *factor),
         Step::Fold { buffer, .. } => fold::fold(&mut site, buffer, uses),
         Step::Stream { .. } => stream::stream(&mut site, &nest_reads),
+        Step::Rfactor { chunks, .. } => rfactor::rfactor(&mut site, *chunks),
+        Step::Join { .. } => join::join(&mut site),
     }
 }
