@@ -77,6 +77,8 @@ impl Checker<'_> {
                 self.bound.pop();
                 Ok(())
             }
+            // A prefetch reads nothing and never faults: its variables must be bound, no more.
+            Stmt::Prefetch { offset, .. } => self.vars_bound(offset),
             Stmt::Store { buffer, offset, value } => {
                 self.expr(value)?;
                 let b = self.nest.buffer(*buffer);

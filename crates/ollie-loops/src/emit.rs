@@ -159,6 +159,9 @@ impl<'a> Emitter<'a> {
             Stmt::Store { buffer, offset, value } => {
                 writeln!(out, "{pad}{}[{}] = {};", self.names[buffer.0 as usize], affine(offset), self.expr(value)).unwrap();
             }
+            Stmt::Prefetch { buffer, offset } => {
+                writeln!(out, "{pad}__builtin_prefetch(&{}[{}]);", self.names[buffer.0 as usize], affine(offset)).unwrap();
+            }
         }
     }
 
@@ -287,7 +290,12 @@ impl<'a> Emitter<'a> {
         if main > 0 {
             writeln!(out, "{pad}for (long {v} = 0; {v} < {main}; {v} += {w}) {{").unwrap();
             for stmt in body {
-                let Stmt::Store { buffer, offset, value } = stmt else { unreachable!("vectorized loops are innermost") };
+                let Stmt::Store { buffer, offset, value } = stmt else {
+                    // A prefetch at the vector's first lane (one per line at 16 floats).
+                    let Stmt::Prefetch { .. } = stmt else { unreachable!("vectorized loops are innermost") };
+                    self.stmt(out, stmt, depth + 1);
+                    continue;
+                };
                 let name = &self.names[buffer.0 as usize];
                 let value = self.vector_expr(value, var, w);
                 let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);

@@ -146,6 +146,7 @@ impl Stmt {
         match self {
             Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| s.map_affine(f)).collect() },
             Stmt::Store { buffer, offset, value } => Stmt::Store { buffer: *buffer, offset: f(offset), value: value.map_affine(f) },
+            Stmt::Prefetch { buffer, offset } => Stmt::Prefetch { buffer: *buffer, offset: f(offset) },
         }
     }
 }
@@ -203,6 +204,9 @@ pub enum Stmt {
     Loop { var: VarId, extent: usize, kind: LoopKind, body: Vec<Stmt> },
     /// `buffer[offset] = value`.
     Store { buffer: BufferId, offset: Affine, value: Expr },
+    /// A hint that `buffer[offset]` will be read soon (a cache line fetched ahead): no effect on
+    /// any value, and never a fault, so the offset may lie past the buffer's end.
+    Prefetch { buffer: BufferId, offset: Affine },
 }
 
 /// A kernel as loops over buffers: the parameters and results of the ABI, temporaries, and the

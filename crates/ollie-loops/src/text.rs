@@ -61,6 +61,7 @@ impl LoopNest {
             Stmt::Store { buffer, offset, value } => {
                 writeln!(f, "{pad}{}[{}] = {}", self.buffer(*buffer).name, affine(offset), self.fmt_expr(value))
             }
+            Stmt::Prefetch { buffer, offset } => writeln!(f, "{pad}prefetch {}[{}]", self.buffer(*buffer).name, affine(offset)),
         }
     }
 
@@ -177,6 +178,12 @@ fn parse_var(text: &str) -> Result<VarId, String> {
 }
 
 fn parse_store(nest: &LoopNest, text: &str) -> Result<Stmt, String> {
+    if let Some(target) = text.strip_prefix("prefetch ") {
+        let mut p = ExprParser { nest, text: target.trim(), pos: 0 };
+        let Expr::Load { buffer, offset } = p.load()? else { unreachable!("load returns a load") };
+        p.end()?;
+        return Ok(Stmt::Prefetch { buffer, offset });
+    }
     let (lhs, rhs) = text.split_once(" = ").ok_or(format!("expected a store `BUF[OFFSET] = EXPR`, found `{text}`"))?;
     let mut p = ExprParser { nest, text: lhs.trim(), pos: 0 };
     let Expr::Load { buffer, offset } = p.load()? else { unreachable!("load returns a load") };

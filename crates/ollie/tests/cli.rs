@@ -350,7 +350,7 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
         }
     }
     assert!(checked >= 30, "{checked} sketches checked");
-    assert!(steps.iter().any(|s| s.starts_with("join ")) && steps.iter().any(|s| s.starts_with("rfactor ")) && steps.iter().any(|s| s.starts_with("stream ")), "the cases do not reach join, rfactor and stream: {steps:?}");
+    assert!(steps.iter().any(|s| s.starts_with("join ")) && steps.iter().any(|s| s.starts_with("rfactor ")) && steps.iter().any(|s| s.starts_with("stream ")) && steps.iter().any(|s| s.starts_with("prefetch ")), "the cases do not reach join, rfactor, stream and prefetch: {steps:?}");
 }
 
 #[test]

@@ -45,13 +45,17 @@ pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
     Ok(Reduction { op: *op, identity, buffer: *buffer, offset: offset.clone(), value: (**e).clone() })
 }
 
-/// A new temporary of `f` partial results per element of `of`, living where `of` lives.
-pub(crate) fn partials(site: &mut Site, of: BufferId, f: usize) -> BufferId {
+/// A new temporary of `f` partial results per element of `of`, living where `of` lives (within
+/// the stack's limit when that is a loop).
+pub(crate) fn partials(site: &mut Site, of: BufferId, f: usize) -> Result<BufferId, ScheduleError> {
     let id = BufferId(site.buffers.len() as u32);
     let of = &site.buffers[of.0 as usize];
     let acc = Buffer { name: format!("acc{}", id.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope };
+    if acc.scope.is_some() {
+        super::fold::fits_stack(site, super::fold::bytes(acc.dtype, acc.len()))?;
+    }
     site.buffers.push(acc);
-    id
+    Ok(id)
 }
 
 pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleError> {
@@ -61,7 +65,7 @@ pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleErro
         return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: f });
     }
     let Reduction { op, identity, buffer, offset, value: e } = reduction(site)?;
-    let partials = partials(site, buffer, f);
+    let partials = partials(site, buffer, f)?;
     let (k0, k1, k2) = (VarId(fresh), VarId(fresh + 1), VarId(fresh + 2));
     let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
     let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });

@@ -77,6 +77,7 @@ pub(crate) fn collect(body: &[Stmt], inner: &mut Vec<(VarId, usize)>, stores: &m
                 stores.push((*buffer, offset.clone()));
                 loads_of(value, loads);
             }
+            Stmt::Prefetch { .. } => {}
         }
     }
 }
@@ -102,7 +103,7 @@ pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
     body.iter()
         .filter_map(|s| match s {
             Stmt::Loop { var, body, .. } => Some(max_var(body).map_or(*var, |m| m.max(*var))),
-            Stmt::Store { .. } => None,
+            Stmt::Store { .. } | Stmt::Prefetch { .. } => None,
         })
         .max()
 }

@@ -18,6 +18,24 @@ use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
 /// The largest folded temporary, in bytes: it lives on the (thread's) stack.
 pub const FOLD_LIMIT: usize = 64 << 10;
 
+/// All folded temporaries of a kernel together, in bytes, at most (a thread's stack holds them).
+pub const STACK_LIMIT: usize = 256 << 10;
+
+/// The bytes of a temporary of `len` elements of `dtype` in the kernel's C.
+pub(crate) fn bytes(dtype: DType, len: usize) -> usize {
+    len * if dtype == DType::F64 { 8 } else { 4 }
+}
+
+/// Refuses a step that would put more than [`STACK_LIMIT`] of folded temporaries on the stack
+/// with `more` bytes.
+pub(crate) fn fits_stack(site: &Site, more: usize) -> Result<(), ScheduleError> {
+    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some()).map(|b| bytes(b.dtype, b.len())).sum();
+    if scoped + more > STACK_LIMIT {
+        return Err(site.illegal(&format!("the kernel's folded temporaries would hold {} bytes on the stack, more than {} KiB", scoped + more, STACK_LIMIT >> 10)));
+    }
+    Ok(())
+}
+
 /// Statement instances the walk of one iteration visits, at most.
 const WALK_LIMIT: u64 = 1 << 22;
 
@@ -71,10 +89,11 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
         hi = hi.max(h);
     }
     let len = (hi - lo + 1) as usize;
-    let bytes = len * if site.buffers[id.0 as usize].dtype == DType::F64 { 8 } else { 4 };
+    let bytes = bytes(site.buffers[id.0 as usize].dtype, len);
     if bytes > FOLD_LIMIT {
         return Err(site.illegal(&format!("one iteration's {bytes} bytes of `{name}` exceed the {} KiB a temporary may hold on the stack", FOLD_LIMIT >> 10)));
     }
+    fits_stack(site, bytes)?;
     let shift = |a: &Affine| Affine { terms: a.terms.iter().filter(|(v, _)| inner.contains(v)).copied().collect(), constant: a.constant - lo };
     let (_, _, _, body) = site.the_loop();
     for s in body.iter_mut() {
@@ -120,6 +139,11 @@ fn inner_extents(body: &[Stmt]) -> Vec<(VarId, usize)> {
 fn accesses_of(s: &Stmt, buffer: BufferId, out: &mut Vec<Affine>) {
     match s {
         Stmt::Loop { body, .. } => body.iter().for_each(|s| accesses_of(s, buffer, out)),
+        Stmt::Prefetch { buffer: b, offset } => {
+            if *b == buffer {
+                out.push(offset.clone());
+            }
+        }
         Stmt::Store { buffer: b, offset, value } => {
             if *b == buffer {
                 out.push(offset.clone());
@@ -139,6 +163,8 @@ fn rewrite(s: &Stmt, buffer: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Stmt {
             let offset = if *b == buffer { f(offset) } else { offset.clone() };
             Stmt::Store { buffer: *b, offset, value: rewrite_expr(value, buffer, f) }
         }
+        Stmt::Prefetch { buffer: b, offset } if *b == buffer => Stmt::Prefetch { buffer: *b, offset: f(offset) },
+        Stmt::Prefetch { .. } => s.clone(),
     }
 }
 
@@ -187,6 +213,7 @@ impl Walk {
                 }
                 Ok(())
             }
+            Stmt::Prefetch { .. } => Ok(()),
             Stmt::Store { buffer, offset, value } => {
                 self.visited += 1;
                 if self.visited > WALK_LIMIT {

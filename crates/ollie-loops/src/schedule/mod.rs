@@ -15,6 +15,7 @@
 //! stream i9
 //! rfactor i1 8
 //! join i0
+//! prefetch i3 i0
 //! flags -O3 -march=native -fopenmp
 //! ```
 //!
@@ -33,6 +34,7 @@ mod fold;
 mod fuse;
 mod join;
 mod parallel;
+mod prefetch;
 mod reorder;
 mod rfactor;
 mod split;
@@ -90,13 +92,17 @@ pub enum Step {
     /// The parallel loop shares out the iterations of the loop directly inside it too (OpenMP's
     /// collapse): legal when that loop is its whole body and has independent iterations.
     Join { var: VarId },
+    /// Software prefetch: a vectorized loop fetches, ahead of its contiguous loads of inputs, the
+    /// same elements for the next iteration of the enclosing loop `along` (the next row while
+    /// this row is computed). Values are unchanged.
+    Prefetch { var: VarId, along: VarId },
 }
 
 impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::Join { var } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -139,6 +145,7 @@ impl fmt::Display for Step {
             Step::Stream { var } => write!(f, "stream {}", v(var)),
             Step::Rfactor { var, chunks } => write!(f, "rfactor {} {chunks}", v(var)),
             Step::Join { var } => write!(f, "join {}", v(var)),
+            Step::Prefetch { var, along } => write!(f, "prefetch {} {}", v(var), v(along)),
         }
     }
 }
@@ -185,6 +192,7 @@ impl Schedule {
                 Some("unroll") => Step::Unroll { var: var(1)?, factor: number(2)? as u32 },
                 Some("stream") => Step::Stream { var: var(1)? },
                 Some("join") => Step::Join { var: var(1)? },
+                Some("prefetch") => Step::Prefetch { var: var(1)?, along: var(2)? },
                 Some("rfactor") => Step::Rfactor { var: var(1)?, chunks: number(2)? },
                 Some("fold") => Step::Fold { buffer: words.get(1).ok_or_else(|| err(format!("expected a temporary's name in `{line}`")))?.to_string(), var: var(2)? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
@@ -216,14 +224,14 @@ impl Schedule {
 
 /// Where a loop is: the statement indices from the nest's body down to it, and the kinds of the
 /// loops around it.
-fn locate(body: &[Stmt], var: VarId, path: &mut Vec<usize>, enclosing: &mut Vec<LoopKind>) -> bool {
+fn locate(body: &[Stmt], var: VarId, path: &mut Vec<usize>, enclosing: &mut Vec<(VarId, LoopKind)>) -> bool {
     for (i, s) in body.iter().enumerate() {
         if let Stmt::Loop { var: v, kind, body, .. } = s {
             path.push(i);
             if *v == var {
                 return true;
             }
-            enclosing.push(*kind);
+            enclosing.push((*v, *kind));
             if locate(body, var, path, enclosing) {
                 return true;
             }
@@ -239,7 +247,7 @@ fn parent<'a>(mut body: &'a mut Vec<Stmt>, path: &[usize]) -> &'a mut Vec<Stmt> 
     for &i in &path[..path.len() - 1] {
         body = match &mut body[i] {
             Stmt::Loop { body, .. } => body,
-            Stmt::Store { .. } => unreachable!("paths go through loops"),
+            Stmt::Store { .. } | Stmt::Prefetch { .. } => unreachable!("paths go through loops"),
         };
     }
     body
@@ -251,7 +259,7 @@ pub(crate) struct Site<'a> {
     pub siblings: &'a mut Vec<Stmt>,
     pub at: usize,
     /// The kinds of the loops around it, outermost first.
-    pub enclosing: Vec<LoopKind>,
+    pub enclosing: Vec<(VarId, LoopKind)>,
     /// The nest's buffers (a primitive may add temporaries or fold one).
     pub buffers: &'a mut Vec<Buffer>,
     /// The first loop variable not used in the nest.
@@ -266,7 +274,7 @@ impl Site<'_> {
     pub fn the_loop(&mut self) -> (VarId, usize, &mut LoopKind, &mut Vec<Stmt>) {
         match &mut self.siblings[self.at] {
             Stmt::Loop { var, extent, kind, body } => (*var, *extent, kind, body),
-            Stmt::Store { .. } => unreachable!("steps apply to loops"),
+            Stmt::Store { .. } | Stmt::Prefetch { .. } => unreachable!("steps apply to loops"),
         }
     }
 
@@ -274,7 +282,7 @@ impl Site<'_> {
     pub fn loop_ref(&self) -> (VarId, usize, LoopKind, &Vec<Stmt>) {
         match &self.siblings[self.at] {
             Stmt::Loop { var, extent, kind, body } => (*var, *extent, *kind, body),
-            Stmt::Store { .. } => unreachable!("steps apply to loops"),
+            Stmt::Store { .. } | Stmt::Prefetch { .. } => unreachable!("steps apply to loops"),
         }
     }
 
@@ -311,7 +319,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         _ => 0,
     };
     let mut site = Site { siblings: parent(&mut nest.body, &path), at, enclosing, buffers: &mut nest.buffers, fresh, wide, step };
-    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. } | Step::Join { .. }) {
+    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. } | Step::Join { .. } | Step::Prefetch { .. }) {
         return Err(site.illegal("the loop is not serial"));
     }
     match step {
@@ -328,5 +336,6 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Stream { .. } => stream::stream(&mut site, &nest_reads),
         Step::Rfactor { chunks, .. } => rfactor::rfactor(&mut site, *chunks),
         Step::Join { .. } => join::join(&mut site),
+        Step::Prefetch { along, .. } => prefetch::prefetch(&mut site, *along),
     }
 }

@@ -8,7 +8,7 @@ use crate::ir::LoopKind;
 
 pub(crate) fn parallel(site: &mut Site) -> Result<(), ScheduleError> {
     let (var, _, _, body) = site.loop_ref();
-    if site.enclosing.contains(&LoopKind::Parallel) || contains_kind(body, LoopKind::Parallel) {
+    if site.enclosing.iter().any(|(_, k)| *k == LoopKind::Parallel) || contains_kind(body, LoopKind::Parallel) {
         return Err(site.illegal("parallel loops do not nest"));
     }
     independent(var, body, site.buffers).map_err(|r| site.illegal(&r))?;

@@ -16,7 +16,7 @@ pub(crate) fn rfactor(site: &mut Site, chunks: usize) -> Result<(), ScheduleErro
         return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: chunks });
     }
     let Reduction { op, identity, buffer, offset, value } = reduction(site)?;
-    let partials = partials(site, buffer, chunks);
+    let partials = partials(site, buffer, chunks)?;
     let (chunk, k) = (VarId(fresh), VarId(fresh + 1));
     let slot = |c: VarId| offset.scale(chunks as i64).add_scaled(&Affine::var(c), 1);
     let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });
