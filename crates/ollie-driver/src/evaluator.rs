@@ -284,8 +284,17 @@ impl<'a> Evaluator<'a> {
     fn estimate_reserve(&self, best: f64) -> f64 {
         let sets = FINAL_TIMING.sets as f64 * self.oracle.costs().per_computed().unwrap_or(0.0);
         let calls = (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64;
-        let phase = if best < self.naive_seconds { calls * (best + self.naive_seconds) + self.estimate_verification(&self.final_config) } else { calls * self.naive_seconds };
+        let evict = self.eviction_seconds();
+        let phase = if best < self.naive_seconds { calls * (best + self.naive_seconds + 2.0 * evict) + self.estimate_verification(&self.final_config) } else { calls * (self.naive_seconds + evict) };
         sets + phase + 1.0
+    }
+
+    /// Wall seconds a timed call spends before the kernel runs, flushing the kernel's buffers
+    /// from the caches (`Session::evict`): their bytes at a conservative 1 GB/s (`clflush` of
+    /// 64 MB took 35–55 ms on this project's Intel VM, 1.2–1.9 GB/s).
+    fn eviction_seconds(&self) -> f64 {
+        let bytes: usize = self.naive.inputs().chain(self.naive.outputs()).map(|(_, b)| b.len() * if b.dtype == ollie_graph::DType::F64 { 8 } else { 4 }).sum();
+        bytes as f64 / 1e9
     }
 }
 
