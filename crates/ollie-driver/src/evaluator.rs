@@ -293,7 +293,7 @@ impl<'a> Evaluator<'a> {
     /// from the caches (`Session::evict`): their bytes at a conservative 1 GB/s (`clflush` of
     /// 64 MB took 35–55 ms on this project's Intel VM, 1.2–1.9 GB/s).
     fn eviction_seconds(&self) -> f64 {
-        let bytes: usize = self.naive.inputs().chain(self.naive.outputs()).map(|(_, b)| b.len() * if b.dtype == ollie_graph::DType::F64 { 8 } else { 4 }).sum();
+        let bytes: usize = self.naive.inputs().chain(self.naive.outputs()).map(|(_, b)| b.bytes()).sum();
         bytes as f64 / 1e9
     }
 }

@@ -41,6 +41,11 @@ impl Buffer {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Its size in the kernel's C, where f64 is `double` and every other dtype `float`.
+    pub fn bytes(&self) -> usize {
+        self.len() * if self.dtype == DType::F64 { 8 } else { 4 }
+    }
 }
 
 /// `constant + Σ coefficient · variable`: every index ollie generates is affine.
@@ -117,6 +122,28 @@ impl Expr {
         }
     }
 
+    /// The index of every load of `buffer` in the expression.
+    pub fn loads(&self, buffer: BufferId, out: &mut Vec<Affine>) {
+        match self {
+            Expr::Load { buffer: b, offset } => {
+                if *b == buffer {
+                    out.push(offset.clone());
+                }
+            }
+            Expr::Const(_) | Expr::Index(_) => {}
+            Expr::Unary(_, a) | Expr::Cast(_, a) => a.loads(buffer, out),
+            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
+                a.loads(buffer, out);
+                b.loads(buffer, out);
+            }
+            Expr::Select(c, a, b) => {
+                c.loads(buffer, out);
+                a.loads(buffer, out);
+                b.loads(buffer, out);
+            }
+        }
+    }
+
     /// Whether any index in the expression moves with `v`.
     pub fn depends_on(&self, v: VarId) -> bool {
         match self {
@@ -141,6 +168,24 @@ impl Affine {
 }
 
 impl Stmt {
+    /// The index of every access of `buffer` in the statement (stores, loads and prefetches).
+    pub fn accesses(&self, buffer: BufferId, out: &mut Vec<Affine>) {
+        match self {
+            Stmt::Loop { body, .. } => body.iter().for_each(|s| s.accesses(buffer, out)),
+            Stmt::Prefetch { buffer: b, offset } => {
+                if *b == buffer {
+                    out.push(offset.clone());
+                }
+            }
+            Stmt::Store { buffer: b, offset, value } => {
+                if *b == buffer {
+                    out.push(offset.clone());
+                }
+                value.loads(buffer, out);
+            }
+        }
+    }
+
     /// The statement with every index mapped by `f` (loop variables themselves unchanged).
     pub fn map_affine(&self, f: &dyn Fn(&Affine) -> Affine) -> Stmt {
         match self {

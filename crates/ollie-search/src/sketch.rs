@@ -7,7 +7,7 @@
 //! over a row. The variants differ in the sizes and choices `mutate` and the cost model then
 //! tune (vector width, accumulators, fusion, threads, streaming, which pass prefetches). Every step passes its legality check as it is built.
 
-use ollie_loops::{apply_step, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
+use ollie_loops::{apply_step, BufferId, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
 use rand_chacha::ChaCha8Rng;
 
 use crate::mutate::initial_schedule;
@@ -273,22 +273,9 @@ fn holders(nest: &LoopNest, name: &str) -> Vec<VarId> {
 }
 
 fn uses(body: &[Stmt], id: u32) -> usize {
-    fn in_expr(e: &Expr, id: u32) -> usize {
-        match e {
-            Expr::Load { buffer, .. } => usize::from(buffer.0 == id),
-            Expr::Const(_) | Expr::Index(_) => 0,
-            Expr::Unary(_, a) | Expr::Cast(_, a) => in_expr(a, id),
-            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => in_expr(a, id) + in_expr(b, id),
-            Expr::Select(c, a, b) => in_expr(c, id) + in_expr(a, id) + in_expr(b, id),
-        }
-    }
-    body.iter()
-        .map(|s| match s {
-            Stmt::Loop { body, .. } => uses(body, id),
-            Stmt::Store { buffer, value, .. } => usize::from(buffer.0 == id) + in_expr(value, id),
-            Stmt::Prefetch { buffer, .. } => usize::from(buffer.0 == id),
-        })
-        .sum()
+    let mut accesses = Vec::new();
+    body.iter().for_each(|s| s.accesses(BufferId(id), &mut accesses));
+    accesses.len()
 }
 
 /// Innermost serial loops: variable, extent, and whether it is a reduction `a[k] = op(a[k], e)`

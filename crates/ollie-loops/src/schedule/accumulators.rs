@@ -52,7 +52,7 @@ pub(crate) fn partials(site: &mut Site, of: BufferId, f: usize) -> Result<Buffer
     let of = &site.buffers[of.0 as usize];
     let acc = Buffer { name: format!("acc{}", id.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope };
     if acc.scope.is_some() {
-        super::fold::fits_stack(site, super::fold::bytes(acc.dtype, acc.len()))?;
+        super::fold::fits_stack(site, acc.bytes())?;
     }
     site.buffers.push(acc);
     Ok(id)

@@ -10,10 +10,8 @@
 
 use std::collections::HashSet;
 
-use ollie_graph::DType;
-
 use super::{ScheduleError, Site};
-use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
 
 /// The largest folded temporary, in bytes: it lives on the (thread's) stack.
 pub const FOLD_LIMIT: usize = 64 << 10;
@@ -21,15 +19,10 @@ pub const FOLD_LIMIT: usize = 64 << 10;
 /// All folded temporaries of a kernel together, in bytes, at most (a thread's stack holds them).
 pub const STACK_LIMIT: usize = 256 << 10;
 
-/// The bytes of a temporary of `len` elements of `dtype` in the kernel's C.
-pub(crate) fn bytes(dtype: DType, len: usize) -> usize {
-    len * if dtype == DType::F64 { 8 } else { 4 }
-}
-
 /// Refuses a step that would put more than [`STACK_LIMIT`] of folded temporaries on the stack
 /// with `more` bytes.
 pub(crate) fn fits_stack(site: &Site, more: usize) -> Result<(), ScheduleError> {
-    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some()).map(|b| bytes(b.dtype, b.len())).sum();
+    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some()).map(|b| b.bytes()).sum();
     if scoped + more > STACK_LIMIT {
         return Err(site.illegal(&format!("the kernel's folded temporaries would hold {} bytes on the stack, more than {} KiB", scoped + more, STACK_LIMIT >> 10)));
     }
@@ -58,7 +51,7 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
     loop_vars(body, &mut inner);
     let mut accesses = Vec::new();
     for s in body {
-        accesses_of(s, id, &mut accesses);
+        s.accesses(id, &mut accesses);
     }
     if accesses.is_empty() {
         return Err(site.illegal(&format!("the loop does not use `{name}`")));
@@ -89,7 +82,7 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
         hi = hi.max(h);
     }
     let len = (hi - lo + 1) as usize;
-    let bytes = bytes(site.buffers[id.0 as usize].dtype, len);
+    let bytes = Buffer { shape: vec![len], ..site.buffers[id.0 as usize].clone() }.bytes();
     if bytes > FOLD_LIMIT {
         return Err(site.illegal(&format!("one iteration's {bytes} bytes of `{name}` exceed the {} KiB a temporary may hold on the stack", FOLD_LIMIT >> 10)));
     }
@@ -106,11 +99,11 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
 }
 
 /// The accesses of temporary `name` in `body`, counted.
-pub(crate) fn count_uses(body: &[Stmt], name: &str, buffers: &[crate::ir::Buffer]) -> usize {
+pub(crate) fn count_uses(body: &[Stmt], name: &str, buffers: &[Buffer]) -> usize {
     let Some(id) = buffers.iter().position(|b| b.name == name).map(|i| BufferId(i as u32)) else { return 0 };
     let mut accesses = Vec::new();
     for s in body {
-        accesses_of(s, id, &mut accesses);
+        s.accesses(id, &mut accesses);
     }
     accesses.len()
 }
@@ -134,25 +127,6 @@ fn inner_extents(body: &[Stmt]) -> Vec<(VarId, usize)> {
         }
     }
     out
-}
-
-fn accesses_of(s: &Stmt, buffer: BufferId, out: &mut Vec<Affine>) {
-    match s {
-        Stmt::Loop { body, .. } => body.iter().for_each(|s| accesses_of(s, buffer, out)),
-        Stmt::Prefetch { buffer: b, offset } => {
-            if *b == buffer {
-                out.push(offset.clone());
-            }
-        }
-        Stmt::Store { buffer: b, offset, value } => {
-            if *b == buffer {
-                out.push(offset.clone());
-            }
-            let mut loads = Vec::new();
-            super::deps::loads_of(value, &mut loads);
-            out.extend(loads.into_iter().filter(|(b, _)| *b == buffer).map(|(_, a)| a));
-        }
-    }
 }
 
 /// `s` with every index of `buffer` mapped by `f`.
@@ -200,7 +174,7 @@ impl Walk {
         match s {
             Stmt::Loop { var, extent, body, .. } => {
                 let mut uses = Vec::new();
-                accesses_of(s, self.buffer, &mut uses);
+                s.accesses(self.buffer, &mut uses);
                 if uses.is_empty() {
                     return Ok(());
                 }
@@ -220,8 +194,8 @@ impl Walk {
                     return Err("one iteration is too long to check".into());
                 }
                 let mut loads = Vec::new();
-                super::deps::loads_of(value, &mut loads);
-                for (_, a) in loads.iter().filter(|(b, _)| *b == self.buffer) {
+                value.loads(self.buffer, &mut loads);
+                for a in &loads {
                     if !self.written.contains(&self.at(a)) {
                         return Err("an iteration reads an element it has not written".into());
                     }
