@@ -3,7 +3,7 @@
 //! used only inside the loop they live in, inputs never written, loop variables bound once.
 
 use crate::emit::var_name;
-use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LoopError {
@@ -19,6 +19,8 @@ pub enum LoopError {
     Unwritten { buffer: String, count: usize },
     #[error("`{buffer}` lives in loop `{scope}` but is used outside it")]
     OutOfScope { buffer: String, scope: String },
+    #[error("`{buffer}` is held in registers, but {reason}")]
+    NotRegisters { buffer: String, reason: String },
     #[error("`{buffer}` is read at offset {offset} before that element is written")]
     ReadBeforeWrite { buffer: String, offset: i64 },
 }
@@ -33,6 +35,7 @@ pub fn check(nest: &LoopNest) -> Result<(), LoopError> {
     let mut c = Checker {
         nest,
         bound: Vec::new(),
+        vector: None,
         written: nest.buffers.iter().map(|b| vec![false; if matches!(b.kind, BufferKind::Input(_)) { 0 } else { b.len() }]).collect(),
     };
     for s in &nest.body {
@@ -51,13 +54,15 @@ struct Checker<'a> {
     nest: &'a LoopNest,
     /// The enclosing loops: variable and extent.
     bound: Vec<(VarId, usize)>,
+    /// The vectorized loop the statement is in: its variable, extent and lanes.
+    vector: Option<(VarId, usize, u32)>,
     written: Vec<Vec<bool>>,
 }
 
 impl Checker<'_> {
     fn stmt(&mut self, s: &Stmt) -> Result<(), LoopError> {
         match s {
-            Stmt::Loop { var, extent, body, .. } => {
+            Stmt::Loop { var, extent, body, kind } => {
                 if self.bound.iter().any(|(v, _)| v == var) {
                     return Err(LoopError::ShadowedVar { var: var_name(*var) });
                 }
@@ -71,8 +76,14 @@ impl Checker<'_> {
                         self.written[id.0 as usize].iter_mut().for_each(|w| *w = false);
                     }
                 }
+                if let LoopKind::Vector(w) | LoopKind::Stream(w) = kind {
+                    self.vector = Some((*var, *extent, *w));
+                }
                 for s in body {
                     self.stmt(s)?;
+                }
+                if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
+                    self.vector = None;
                 }
                 self.bound.pop();
                 Ok(())
@@ -86,6 +97,7 @@ impl Checker<'_> {
                     return Err(LoopError::StoreToInput { buffer: b.name.clone() });
                 }
                 let (min, max) = self.in_bounds("a store", *buffer, offset)?;
+                self.registers(*buffer, offset, true)?;
                 let written = &mut self.written[buffer.0 as usize];
                 let ranges = ranges(&self.bound, offset);
                 let exact = enumerate(offset, &ranges, |o| {
@@ -107,6 +119,7 @@ impl Checker<'_> {
             Expr::Index(a) => self.vars_bound(a),
             Expr::Load { buffer, offset } => {
                 self.in_bounds("a load", *buffer, offset)?;
+                self.registers(*buffer, offset, false)?;
                 let b = self.nest.buffer(*buffer);
                 if matches!(b.kind, BufferKind::Input(_)) {
                     return Ok(());
@@ -136,6 +149,16 @@ impl Checker<'_> {
                 self.expr(b)
             }
         }
+    }
+
+    fn registers(&self, buffer: BufferId, offset: &Affine, store: bool) -> Result<(), LoopError> {
+        let b = self.nest.buffer(buffer);
+        let Some(lanes) = b.registers else { return Ok(()) };
+        let fail = |reason: String| Err(LoopError::NotRegisters { buffer: b.name.clone(), reason });
+        if b.scope.is_none() {
+            return fail("it does not live in a loop".into());
+        }
+        register_access(lanes, self.vector, offset, store).or_else(fail)
     }
 
     fn vars_bound(&self, a: &Affine) -> Result<(), LoopError> {
@@ -194,4 +217,18 @@ fn enumerate(offset: &Affine, ranges: &[usize], mut visit: impl FnMut(i64) -> bo
         }
     }
     true
+}
+
+/// Whether an access at `offset` (a store or a load) of a temporary held in registers of `lanes`
+/// lanes, inside the vectorized loop `vector` (its variable, extent and lanes) if any, names one
+/// local variable: a scalar at a constant element (read anywhere, a vectorized loop broadcasting
+/// it), or a whole aligned vector in a vectorized loop of exactly its lanes.
+pub(crate) fn register_access(lanes: u32, vector: Option<(VarId, usize, u32)>, offset: &Affine, store: bool) -> Result<(), String> {
+    match (lanes, vector, offset.terms.as_slice()) {
+        (1, None, []) => Ok(()),
+        (1, Some(_), []) if !store => Ok(()),
+        (w, Some((v, extent, lanes)), [(u, 1)]) if w > 1 && *u == v && lanes == w && extent == w as usize && offset.constant % w as i64 == 0 => Ok(()),
+        _ if lanes > 1 => Err(format!("an access at `{}` is not a whole vector of {lanes} lanes in a vectorized loop of {lanes} iterations", crate::emit::affine(offset))),
+        _ => Err(format!("an access at `{}` is not a scalar at a constant element", crate::emit::affine(offset))),
+    }
 }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
 use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::schedule::FOLD_LIMIT;
 
 /// Names C reserves, which a spec parameter might still use.
 const C_KEYWORDS: &[&str] = &[
@@ -150,14 +151,11 @@ impl<'a> Emitter<'a> {
                     LoopKind::Vector(_) | LoopKind::Stream(_) => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
-                self.scoped_temps(out, *var, depth + 1);
-                for s in body {
-                    self.stmt(out, s, depth + 1);
-                }
+                self.scoped_temps(out, &[*var], body, depth + 1);
                 writeln!(out, "{pad}}}").unwrap();
             }
             Stmt::Store { buffer, offset, value } => {
-                writeln!(out, "{pad}{}[{}] = {};", self.names[buffer.0 as usize], affine(offset), self.expr(value)).unwrap();
+                writeln!(out, "{pad}{} = {};", self.element(*buffer, offset), self.expr(value)).unwrap();
             }
             Stmt::Prefetch { buffer, offset } => {
                 writeln!(out, "{pad}__builtin_prefetch(&{}[{}]);", self.names[buffer.0 as usize], affine(offset)).unwrap();
@@ -165,11 +163,41 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Declarations of the temporaries living in loop `var`, at the start of its body.
-    fn scoped_temps(&self, out: &mut String, var: VarId, depth: usize) {
+    /// The body of a loop over `vars` (one, or a parallel loop and those joined to it): the
+    /// temporaries living there declared at its start — local variables for those held in
+    /// registers, an array on the stack up to [`FOLD_LIMIT`], else on the heap, freed at its end.
+    fn scoped_temps(&self, out: &mut String, vars: &[VarId], body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
-        for (id, b) in self.nest.temps().filter(|(_, b)| b.scope == Some(var)) {
-            writeln!(out, "{pad}{} {}[{}] __attribute__((aligned(64)));", self.ctype(b.dtype), self.names[id.0 as usize], b.len().max(1)).unwrap();
+        let mut heap = Vec::new();
+        for (id, b) in self.nest.temps().filter(|(_, b)| b.scope.is_some_and(|s| vars.contains(&s))) {
+            let (t, name) = (self.ctype(b.dtype), &self.names[id.0 as usize]);
+            if let Some(w) = b.registers {
+                let t = if w > 1 { format!("ollie_v{w}") } else { self.scalar().to_string() };
+                let locals: Vec<String> = (0..b.len() / w as usize).map(|k| format!("{name}_{k}")).collect();
+                writeln!(out, "{pad}{t} {};", locals.join(", ")).unwrap();
+            } else if b.bytes() <= FOLD_LIMIT {
+                writeln!(out, "{pad}{t} {name}[{}] __attribute__((aligned(64)));", b.len().max(1)).unwrap();
+            } else {
+                // A failed allocation cannot be reported through the ABI: the call aborts.
+                writeln!(out, "{pad}{t} *{name} = ({t} *)aligned_alloc(64, {});", b.bytes().next_multiple_of(64)).unwrap();
+                writeln!(out, "{pad}if (!{name}) abort();").unwrap();
+                heap.push(name);
+            }
+        }
+        for s in body {
+            self.stmt(out, s, depth);
+        }
+        for name in heap {
+            writeln!(out, "{pad}free({name});").unwrap();
+        }
+    }
+
+    /// `buffer[offset]` as C: an array element, or the local variable holding it.
+    fn element(&self, buffer: BufferId, offset: &Affine) -> String {
+        let name = &self.names[buffer.0 as usize];
+        match self.nest.buffer(buffer).registers {
+            Some(w) => format!("{name}_{}", offset.constant / w as i64),
+            None => format!("{name}[{}]", affine(offset)),
         }
     }
 
@@ -190,12 +218,8 @@ impl<'a> Emitter<'a> {
             stride /= n;
             writeln!(out, "{pad}    long {} = ollie_j / {stride} % {n};", var_name(*v)).unwrap();
         }
-        for (v, _) in &chain {
-            self.scoped_temps(out, *v, depth + 1);
-        }
-        for s in body {
-            self.stmt(out, s, depth + 1);
-        }
+        let vars: Vec<VarId> = chain.iter().map(|(v, _)| *v).collect();
+        self.scoped_temps(out, &vars, body, depth + 1);
         writeln!(out, "{pad}}}").unwrap();
     }
 
@@ -204,7 +228,7 @@ impl<'a> Emitter<'a> {
         let f = if self.wide { "" } else { "f" };
         match e {
             Expr::Const(v) => self.literal(*v),
-            Expr::Load { buffer, offset } => format!("{}[{}]", self.names[buffer.0 as usize], affine(offset)),
+            Expr::Load { buffer, offset } => self.element(*buffer, offset),
             Expr::Index(a) => format!("({s})({})", affine(a)),
             Expr::Unary(op, a) => {
                 let a = self.expr(a);
@@ -300,6 +324,7 @@ impl<'a> Emitter<'a> {
                 let value = self.vector_expr(value, var, w);
                 let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
                 match offset.coefficient(var) {
+                    1 if self.nest.buffer(*buffer).registers.is_some() => writeln!(out, "{pad}    {} = {value};", self.element(*buffer, offset)).unwrap(),
                     1 if streamed => writeln!(out, "{pad}    ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
                     1 => writeln!(out, "{pad}    ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
                     c => {
@@ -335,6 +360,7 @@ impl<'a> Emitter<'a> {
         }
         let v = |x: &Expr| self.vector_expr(x, var, w);
         match e {
+            Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && self.nest.buffer(*buffer).registers.is_some() => self.element(*buffer, offset),
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 => format!("ollie_load{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
             Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", v(a)),
             Expr::Binary(op, a, b) if arithmetic(*op).is_some() => format!("({} {} {})", v(a), arithmetic(*op).expect("checked"), v(b)),

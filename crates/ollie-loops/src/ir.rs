@@ -31,6 +31,10 @@ pub struct Buffer {
     /// iteration (per thread when the loop or one around it runs on threads), allocated at the
     /// start of the body. `None`: the whole kernel's.
     pub scope: Option<VarId>,
+    /// For a temporary living in a loop (`scope`): held in local variables, so in registers,
+    /// in vectors of this many lanes (1: scalars). Every access is at a constant element, or
+    /// in a vectorized loop of exactly this many lanes at a constant, aligned start (`registers`).
+    pub registers: Option<u32>,
 }
 
 impl Buffer {
@@ -266,6 +270,11 @@ pub struct LoopNest {
 impl LoopNest {
     pub fn buffer(&self, id: BufferId) -> &Buffer {
         &self.buffers[id.0 as usize]
+    }
+
+    /// The first loop variable the nest does not use: the one a step's new loop gets.
+    pub fn fresh_var(&self) -> VarId {
+        crate::schedule::max_var(&self.body).map_or(VarId(0), |v| VarId(v.0 + 1))
     }
 
     /// Whether the kernel computes in double: when any parameter or result is f64 (else float).

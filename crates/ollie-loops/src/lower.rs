@@ -122,7 +122,7 @@ struct Lowering<'g> {
 
 impl Lowering<'_> {
     fn add_buffer(&mut self, name: String, kind: BufferKind, dtype: DType, shape: Vec<usize>) -> BufferId {
-        self.nest.buffers.push(Buffer { name, kind, dtype, shape, scope: None });
+        self.nest.buffers.push(Buffer { name, kind, dtype, shape, scope: None, registers: None });
         BufferId(self.nest.buffers.len() as u32 - 1)
     }
 

@@ -12,7 +12,8 @@
 //! }
 //! ```
 //! Expressions are prefix calls named like the graph's ops; loads are `buffer[offset]` with the
-//! flat offset; `index(...)` is an index value; `cast<f32>(...)` a conversion.
+//! flat offset; `index(...)` is an index value; `cast<f32>(...)` a conversion. A temporary held
+//! in registers says so after its scope: `temp c0: f32[32] in i1 registers 16`.
 
 use std::fmt;
 
@@ -29,7 +30,8 @@ impl fmt::Display for LoopNest {
                 .filter(|b| kind(b.kind))
                 .map(|b| {
                     let scope = b.scope.map(|v| format!(" in {}", var_name(v))).unwrap_or_default();
-                    format!("{}: {}{scope}", b.name, TensorType::new(b.dtype, b.shape.clone()))
+                    let registers = b.registers.map(|w| format!(" registers {w}")).unwrap_or_default();
+                    format!("{}: {}{scope}{registers}", b.name, TensorType::new(b.dtype, b.shape.clone()))
                 })
                 .collect()
         };
@@ -105,11 +107,15 @@ pub fn parse(text: &str) -> Result<LoopNest, ParseError> {
     }
     while let Some((line, t)) = lines.peek().copied() {
         let Some(decl) = t.strip_prefix("temp ") else { break };
+        let (decl, registers) = match decl.rsplit_once(" registers ") {
+            Some((decl, w)) => (decl, Some(w.trim().parse().map_err(|_| err(line, format!("expected a lane count after `registers`, found `{w}`")))?)),
+            None => (decl, None),
+        };
         let (decl, scope) = match decl.rsplit_once(" in ") {
             Some((decl, var)) => (decl, Some(parse_var(var.trim()).map_err(|m| err(line, m))?)),
             None => (decl, None),
         };
-        nest.buffers.push(Buffer { scope, ..parse_decl(decl, BufferKind::Temp).map_err(|m| err(line, m))? });
+        nest.buffers.push(Buffer { scope, registers, ..parse_decl(decl, BufferKind::Temp).map_err(|m| err(line, m))? });
         lines.next();
     }
     let mut stack: Vec<(VarId, usize, LoopKind, Vec<Stmt>)> = Vec::new();
@@ -170,7 +176,7 @@ fn parse_decl(text: &str, kind: BufferKind) -> Result<Buffer, String> {
     let dtype = DType::from_name(dtype).ok_or(format!("unknown dtype `{dtype}`"))?;
     let dims = dims.strip_suffix(']').ok_or("expected `]`")?;
     let shape = dims.split(',').filter(|d| !d.trim().is_empty()).map(|d| d.trim().parse().map_err(|_| format!("bad dimension `{d}`"))).collect::<Result<_, String>>()?;
-    Ok(Buffer { name: name.trim().to_string(), kind, dtype, shape, scope: None })
+    Ok(Buffer { name: name.trim().to_string(), kind, dtype, shape, scope: None, registers: None })
 }
 
 fn parse_var(text: &str) -> Result<VarId, String> {

@@ -69,9 +69,9 @@ fn nest(n: usize, shift: i64, body: impl FnOnce(VarId) -> Vec<Stmt>) -> LoopNest
     LoopNest {
         name: "k".into(),
         buffers: vec![
-            Buffer { name: "x".into(), kind: BufferKind::Input(0), dtype: DType::F32, shape: vec![4], scope: None },
-            Buffer { name: "out".into(), kind: BufferKind::Output(0), dtype: DType::F32, shape: vec![4], scope: None },
-            Buffer { name: "t".into(), kind: BufferKind::Temp, dtype: DType::F32, shape: vec![4], scope: None },
+            Buffer { name: "x".into(), kind: BufferKind::Input(0), dtype: DType::F32, shape: vec![4], scope: None, registers: None },
+            Buffer { name: "out".into(), kind: BufferKind::Output(0), dtype: DType::F32, shape: vec![4], scope: None, registers: None },
+            Buffer { name: "t".into(), kind: BufferKind::Temp, dtype: DType::F32, shape: vec![4], scope: None, registers: None },
         ],
         body: vec![Stmt::Loop { var: VarId(0), extent: n, kind: LoopKind::Serial, body: body(VarId(0)) }],
     }

@@ -50,7 +50,7 @@ pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
 pub(crate) fn partials(site: &mut Site, of: BufferId, f: usize) -> Result<BufferId, ScheduleError> {
     let id = BufferId(site.buffers.len() as u32);
     let of = &site.buffers[of.0 as usize];
-    let acc = Buffer { name: format!("acc{}", id.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope };
+    let acc = Buffer { name: format!("acc{}", id.0), kind: BufferKind::Temp, dtype: of.dtype, shape: vec![of.len() * f], scope: of.scope, registers: None };
     if acc.scope.is_some() {
         super::fold::fits_stack(site, acc.bytes())?;
     }

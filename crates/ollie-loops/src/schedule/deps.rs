@@ -7,12 +7,21 @@ pub(crate) fn contains_kind(body: &[Stmt], k: LoopKind) -> bool {
     body.iter().any(|s| matches!(s, Stmt::Loop { kind, body, .. } if *kind == k || contains_kind(body, k)))
 }
 
-/// Whether the iterations of the loop of `var` (with `body`) are independent: every store moves
-/// by a stride larger than the window of elements one iteration writes, all stores to a buffer
-/// share that stride and outer indices, and every load of a stored buffer stays inside its
-/// iteration's own window. Temporaries living in the loop or inside it are each iteration's
-/// own and do not count.
-pub(crate) fn independent(var: VarId, body: &[Stmt], buffers: &[Buffer]) -> Result<(), String> {
+/// Whether the iterations of the loop of `var` (with `extent` iterations and `body`) are
+/// independent: no element one iteration writes is read or written by another. Temporaries
+/// living in the loop or inside it are each iteration's own and do not count.
+///
+/// An index is `c·var + small + large + outer`: `small` the terms of inner loops with
+/// coefficients below `|c|` plus the constant, `large` those above, `outer` the terms of loops
+/// around (fixed while this loop runs). The stores to a buffer must share `c ≠ 0`, `outer` and
+/// `large`, and their `small` parts together span less than `|c|`; then, when each `large`
+/// coefficient steps past everything below it (the span, `c` over the whole loop, the smaller
+/// `large` terms), two iterations write disjoint elements (compare the largest terms first, then
+/// the next, down to `var`'s). A load of a stored buffer must have the same shape with its
+/// `small` part inside the stores' span: it then reads only elements of its own iteration.
+/// Without `large` terms this is the interval test: one iteration's window is narrower than the
+/// stride.
+pub(crate) fn independent(var: VarId, extent: usize, body: &[Stmt], buffers: &[Buffer]) -> Result<(), String> {
     let mut inner = Vec::new();
     let mut stores: Vec<(BufferId, Affine)> = Vec::new();
     let mut loads: Vec<(BufferId, Affine)> = Vec::new();
@@ -20,50 +29,80 @@ pub(crate) fn independent(var: VarId, body: &[Stmt], buffers: &[Buffer]) -> Resu
     let private = |b: &BufferId| buffers[b.0 as usize].scope.is_some_and(|s| s == var || inner.iter().any(|(v, _)| *v == s));
     stores.retain(|(b, _)| !private(b));
     loads.retain(|(b, _)| !private(b));
-    // The elements an access reaches within one iteration: indices of outer loops (fixed while
-    // this loop runs) and the range the inner loops sweep.
-    let window = |a: &Affine| -> (Vec<(VarId, i64)>, i64, i64) {
-        let (mut lo, mut hi) = (a.constant, a.constant);
-        let mut outer = Vec::new();
-        for &(v, c) in &a.terms {
+    let shape = |a: &Affine| Shape::of(a, var, &inner);
+    let mut checked: Vec<BufferId> = Vec::new();
+    for (b, a) in &stores {
+        if checked.contains(b) {
+            continue;
+        }
+        checked.push(*b);
+        let first = shape(a);
+        if first.c == 0 {
+            return Err("every iteration writes the same elements (a reduction over this loop)".into());
+        }
+        let (mut lo, mut hi) = (first.lo, first.hi);
+        for (_, a2) in stores.iter().filter(|(b2, _)| b2 == b) {
+            let s = shape(a2);
+            if s.c != first.c || s.outer != first.outer || s.large != first.large {
+                return Err("stores to one buffer move differently".into());
+            }
+            lo = lo.min(s.lo);
+            hi = hi.max(s.hi);
+        }
+        let c = first.c.abs();
+        if hi - lo >= c {
+            return Err("iterations write overlapping elements".into());
+        }
+        let mut reach = hi - lo + c * (extent as i64 - 1).max(0);
+        for &(coefficient, n) in &first.large {
+            if coefficient <= reach {
+                return Err("iterations write overlapping elements".into());
+            }
+            reach += coefficient * (n as i64 - 1);
+        }
+        for (_, l) in loads.iter().filter(|(b2, _)| b2 == b) {
+            let s = shape(l);
+            if s.c != first.c || s.outer != first.outer || s.large != first.large || s.lo < lo || s.hi > hi {
+                return Err("an iteration reads elements another iteration writes".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An index seen from one loop: see [`independent`].
+struct Shape {
+    c: i64,
+    outer: Vec<(VarId, i64)>,
+    /// Inner terms with coefficients of magnitude above `|c|`: (|coefficient|, extent), sorted.
+    large: Vec<(i64, usize)>,
+    /// The range of the constant plus the smaller inner terms.
+    lo: i64,
+    hi: i64,
+}
+
+impl Shape {
+    fn of(a: &Affine, var: VarId, inner: &[(VarId, usize)]) -> Shape {
+        let c = a.coefficient(var);
+        let mut s = Shape { c, outer: Vec::new(), large: Vec::new(), lo: a.constant, hi: a.constant };
+        for &(v, k) in &a.terms {
             if v == var {
                 continue;
             }
             match inner.iter().find(|(w, _)| *w == v) {
+                // With `c == 0` every term is "small": the reduction is refused anyway.
+                Some(&(_, n)) if c != 0 && k.abs() > c.abs() && k > 0 => s.large.push((k, n)),
                 Some(&(_, n)) => {
-                    let last = c * (n as i64 - 1).max(0);
-                    lo += last.min(0);
-                    hi += last.max(0);
+                    let last = k * (n as i64 - 1).max(0);
+                    s.lo += last.min(0);
+                    s.hi += last.max(0);
                 }
-                None => outer.push((v, c)),
+                None => s.outer.push((v, k)),
             }
         }
-        (outer, lo, hi)
-    };
-    for (b, a) in &stores {
-        let c = a.coefficient(var);
-        if c == 0 {
-            return Err("every iteration writes the same elements (a reduction over this loop)".into());
-        }
-        let (outer, lo, hi) = window(a);
-        if hi - lo >= c.abs() {
-            return Err("iterations write overlapping elements".into());
-        }
-        if stores.iter().any(|(b2, a2)| b2 == b && (a2.coefficient(var) != c || window(a2).0 != outer)) {
-            return Err("stores to one buffer move differently".into());
-        }
+        s.large.sort_unstable();
+        s
     }
-    for (b, a) in &loads {
-        let own = stores.iter().filter(|(b2, _)| b2 == b).any(|(_, s)| {
-            let (outer_s, lo_s, hi_s) = window(s);
-            let (outer_l, lo_l, hi_l) = window(a);
-            a.coefficient(var) == s.coefficient(var) && outer_l == outer_s && lo_s <= lo_l && hi_l <= hi_s
-        });
-        if stores.iter().any(|(b2, _)| b2 == b) && !own {
-            return Err("an iteration reads elements another iteration writes".into());
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn collect(body: &[Stmt], inner: &mut Vec<(VarId, usize)>, stores: &mut Vec<(BufferId, Affine)>, loads: &mut Vec<(BufferId, Affine)>) {

@@ -12,7 +12,7 @@ pub(crate) fn distribute(site: &mut Site) -> Result<(), ScheduleError> {
     if body.len() < 2 {
         return Err(site.illegal("the loop's body is a single statement"));
     }
-    independent(var, body, site.buffers).map_err(|r| site.illegal(&r))?;
+    independent(var, extent, body, site.buffers).map_err(|r| site.illegal(&r))?;
     site.no_temporary_lives_in(var)?;
     let stmts = std::mem::take(site.the_loop().3);
     let loops: Vec<Stmt> = stmts

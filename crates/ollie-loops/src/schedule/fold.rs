@@ -20,9 +20,9 @@ pub const FOLD_LIMIT: usize = 64 << 10;
 pub const STACK_LIMIT: usize = 256 << 10;
 
 /// Refuses a step that would put more than [`STACK_LIMIT`] of folded temporaries on the stack
-/// with `more` bytes.
+/// with `more` bytes (larger temporaries living in a loop are on the heap, registers nowhere).
 pub(crate) fn fits_stack(site: &Site, more: usize) -> Result<(), ScheduleError> {
-    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some()).map(|b| b.bytes()).sum();
+    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some() && b.registers.is_none() && b.bytes() <= FOLD_LIMIT).map(|b| b.bytes()).sum();
     if scoped + more > STACK_LIMIT {
         return Err(site.illegal(&format!("the kernel's folded temporaries would hold {} bytes on the stack, more than {} KiB", scoped + more, STACK_LIMIT >> 10)));
     }
@@ -64,7 +64,7 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
     if accesses.iter().any(|a| fixed(a) != fixed(&accesses[0])) {
         return Err(site.illegal(&format!("accesses of `{name}` move differently with the loops around them")));
     }
-    let mut walk = Walk { buffer: id, written: HashSet::new(), env: Vec::new(), visited: 0 };
+    let mut walk = Walk::new(id);
     for s in body {
         walk.stmt(s).map_err(|r| site.illegal(&r))?;
     }
@@ -90,7 +90,7 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
     let shift = |a: &Affine| Affine { terms: a.terms.iter().filter(|(v, _)| inner.contains(v)).copied().collect(), constant: a.constant - lo };
     let (_, _, _, body) = site.the_loop();
     for s in body.iter_mut() {
-        *s = rewrite(s, id, &shift);
+        *s = rewrite(s, id, id, &shift);
     }
     let b = &mut site.buffers[id.0 as usize];
     b.shape = vec![len];
@@ -108,7 +108,7 @@ pub(crate) fn count_uses(body: &[Stmt], name: &str, buffers: &[Buffer]) -> usize
     accesses.len()
 }
 
-fn loop_vars(body: &[Stmt], out: &mut Vec<VarId>) {
+pub(super) fn loop_vars(body: &[Stmt], out: &mut Vec<VarId>) {
     for s in body {
         if let Stmt::Loop { var, body, .. } = s {
             out.push(*var);
@@ -117,7 +117,7 @@ fn loop_vars(body: &[Stmt], out: &mut Vec<VarId>) {
     }
 }
 
-fn inner_extents(body: &[Stmt]) -> Vec<(VarId, usize)> {
+pub(super) fn inner_extents(body: &[Stmt]) -> Vec<(VarId, usize)> {
     let mut out = Vec::new();
     let mut stack: Vec<&Stmt> = body.iter().collect();
     while let Some(s) = stack.pop() {
@@ -129,23 +129,23 @@ fn inner_extents(body: &[Stmt]) -> Vec<(VarId, usize)> {
     out
 }
 
-/// `s` with every index of `buffer` mapped by `f`.
-fn rewrite(s: &Stmt, buffer: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Stmt {
+/// `s` with every access of `buffer` made an access of `to` at the index mapped by `f`.
+pub(super) fn rewrite(s: &Stmt, buffer: BufferId, to: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Stmt {
     match s {
-        Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| rewrite(s, buffer, f)).collect() },
+        Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| rewrite(s, buffer, to, f)).collect() },
         Stmt::Store { buffer: b, offset, value } => {
-            let offset = if *b == buffer { f(offset) } else { offset.clone() };
-            Stmt::Store { buffer: *b, offset, value: rewrite_expr(value, buffer, f) }
+            let (b, offset) = if *b == buffer { (to, f(offset)) } else { (*b, offset.clone()) };
+            Stmt::Store { buffer: b, offset, value: rewrite_expr(value, buffer, to, f) }
         }
-        Stmt::Prefetch { buffer: b, offset } if *b == buffer => Stmt::Prefetch { buffer: *b, offset: f(offset) },
+        Stmt::Prefetch { buffer: b, offset } if *b == buffer => Stmt::Prefetch { buffer: to, offset: f(offset) },
         Stmt::Prefetch { .. } => s.clone(),
     }
 }
 
-fn rewrite_expr(e: &Expr, buffer: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Expr {
-    let m = |x: &Expr| Box::new(rewrite_expr(x, buffer, f));
+fn rewrite_expr(e: &Expr, buffer: BufferId, to: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Expr {
+    let m = |x: &Expr| Box::new(rewrite_expr(x, buffer, to, f));
     match e {
-        Expr::Load { buffer: b, offset } if *b == buffer => Expr::Load { buffer: *b, offset: f(offset) },
+        Expr::Load { buffer: b, offset } if *b == buffer => Expr::Load { buffer: to, offset: f(offset) },
         Expr::Load { .. } | Expr::Const(_) | Expr::Index(_) => e.clone(),
         Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
         Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
@@ -157,7 +157,7 @@ fn rewrite_expr(e: &Expr, buffer: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Ex
 
 /// One iteration of the loop, walked in program order with every variable around it at 0:
 /// which elements of the temporary are written, and whether a read comes before its write.
-struct Walk {
+pub(super) struct Walk {
     buffer: BufferId,
     written: HashSet<i64>,
     /// The values of the loops entered.
@@ -166,11 +166,15 @@ struct Walk {
 }
 
 impl Walk {
+    pub fn new(buffer: BufferId) -> Walk {
+        Walk { buffer, written: HashSet::new(), env: Vec::new(), visited: 0 }
+    }
+
     fn at(&self, a: &Affine) -> i64 {
         a.constant + a.terms.iter().map(|(v, c)| c * self.env.iter().rev().find(|(w, _)| w == v).map_or(0, |(_, x)| *x)).sum::<i64>()
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Result<(), String> {
+    pub fn stmt(&mut self, s: &Stmt) -> Result<(), String> {
         match s {
             Stmt::Loop { var, extent, body, .. } => {
                 let mut uses = Vec::new();

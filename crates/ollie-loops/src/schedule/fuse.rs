@@ -26,7 +26,7 @@ pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> 
     for &b in &scoped {
         site.buffers[b].scope = Some(var);
     }
-    if let Err(reason) = independent(var, &fused, site.buffers) {
+    if let Err(reason) = independent(var, extent, &fused, site.buffers) {
         for &b in &scoped {
             site.buffers[b].scope = Some(second);
         }

@@ -22,10 +22,10 @@ pub(crate) fn join(site: &mut Site) -> Result<(), ScheduleError> {
         body = inner;
         depth += 1;
     }
-    let [Stmt::Loop { var: inner, kind: LoopKind::Serial, body: inner_body, .. }] = body.as_slice() else {
+    let [Stmt::Loop { var: inner, extent: inner_extent, kind: LoopKind::Serial, body: inner_body }] = body.as_slice() else {
         return Err(site.illegal("the loop's body is not a single serial loop"));
     };
-    independent(*inner, inner_body, site.buffers).map_err(|r| site.illegal(&r))?;
+    independent(*inner, *inner_extent, inner_body, site.buffers).map_err(|r| site.illegal(&r))?;
     let mut body = site.the_loop().3;
     for _ in 0..depth {
         let Stmt::Loop { body: inner, .. } = &mut body[0] else { unreachable!("walked above") };

@@ -16,6 +16,9 @@
 //! rfactor i1 8
 //! join i0
 //! prefetch i3 i0
+//! cache out i1
+//! expand i4
+//! registers c0 i1
 //! flags -O3 -march=native -fopenmp
 //! ```
 //!
@@ -28,13 +31,16 @@ use crate::emit::var_name;
 use crate::ir::{Buffer, LoopKind, LoopNest, Stmt, VarId};
 
 mod accumulators;
+mod cache;
 mod deps;
 mod distribute;
+mod expand;
 mod fold;
 mod fuse;
 mod join;
 mod parallel;
 mod prefetch;
+mod registers;
 mod reorder;
 mod rfactor;
 mod split;
@@ -43,7 +49,9 @@ mod unroll;
 mod vectorize;
 
 pub(crate) use deps::buffers_read;
-use deps::{contains_kind, max_var};
+pub(crate) use fold::FOLD_LIMIT;
+use deps::contains_kind;
+pub(crate) use deps::max_var;
 
 /// One transformation of a loop, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -96,13 +104,21 @@ pub enum Step {
     /// same elements for the next iteration of the enclosing loop `along` (the next row while
     /// this row is computed). Values are unchanged.
     Prefetch { var: VarId, along: VarId },
+    /// The elements of `buffer` one iteration touches live in a temporary in the loop's body,
+    /// dense, in the order of the loops indexing them (TVM's cache_read and cache_write: a
+    /// packed operand panel, an output tile), copied in and back as the iteration needs.
+    Cache { buffer: String, var: VarId },
+    /// Full unrolling: the loop replaced by one copy of its body per iteration.
+    Expand { var: VarId },
+    /// The temporary `buffer` living in the loop is held in local variables (registers).
+    Registers { buffer: String, var: VarId },
 }
 
 impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -146,6 +162,9 @@ impl fmt::Display for Step {
             Step::Rfactor { var, chunks } => write!(f, "rfactor {} {chunks}", v(var)),
             Step::Join { var } => write!(f, "join {}", v(var)),
             Step::Prefetch { var, along } => write!(f, "prefetch {} {}", v(var), v(along)),
+            Step::Cache { buffer, var } => write!(f, "cache {buffer} {}", v(var)),
+            Step::Expand { var } => write!(f, "expand {}", v(var)),
+            Step::Registers { buffer, var } => write!(f, "registers {buffer} {}", v(var)),
         }
     }
 }
@@ -175,6 +194,7 @@ impl Schedule {
             let number = |k: usize| -> Result<usize, ScheduleError> {
                 words.get(k).and_then(|w| w.parse().ok()).ok_or_else(|| err(format!("expected a number in `{line}`")))
             };
+            let name = || -> Result<String, ScheduleError> { words.get(1).map(|w| w.to_string()).ok_or_else(|| err(format!("expected a buffer's name in `{line}`"))) };
             let step = match words.first().copied() {
                 None => continue,
                 Some("flags") => {
@@ -194,7 +214,10 @@ impl Schedule {
                 Some("join") => Step::Join { var: var(1)? },
                 Some("prefetch") => Step::Prefetch { var: var(1)?, along: var(2)? },
                 Some("rfactor") => Step::Rfactor { var: var(1)?, chunks: number(2)? },
-                Some("fold") => Step::Fold { buffer: words.get(1).ok_or_else(|| err(format!("expected a temporary's name in `{line}`")))?.to_string(), var: var(2)? },
+                Some("fold") => Step::Fold { buffer: name()?, var: var(2)? },
+                Some("cache") => Step::Cache { buffer: name()?, var: var(2)? },
+                Some("expand") => Step::Expand { var: var(1)? },
+                Some("registers") => Step::Registers { buffer: name()?, var: var(2)? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
             };
             schedule.steps.push(step);
@@ -306,7 +329,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
     if !locate(&nest.body, step.var(), &mut path, &mut enclosing) {
         return Err(ScheduleError::NoLoop(var_name(step.var())));
     }
-    let fresh = max_var(&nest.body).map_or(0, |v| v.0 + 1);
+    let fresh = nest.fresh_var().0;
     let wide = nest.computes_in_f64();
     let at = *path.last().expect("located");
     // Buffers the kernel reads anywhere (an output it reads back is not written once).
@@ -319,7 +342,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         _ => 0,
     };
     let mut site = Site { siblings: parent(&mut nest.body, &path), at, enclosing, buffers: &mut nest.buffers, fresh, wide, step };
-    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. } | Step::Join { .. } | Step::Prefetch { .. }) {
+    if *site.the_loop().2 != LoopKind::Serial && !matches!(step, Step::Fold { .. } | Step::Stream { .. } | Step::Join { .. } | Step::Prefetch { .. } | Step::Cache { .. } | Step::Registers { .. }) {
         return Err(site.illegal("the loop is not serial"));
     }
     match step {
@@ -337,5 +360,8 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Rfactor { chunks, .. } => rfactor::rfactor(&mut site, *chunks),
         Step::Join { .. } => join::join(&mut site),
         Step::Prefetch { along, .. } => prefetch::prefetch(&mut site, *along),
+        Step::Cache { buffer, .. } => cache::cache(&mut site, buffer),
+        Step::Expand { .. } => expand::expand(&mut site),
+        Step::Registers { buffer, .. } => registers::registers(&mut site, buffer),
     }
 }

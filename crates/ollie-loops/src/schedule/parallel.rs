@@ -7,11 +7,11 @@ use super::{ScheduleError, Site};
 use crate::ir::LoopKind;
 
 pub(crate) fn parallel(site: &mut Site) -> Result<(), ScheduleError> {
-    let (var, _, _, body) = site.loop_ref();
+    let (var, extent, _, body) = site.loop_ref();
     if site.enclosing.iter().any(|(_, k)| *k == LoopKind::Parallel) || contains_kind(body, LoopKind::Parallel) {
         return Err(site.illegal("parallel loops do not nest"));
     }
-    independent(var, body, site.buffers).map_err(|r| site.illegal(&r))?;
+    independent(var, extent, body, site.buffers).map_err(|r| site.illegal(&r))?;
     *site.the_loop().2 = LoopKind::Parallel;
     Ok(())
 }

@@ -17,7 +17,7 @@ pub(crate) fn reorder(site: &mut Site, inner: VarId) -> Result<(), ScheduleError
     if !matches!(&body[k], Stmt::Loop { kind: LoopKind::Serial, .. }) {
         return Err(site.illegal("the inner loop is not serial"));
     }
-    independent(var, body, site.buffers).map_err(|r| site.illegal(&r))?;
+    independent(var, extent, body, site.buffers).map_err(|r| site.illegal(&r))?;
     site.no_temporary_lives_in(var)?;
     // Statements beside the inner loop keep their order in loops of their own (fresh
     // variables): legal, as the iterations are independent.

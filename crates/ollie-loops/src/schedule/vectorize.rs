@@ -14,7 +14,7 @@ pub(crate) fn lanes(site: &mut Site, kind: LoopKind) -> Result<(), ScheduleError
     if body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
         return Err(site.illegal("only an innermost loop runs in SIMD lanes"));
     }
-    independent(var, body, site.buffers).map_err(|r| site.illegal(&r))?;
+    independent(var, extent, body, site.buffers).map_err(|r| site.illegal(&r))?;
     if let LoopKind::Vector(width) = kind {
         if !matches!(width, 2 | 4 | 8 | 16) {
             return Err(site.illegal("the vector width must be 2, 4, 8 or 16"));

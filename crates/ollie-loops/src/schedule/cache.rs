@@ -1,0 +1,153 @@
+//! `cache b v`: the elements of buffer `b` that one iteration of loop `v` touches live, for that
+//! iteration, in a temporary of their own in the loop's body (TVM's `cache_read` and
+//! `cache_write`): copied in at the start of the body when the iteration reads one before writing
+//! it, copied back at the end when it writes any. The temporary is dense and laid out in the
+//! order of the loops that index it, outermost first — a packed operand panel in the layout its
+//! consumer reads, or an output tile that `registers` can then hold in registers.
+//!
+//! Legal when every access of `b` in the loop moves alike with the loops around the body (one
+//! window per iteration) and covers the whole window, and the window's elements map one to one
+//! onto the buffer's: then each iteration copies exactly the elements it touched before, so the
+//! order of reads and writes each element sees is unchanged, and threads running iterations
+//! touch what they touched before.
+
+use super::fold::{inner_extents, loop_vars, rewrite, Walk};
+use super::{ScheduleError, Site};
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
+
+pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
+    let Some(id) = site.buffers.iter().position(|b| b.name == name).map(|i| BufferId(i as u32)) else {
+        return Err(site.illegal(&format!("there is no buffer `{name}`")));
+    };
+    let (var, _, kind, body) = site.loop_ref();
+    if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
+        return Err(site.illegal("the loop is vectorized"));
+    }
+    if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) {
+        return Err(site.illegal("a loop is joined to it (its iterations no longer run one by one)"));
+    }
+    let b = &site.buffers[id.0 as usize];
+    if b.registers.is_some() || b.scope.is_some_and(|s| !site.enclosing.iter().any(|(v, _)| *v == s)) {
+        return Err(site.illegal(&format!("`{name}` lives in this loop or inside it")));
+    }
+    let mut inner = Vec::new();
+    loop_vars(body, &mut inner);
+    let extents = inner_extents(body);
+    let extent = |v: VarId| extents.iter().find(|(w, _)| *w == v).map_or(1, |(_, n)| *n);
+    let mut accesses = Vec::new();
+    body.iter().for_each(|s| s.accesses(id, &mut accesses));
+    let Some((first, around)) = first_access(body, id, &mut Vec::new()) else {
+        return Err(site.illegal(&format!("the loop does not use `{name}`")));
+    };
+    // The part of an index fixed during one iteration: the terms of `v` and the loops around it.
+    let fixed = |a: &Affine| Affine { terms: a.terms.iter().filter(|(v, _)| !inner.contains(v)).copied().collect(), constant: a.constant };
+    let base = fixed(&first);
+    // The window's dimensions, one per coefficient of the first access's inner loops, in the
+    // order of those loops.
+    let dims: Vec<(i64, usize)> = around.iter().map(|v| (first.coefficient(*v), extent(*v))).filter(|(c, _)| *c != 0).collect();
+    for a in &accesses {
+        if fixed(a) != base {
+            return Err(site.illegal(&format!("accesses of `{name}` differ in more than the loops inside")));
+        }
+        let mut used = vec![false; dims.len()];
+        for (v, c) in a.terms.iter().filter(|(v, _)| inner.contains(v)) {
+            match dims.iter().position(|&(d, n)| d == *c && n == extent(*v)) {
+                Some(k) if !used[k] => used[k] = true,
+                _ => return Err(site.illegal(&format!("accesses of `{name}` cover different parts of one iteration's elements"))),
+            }
+        }
+        if used.contains(&false) {
+            return Err(site.illegal(&format!("accesses of `{name}` cover different parts of one iteration's elements")));
+        }
+    }
+    // One to one: in increasing coefficient, each steps past everything the smaller ones reach.
+    let mut sorted = dims.clone();
+    sorted.sort_unstable();
+    let mut reach = 0i64;
+    for &(c, n) in &sorted {
+        if c <= reach {
+            return Err(site.illegal(&format!("one iteration's accesses of `{name}` overlap or run backwards")));
+        }
+        reach += c * (n as i64 - 1);
+    }
+    let strides: Vec<i64> = (0..dims.len()).map(|k| dims[k + 1..].iter().map(|&(_, n)| n as i64).product()).collect();
+    let len: usize = dims.iter().map(|&(_, n)| n).product();
+    let b = &site.buffers[id.0 as usize];
+    let (dtype, input) = (b.dtype, matches!(b.kind, BufferKind::Input(_)));
+    let written = body.iter().any(|s| writes(s, id));
+    // Copy in unless the iteration writes every element before it reads it (a walk too long to
+    // finish copies in: always correct).
+    let copy_in = !written || input || {
+        let mut walk = Walk::new(id);
+        body.iter().try_for_each(|s| walk.stmt(s)).is_err()
+    };
+    let mut n = 0;
+    while site.buffers.iter().any(|b| b.name == format!("c{n}")) {
+        n += 1;
+    }
+    let to = BufferId(site.buffers.len() as u32);
+    site.buffers.push(Buffer { name: format!("c{n}"), kind: BufferKind::Temp, dtype, shape: vec![len], scope: Some(var), registers: None });
+    let dim = |c: i64| dims.iter().position(|&(d, _)| d == c).expect("checked above");
+    let local = |a: &Affine| {
+        let mut terms: Vec<(VarId, i64)> = a.terms.iter().filter(|(v, _)| inner.contains(v)).map(|&(v, c)| (v, strides[dim(c)])).collect();
+        terms.sort_unstable();
+        Affine { terms, constant: 0 }
+    };
+    // A copy between the buffer and the temporary: loops over the window's dimensions, on fresh
+    // variables from `first`.
+    let copy = |first: u32, inward: bool| -> Stmt {
+        let vars: Vec<VarId> = (first..).take(dims.len()).map(VarId).collect();
+        let (mut there, mut here) = (base.clone(), Affine::constant(0));
+        for (d, v) in vars.iter().enumerate() {
+            there = there.add_scaled(&Affine::var(*v), dims[d].0);
+            here = here.add_scaled(&Affine::var(*v), strides[d]);
+        }
+        let store = match inward {
+            true => Stmt::Store { buffer: to, offset: here, value: Expr::Load { buffer: id, offset: there } },
+            false => Stmt::Store { buffer: id, offset: there, value: Expr::Load { buffer: to, offset: here } },
+        };
+        vars.iter().zip(&dims).rev().fold(store, |s, (v, &(_, n))| Stmt::Loop { var: *v, extent: n, kind: LoopKind::Serial, body: vec![s] })
+    };
+    let fresh = site.fresh;
+    let (_, _, _, body) = site.the_loop();
+    let mut new_body: Vec<Stmt> = Vec::new();
+    if copy_in {
+        new_body.push(copy(fresh, true));
+    }
+    new_body.extend(body.iter().map(|s| rewrite(s, id, to, &local)));
+    if written {
+        new_body.push(copy(fresh + dims.len() as u32, false));
+    }
+    *body = new_body;
+    Ok(())
+}
+
+/// The first access of `buffer` in program order, and the loops around it inside `body`,
+/// outermost first.
+fn first_access(body: &[Stmt], buffer: BufferId, around: &mut Vec<VarId>) -> Option<(Affine, Vec<VarId>)> {
+    for s in body {
+        if let Stmt::Loop { var, body, .. } = s {
+            around.push(*var);
+            if let Some(found) = first_access(body, buffer, around) {
+                return Some(found);
+            }
+            around.pop();
+        } else {
+            let mut accesses = Vec::new();
+            s.accesses(buffer, &mut accesses);
+            if let Some(a) = accesses.pop() {
+                return Some((a, around.clone()));
+            }
+        }
+    }
+    None
+}
+
+/// Whether `s` stores into `buffer`.
+fn writes(s: &Stmt, buffer: BufferId) -> bool {
+    match s {
+        Stmt::Loop { body, .. } => body.iter().any(|s| writes(s, buffer)),
+        Stmt::Store { buffer: b, .. } => *b == buffer,
+        Stmt::Prefetch { .. } => false,
+    }
+}
