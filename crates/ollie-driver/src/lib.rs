@@ -17,6 +17,8 @@ mod verdict;
 
 pub use evaluator::Note;
 pub use verdict::Reason;
+/// The sketches `optimize` starts from (`ollie lower --sketch N` prints one).
+pub use ollie_search::sketches;
 
 /// Why a driver function failed.
 #[derive(Debug, thiserror::Error)]

@@ -38,12 +38,21 @@ pub struct Machine {
 impl Machine {
     /// Floats in the widest vector register of the measured ISA.
     pub fn float_lanes(&self) -> u32 {
-        match self.isa.as_str() {
-            "avx512f" => 16,
-            "avx2+fma" => 8,
-            _ => 4,
-        }
+        lanes_of(&self.isa)
     }
+}
+
+fn lanes_of(isa: &str) -> u32 {
+    match isa {
+        "avx512f" => 16,
+        "avx2+fma" => 8,
+        _ => 4,
+    }
+}
+
+/// Floats in the widest vector register of this CPU's FMA path, without measuring anything.
+pub fn native_float_lanes() -> u32 {
+    lanes_of(fma_isa())
 }
 
 fn one() -> u32 {

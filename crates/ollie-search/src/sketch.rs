@@ -13,6 +13,10 @@ use rand_chacha::ChaCha8Rng;
 use crate::mutate::initial_schedule;
 use crate::{Event, Kernel, Proposal, Propose};
 
+mod tile;
+
+use tile::{contractions, shapes, Tile};
+
 /// The choices one sketch makes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Choices {
@@ -29,14 +33,25 @@ struct Choices {
     /// Under each top-level loop, the vectorized loop (by its place in program order) that
     /// prefetches the next iteration's inputs, if any.
     prefetch: Option<usize>,
+    /// The register tile every contraction gets, if any.
+    tile: Option<Tile>,
 }
 
 /// The sketches of `naive` for a machine whose vectors hold `lanes` floats, most promising
 /// first, without duplicates.
 pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
     let half = (lanes / 2).max(4);
-    let first = Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None };
-    let variants = [
+    let first = Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None };
+    // Contractions first: register tiles of the shapes that fit, with the whole reduction per
+    // panel and with blocks of it.
+    let contractions = contractions(naive);
+    let mut tiled: Vec<Tile> = shapes(lanes).iter().filter(|&&(rows, vectors)| contractions.iter().any(|c| c.fits(rows, vectors * lanes as usize))).take(3).map(|&(rows, vectors)| Tile { rows, vectors }).collect();
+    if tiled.is_empty() && !contractions.is_empty() {
+        // Contractions without rows to share still get one-row tiles.
+        tiled.push(Tile { rows: 1, vectors: 1 });
+    }
+    let tiles = tiled.into_iter().flat_map(|t| [Choices { tile: Some(t), ..first }, Choices { tile: Some(t), fuse: false, ..first }]);
+    let variants = tiles.chain([
         first,
         Choices { prefetch: Some(0), ..first },
         Choices { prefetch: Some(1), ..first },
@@ -47,7 +62,7 @@ pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
         Choices { parallel: false, ..first },
         Choices { lanes: half, ..first },
         Choices { chains: 1, ..first },
-    ];
+    ]);
     let mut out: Vec<Schedule> = Vec::new();
     for choices in variants {
         let s = sketch(naive, choices);
@@ -61,12 +76,21 @@ pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
 /// One sketch: the rules applied in order, each step kept only if legal.
 fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
+    let mut tiles = Vec::new();
+    if let Some(t) = c.tile {
+        tiles.extend(contractions(naive).iter().filter_map(|contraction| b.tile(contraction, t, c.lanes)));
+    }
     if c.fuse {
         b.fuse_all();
     }
     b.fold_all();
     if c.parallel {
         b.parallelize_outermost();
+    }
+    // Tiles go to registers once the loops around them are settled (their indices become
+    // constants, which the dependence tests of fuse and parallel cannot see through).
+    for t in &tiles {
+        b.registerize(t, c.lanes);
     }
     b.vectorize_innermost(c.lanes, c.chains, c.stream);
     if let Some(k) = c.prefetch {
@@ -143,6 +167,9 @@ impl Builder {
     fn parallelize_outermost(&mut self) {
         let tops: Vec<(VarId, usize)> = self.nest.body.iter().filter_map(|s| if let Stmt::Loop { var, extent, .. } = s { Some((*var, *extent)) } else { None }).collect();
         for (var, extent) in tops {
+            if has_parallel(&self.nest.body, var) {
+                continue;
+            }
             if self.try_step(Step::Parallel { var }) {
                 let mut shared = extent;
                 while shared < SHARED && self.try_step(Step::Join { var }) {
@@ -191,6 +218,18 @@ fn vector_loops(body: &[Stmt]) -> Vec<VarId> {
         }
     }
     out
+}
+
+/// Whether loop `var` or a loop inside it runs on threads.
+fn has_parallel(body: &[Stmt], var: VarId) -> bool {
+    fn any(body: &[Stmt]) -> bool {
+        body.iter().any(|s| matches!(s, Stmt::Loop { kind: LoopKind::Parallel, .. }) || matches!(s, Stmt::Loop { body, .. } if any(body)))
+    }
+    body.iter().any(|s| match s {
+        Stmt::Loop { var: v, .. } if *v == var => any(std::slice::from_ref(s)),
+        Stmt::Loop { body, .. } => has_parallel(body, var),
+        _ => false,
+    })
 }
 
 /// Iterations a parallel loop shares out below which the sketch joins the loops inside it.

@@ -89,8 +89,18 @@ enum Command {
         #[arg(long)]
         ir: bool,
         /// Apply the schedule in this file (its text form: one step per line) to the naive nest.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "sketch")]
         schedule: Option<PathBuf>,
+        /// Apply the search's N-th sketch (from 0) instead: the schedule `optimize` starts from.
+        /// With `--steps`, print its steps (a schedule file) instead of the kernel.
+        #[arg(long)]
+        sketch: Option<usize>,
+        /// Print the schedule's steps instead of the kernel.
+        #[arg(long, requires = "sketch")]
+        steps: bool,
+        /// Vector lanes the sketches assume [default: this CPU's floats per vector register].
+        #[arg(long, requires = "sketch")]
+        lanes: Option<u32>,
     },
     /// Verify a kernel against the spec: exit 0 if accepted, 1 if rejected (with the reason and
     /// the counterexample), 2 for a usage or spec error.
@@ -274,9 +284,22 @@ pub fn user_error(message: impl Into<String>) -> Failure {
     Failure::User(message.into())
 }
 
-fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>) -> Result<(), Failure> {
+/// `sketch`: which sketch, whether to print its steps, and the lanes it assumes.
+fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>, sketch: Option<(usize, bool, Option<u32>)>) -> Result<(), Failure> {
     let spec = load::load(args)?;
     let mut nest = ollie_loops::lower(&spec.graph).map_err(anyhow::Error::from)?;
+    if let Some((n, steps, lanes)) = sketch {
+        let lanes = lanes.unwrap_or_else(ollie_runner::native_float_lanes);
+        let mut all = ollie_driver::sketches(&nest, lanes);
+        if n >= all.len() {
+            return Err(user_error(format!("error: there are {} sketches of `{}` at {lanes} lanes (0..{})", all.len(), nest.name, all.len())));
+        }
+        let schedule = all.swap_remove(n);
+        if steps {
+            return stdout(&schedule.to_string());
+        }
+        nest = schedule.apply(&nest).map_err(anyhow::Error::from)?;
+    }
     if let Some(path) = schedule {
         let text = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read schedule `{}`: {e}", path.display())))?;
         let schedule = ollie_loops::Schedule::parse(&text).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?;
@@ -355,7 +378,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
-        Command::Lower { spec, ir, schedule } => lower(&spec, ir, schedule.as_deref()),
+        Command::Lower { spec, ir, schedule, sketch, steps, lanes } => lower(&spec, ir, schedule.as_deref(), sketch.map(|n| (n, steps, lanes))),
         Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
             bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
         }

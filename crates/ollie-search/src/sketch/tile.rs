@@ -1,0 +1,248 @@
+//! Register tiles for contractions (the sketch rule for every einsum in a spec): the output's
+//! last two axes split into a tile of `rows` × `vectors` vectors, the reduction moved inside the
+//! tile's loops (unroll-and-jam by `reorder` and `expand`), the tile cached (`cache`) and held in
+//! registers (`registers`) while the reduction streams the operands; the operand that moves with
+//! the tile's columns packed per column panel (`cache` at the panel's loop: contiguous, in the
+//! order the tile reads it, whatever its layout in the spec); optionally the reduction blocked
+//! (`depth`) so a packed panel stays in cache, the panels on threads.
+
+use ollie_loops::{BufferId, Expr, LoopKind, LoopNest, Stmt, Step, VarId};
+
+use super::Builder;
+
+/// A contraction of the naive nest: the loops over its output's axes (outermost first, each
+/// the whole body of the one before), over its reduced labels, and the output.
+#[derive(Debug, Clone)]
+pub(super) struct Contraction {
+    free: Vec<(VarId, usize)>,
+    reduce: Vec<(VarId, usize)>,
+    out: BufferId,
+    /// The inputs the accumulation loads.
+    operands: Vec<(BufferId, ollie_loops::Affine)>,
+}
+
+/// A register tile: `rows` output rows by `vectors` vectors of columns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Tile {
+    pub rows: usize,
+    pub vectors: usize,
+}
+
+/// Tile shapes for vectors of `lanes` floats, most promising first: the accumulators plus the
+/// column vectors in flight fill the register file (32 vector registers with AVX-512, 16 with
+/// AVX2) without spilling, as BLIS's micro-kernels do (6×16 floats on Zen 3, 12×32 on Skylake-X).
+pub(super) fn shapes(lanes: u32) -> &'static [(usize, usize)] {
+    if lanes >= 16 {
+        &[(8, 2), (12, 2), (6, 4), (4, 4), (16, 1), (4, 2), (2, 2)]
+    } else {
+        &[(6, 2), (4, 3), (4, 2), (8, 1), (2, 2)]
+    }
+}
+
+/// The contractions of `nest`: chains of loops whose innermost body is an initial store of the
+/// output and a chain of reduction loops around its accumulation.
+pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
+    let mut out = Vec::new();
+    for s in &nest.body {
+        let mut free = Vec::new();
+        let mut at = s;
+        while let Stmt::Loop { var, extent, body, .. } = at {
+            free.push((*var, *extent));
+            match body.as_slice() {
+                [inner @ Stmt::Loop { .. }] => at = inner,
+                [Stmt::Store { buffer, offset, value: Expr::Const(_) }, reduction @ Stmt::Loop { .. }] => {
+                    let mut reduce = Vec::new();
+                    let mut r = reduction;
+                    while let Stmt::Loop { var, extent, body, .. } = r {
+                        reduce.push((*var, *extent));
+                        match body.as_slice() {
+                            [inner @ Stmt::Loop { .. }] => r = inner,
+                            [Stmt::Store { buffer: b, offset: o, value: Expr::Binary(_, acc, e) }] if b == buffer && o == offset && matches!(&**acc, Expr::Load { buffer: a, offset: ao } if a == buffer && ao == offset) => {
+                                let mut operands = Vec::new();
+                                loads(e, &mut operands);
+                                out.push(Contraction { free: free.clone(), reduce: reduce.clone(), out: *buffer, operands });
+                                break;
+                            }
+                            _ => break,
+                        }
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
+fn loads(e: &Expr, out: &mut Vec<(BufferId, ollie_loops::Affine)>) {
+    match e {
+        Expr::Load { buffer, offset } => out.push((*buffer, offset.clone())),
+        Expr::Const(_) | Expr::Index(_) => {}
+        Expr::Unary(_, a) | Expr::Cast(_, a) => loads(a, out),
+        Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
+            loads(a, out);
+            loads(b, out);
+        }
+        Expr::Select(c, a, b) => {
+            loads(c, out);
+            loads(a, out);
+            loads(b, out);
+        }
+    }
+}
+
+impl Contraction {
+    /// The loop over the tile's columns: the output's last axis, along which the output is
+    /// contiguous.
+    fn columns(&self, nest: &LoopNest) -> Option<(VarId, usize)> {
+        let &(j, n) = self.free.last()?;
+        let mut init = Vec::new();
+        nest.body.iter().for_each(|s| s.accesses(self.out, &mut init));
+        (init.first()?.coefficient(j) == 1).then_some((j, n))
+    }
+
+    /// The loop over the tile's rows: the output axis just before the columns', when an operand
+    /// does not move with it (its loads are then shared by the tile's rows).
+    fn rows(&self) -> Option<(VarId, usize)> {
+        let [.., (i, m), _] = self.free[..] else { return None };
+        self.operands.iter().any(|(_, a)| a.coefficient(i) == 0).then_some((i, m))
+    }
+
+    /// Whether a tile of `rows` × `columns` divides the output's last two axes (a contraction
+    /// without rows to share takes one row).
+    pub(super) fn fits(&self, rows: usize, columns: usize) -> bool {
+        self.rows().is_some_and(|(_, m)| m % rows == 0) && matches!(self.free.last(), Some((_, n)) if n % columns == 0)
+    }
+}
+
+/// A tile built by [`Builder::tile`], to be held in registers once the loops around it are
+/// settled: the loop it lives in and the temporary holding it.
+pub(super) struct Built {
+    scope: VarId,
+    tile: BufferId,
+}
+
+impl Builder {
+    /// Tiles contraction `c` (of the naive nest this builder started from) with tile `t` and
+    /// vectors of `lanes`, all or nothing: the loops split and ordered, the reduction inside the
+    /// tile's loops, the tile cached, operands shared by its rows packed per column panel.
+    pub(super) fn tile(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+        let saved = (self.nest.clone(), self.steps.len());
+        let built = self.try_tile(c, t, lanes);
+        if built.is_none() {
+            self.nest = saved.0;
+            self.steps.truncate(saved.1);
+        }
+        built
+    }
+
+    fn try_tile(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+        let (j, n) = c.columns(&self.nest)?;
+        let rows = c.rows().filter(|(_, m)| m % t.rows == 0);
+        // Without rows to share, one row of as many vectors as divide the columns, up to 8.
+        let vectors = match rows {
+            Some(_) => t.vectors,
+            None => (1..=8).rev().find(|v| n % (v * lanes as usize) == 0)?,
+        };
+        // Every operand moving with the columns must be contiguous along them, or packed: a
+        // panel that the tile's rows share.
+        let mut packed = Vec::new();
+        for (b, a) in &c.operands {
+            match (a.coefficient(j), rows) {
+                (0 | 1, _) => {}
+                (_, Some((i, _))) if a.coefficient(i) == 0 => {}
+                _ => return None,
+            }
+            if a.coefficient(j) != 0 && rows.is_some_and(|(i, _)| a.coefficient(i) == 0) && !packed.contains(b) {
+                packed.push(*b);
+            }
+        }
+        let jj = self.nest.fresh_var();
+        self.must(Step::Split { var: j, factor: vectors * lanes as usize })?;
+        let scope = match rows {
+            Some((i, _)) => {
+                let ii = self.nest.fresh_var();
+                self.must(Step::Split { var: i, factor: t.rows })?;
+                self.must(Step::Reorder { outer: ii, inner: j })?;
+                self.must(Step::Reorder { outer: i, inner: j })?;
+                for &(r, _) in &c.reduce {
+                    self.must(Step::Reorder { outer: jj, inner: r })?;
+                    self.must(Step::Reorder { outer: ii, inner: r })?;
+                }
+                i
+            }
+            None => {
+                for &(r, _) in &c.reduce {
+                    self.must(Step::Reorder { outer: jj, inner: r })?;
+                }
+                j
+            }
+        };
+        let out = self.nest.buffer(c.out).name.clone();
+        self.must(Step::Cache { buffer: out, var: scope })?;
+        let tile = BufferId(self.nest.buffers.len() as u32 - 1);
+        for b in packed {
+            let name = self.nest.buffer(b).name.clone();
+            self.must(Step::Cache { buffer: name, var: j })?;
+        }
+        Some(Built { scope, tile })
+    }
+
+    /// Applies `step`, or gives up.
+    fn must(&mut self, step: Step) -> Option<()> {
+        self.try_step(step).then_some(())
+    }
+
+    /// Holds a built tile in registers, all or nothing: the loops indexing it vectorized along
+    /// its contiguous axis and expanded elsewhere.
+    pub(super) fn registerize(&mut self, built: &Built, lanes: u32) -> bool {
+        let saved = (self.nest.clone(), self.steps.len());
+        let done = self.try_registerize(built.scope, built.tile, lanes).is_some();
+        if !done {
+            self.nest = saved.0;
+            self.steps.truncate(saved.1);
+        }
+        done
+    }
+
+    fn try_registerize(&mut self, scope: VarId, tile: BufferId, lanes: u32) -> Option<()> {
+        loop {
+            let Some((var, extent, innermost, coefficient)) = tile_loop(&self.nest.body, scope, tile, false) else { break };
+            if innermost && coefficient == 1 && extent % lanes as usize == 0 {
+                let vector = if extent > lanes as usize {
+                    let inner = self.nest.fresh_var();
+                    self.must(Step::Split { var, factor: lanes as usize })?;
+                    inner
+                } else {
+                    var
+                };
+                self.must(Step::Vectorize { var: vector, width: lanes })?;
+            } else {
+                self.must(Step::Expand { var })?;
+            }
+        }
+        let name = self.nest.buffer(tile).name.clone();
+        self.must(Step::Registers { buffer: name, var: scope })
+    }
+}
+
+/// The first serial loop inside loop `scope` whose variable indexes `tile`: variable, extent,
+/// whether it is innermost, and its coefficient in the tile's index.
+fn tile_loop(body: &[Stmt], scope: VarId, tile: BufferId, inside: bool) -> Option<(VarId, usize, bool, i64)> {
+    for s in body {
+        let Stmt::Loop { var, extent, kind, body } = s else { continue };
+        if inside && *kind == LoopKind::Serial {
+            let mut accesses = Vec::new();
+            s.accesses(tile, &mut accesses);
+            if let Some(c) = accesses.iter().map(|a| a.coefficient(*var)).find(|c| *c != 0) {
+                let innermost = !body.iter().any(|s| matches!(s, Stmt::Loop { .. }));
+                return Some((*var, *extent, innermost, c));
+            }
+        }
+        if let Some(found) = tile_loop(body, scope, tile, inside || *var == scope) {
+            return Some(found);
+        }
+    }
+    None
+}
