@@ -371,3 +371,67 @@ fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     // One loop at the top: each row read from memory once.
     assert_eq!(nest.body.len(), 1, "{printed}");
 }
+
+#[test]
+fn every_sketch_of_the_contractions_passes_the_verifier() {
+    // Contractions as users write them: `@` with a fused epilogue, a transposed operand (packed),
+    // a batched einsum, labels in another order, an output written transposed, sizes no tile
+    // divides; decode attention and MLA shrunk. Sketches for 8 and 16 lanes.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("contractions.py");
+    let source = "import numpy as np\n\n\ndef contractions(a: \"f32[24, 19]\", b: \"f32[19, 64]\", c: \"f32[64, 19]\", bias: \"f32[64]\", x: \"f32[3, 12, 19]\", y: \"f32[3, 19, 48]\", p: \"f32[7, 5]\", r: \"f32[5, 9]\"):\n    relu = np.maximum(a @ b + bias, 0.0)\n    transposed = a @ c.T\n    batched = np.einsum(\"bij,bjk->bik\", x, y)\n    relabelled = np.einsum(\"kj,ik->ij\", b, a)\n    flipped = np.einsum(\"ik,kj->ji\", a, b)\n    return relu, transposed, batched, relabelled, flipped, p @ r\n";
+    std::fs::write(&spec, source).unwrap();
+    let cases: &[(&str, &[(&str, i64)])] = &[
+        (spec.to_str().unwrap(), &[]),
+        ("examples/matmul.py", &[("M", 48), ("K", 40), ("N", 96)]),
+        ("examples/attention_decode.py", &[("B", 2), ("H", 3), ("T", 40), ("D", 32)]),
+        ("examples/mla_decode.py", &[("B", 2), ("H", 4), ("T", 24)]),
+    ];
+    let mut checked = 0;
+    let mut steps: Vec<String> = Vec::new();
+    for (spec, dims) in cases {
+        let source = std::fs::read_to_string(root().join(spec)).unwrap();
+        let options = ollie_spec::Options { dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
+        let graph = ollie_spec::compile(&source, &options).unwrap().graph;
+        let naive = ollie_loops::lower(&graph).unwrap();
+        for lanes in [8, 16] {
+            let sketches = ollie_search::sketches(&naive, lanes);
+            assert!(!sketches.is_empty(), "{spec}: no sketch");
+            for (k, schedule) in sketches.iter().enumerate() {
+                let nest = schedule.apply(&naive).unwrap();
+                steps.extend(schedule.steps.iter().map(|s| s.to_string()));
+                let kernel = dir.path().join(format!("k{checked}.c"));
+                std::fs::write(&kernel, ollie_loops::emit_c(&nest)).unwrap();
+                let mut args = vec!["check".to_string(), root().join(spec).display().to_string(), kernel.display().to_string(), "--seed".into(), "5".into(), "--flags".into(), schedule.compile_flags(&nest).join(" ")];
+                args.extend(dims.iter().map(|(n, v)| format!("--dim={n}={v}")));
+                let out = ollie(&args.iter().map(String::as_str).collect::<Vec<_>>());
+                assert!(out.status.success(), "{spec} {dims:?}, sketch {k} at {lanes} lanes:\n{schedule}\n{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "{checked} sketches checked");
+    for step in ["cache ", "registers ", "expand "] {
+        assert!(steps.iter().any(|s| s.starts_with(step)), "no `{step}` step in the sketches: {steps:?}");
+    }
+}
+
+#[test]
+fn the_first_sketch_of_matmul_holds_a_register_tile_and_packs_b() {
+    // BLIS's structure: an MR x NR tile of the output in vector registers while the reduction
+    // streams a row of A (broadcast) and a packed panel of B, the panels on threads.
+    let source = std::fs::read_to_string(root().join("examples/matmul.py")).unwrap();
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &Default::default()).unwrap().graph).unwrap();
+    for lanes in [8, 16] {
+        let first = ollie_search::sketches(&naive, lanes).remove(0);
+        let nest = first.apply(&naive).unwrap();
+        let printed = nest.to_string();
+        // The tile, in registers, and B's panel, packed at the column loop (a temp of K x NR).
+        let registers = printed.lines().find(|l| l.trim_start().starts_with("temp ") && l.contains(" registers ")).unwrap_or_else(|| panic!("no tile in registers at {lanes} lanes:\n{first}\n{printed}"));
+        let packed = printed.lines().filter(|l| l.trim_start().starts_with("temp ") && !l.contains(" registers ")).count();
+        assert!(packed >= 1, "B is not packed at {lanes} lanes:\n{printed}");
+        assert!(printed.contains("for parallel "), "no parallel loop at {lanes} lanes:\n{printed}");
+        let c = ollie_loops::emit_c(&nest);
+        assert!(c.contains(&format!("ollie_v{lanes}")), "the tile is not held in {lanes}-lane vectors ({registers}):\n{c}");
+    }
+}

@@ -3,8 +3,9 @@
 //! tile's loops (unroll-and-jam by `reorder` and `expand`), the tile cached (`cache`) and held in
 //! registers (`registers`) while the reduction streams the operands; the operand that moves with
 //! the tile's columns packed per column panel (`cache` at the panel's loop: contiguous, in the
-//! order the tile reads it, whatever its layout in the spec); optionally the reduction blocked
-//! (`depth`) so a packed panel stays in cache, the panels on threads.
+//! order the tile reads it, whatever its layout in the spec), the panels on threads. Sizes come
+//! from the register file (see [`shapes`]); a contraction whose output axes no tile divides, or
+//! whose output is not contiguous along its last loop, is left to the other rules.
 
 use ollie_loops::{BufferId, Expr, LoopKind, LoopNest, Stmt, Step, VarId};
 
