@@ -15,7 +15,8 @@ pub enum LowerError {
 ///
 /// A node gets a buffer (is materialized) when it is an input or an output, a reduction, an
 /// einsum or a concatenation, when a non-view node has several users (computed once, not per
-/// use), or when a reshape regroups its axes (reshapes address a contiguous buffer). Everything
+/// use) or is an operand of an einsum whose output has axes it lacks (computed once, not per
+/// element of those axes), or when a reshape regroups its axes (reshapes address a contiguous buffer). Everything
 /// else is inlined into its users: elementwise ops as expressions, broadcasts, transposes,
 /// slices and unit reshapes as index arithmetic.
 pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
@@ -79,6 +80,23 @@ fn materialized(graph: &Graph) -> Vec<bool> {
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
             Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
         };
+        // An elementwise operand of a contraction would be computed again for every element
+        // of the output axes it lacks (a softmax's normalization once per column of `p @ v`):
+        // it is computed once.
+        if let Op::Einsum(spec) = &node.op {
+            for (&arg, labels) in node.args.iter().zip(&spec.inputs) {
+                if spec.output.iter().all(|l| labels.contains(l)) {
+                    continue;
+                }
+                let mut a = arg;
+                while matches!(graph.node(a).op, Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. }) {
+                    a = graph.node(a).args[0];
+                }
+                if matches!(graph.node(a).op, Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. }) {
+                    m[a.index()] = true;
+                }
+            }
+        }
         if let Op::Reshape { shape } = &node.op {
             let operand = node.args[0];
             if !is_unit_reshape(&graph.ty(operand).shape, shape) {
