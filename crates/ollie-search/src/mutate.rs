@@ -1,8 +1,9 @@
 //! The `mutate` proposer: a random legal change to a schedule — a new step on a loop of the
-//! scheduled nest, a step removed, or other compiler flags. A kernel written whole (by an LLM)
+//! scheduled nest (including packing an input and unroll-and-jam), a step removed, or other
+//! compiler flags. A kernel written whole (by an LLM)
 //! has no schedule: its flags are what `mutate` changes.
 
-use ollie_loops::{apply_step, LoopKind, LoopNest, Schedule, Step, Stmt, VarId};
+use ollie_loops::{apply_step, BufferKind, LoopKind, LoopNest, Schedule, Step, Stmt, VarId};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -145,6 +146,15 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     if let Some(buffer) = pick(rng, &temps) {
         options.push(Step::Fold { buffer, var });
     }
+    // A short loop replicated (unroll-and-jam), or an input's window copied into a contiguous
+    // scratch buffer at this loop (packing); each legal only where its check allows.
+    if site.extent <= 16 {
+        options.push(Step::Expand { var });
+    }
+    let inputs: Vec<String> = nest.buffers.iter().filter(|b| matches!(b.kind, BufferKind::Input(_))).map(|b| b.name.clone()).collect();
+    if let Some(buffer) = pick(rng, &inputs) {
+        options.push(Step::Cache { buffer, var });
+    }
     // Threads pay a wake-up per parallel loop entered: only outermost loops are worth it.
     if site.depth == 0 {
         options.push(Step::Parallel { var });
@@ -242,5 +252,32 @@ impl<N> Propose<Kernel, N> for Mutate {
             }
         };
         next.map_or(Proposal::NotNow, Proposal::Candidate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// Mutations of a small matmul reach packing (`cache` of an input) and unroll-and-jam
+    /// (`expand`), and every schedule they make replays on the naive nest.
+    #[test]
+    fn mutations_pack_inputs_and_expand_short_loops() {
+        let naive = ollie_loops::parse(
+            "kernel mm(a: f32[8,8], b: f32[8,8]) -> (out: f32[8,8])\n\
+             for i0 in 0..8 {\n  for i1 in 0..8 {\n    out[8 * i0 + i1] = 0.0\n    for i2 in 0..8 {\n      out[8 * i0 + i1] = add(out[8 * i0 + i1], mul(a[8 * i0 + i2], b[i1 + 8 * i2]))\n    }\n  }\n}\n",
+        )
+        .unwrap();
+        let mutate = Mutate::new(naive.clone());
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let (mut cached, mut expanded) = (false, false);
+        for _ in 0..500 {
+            let Some(next) = mutate.schedule(&initial_schedule(), &mut rng) else { continue };
+            next.apply(&naive).unwrap();
+            cached |= next.steps.iter().any(|s| matches!(s, Step::Cache { .. }));
+            expanded |= next.steps.iter().any(|s| matches!(s, Step::Expand { .. }));
+        }
+        assert!(cached && expanded, "cache proposed: {cached}, expand proposed: {expanded}");
     }
 }
