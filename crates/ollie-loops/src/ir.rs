@@ -126,26 +126,29 @@ impl Expr {
         }
     }
 
-    /// The index of every load of `buffer` in the expression.
-    pub fn loads(&self, buffer: BufferId, out: &mut Vec<Affine>) {
+    /// Every load in the expression: its buffer and index.
+    pub fn every_load(&self, out: &mut Vec<(BufferId, Affine)>) {
         match self {
-            Expr::Load { buffer: b, offset } => {
-                if *b == buffer {
-                    out.push(offset.clone());
-                }
-            }
+            Expr::Load { buffer, offset } => out.push((*buffer, offset.clone())),
             Expr::Const(_) | Expr::Index(_) => {}
-            Expr::Unary(_, a) | Expr::Cast(_, a) => a.loads(buffer, out),
+            Expr::Unary(_, a) | Expr::Cast(_, a) => a.every_load(out),
             Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
-                a.loads(buffer, out);
-                b.loads(buffer, out);
+                a.every_load(out);
+                b.every_load(out);
             }
             Expr::Select(c, a, b) => {
-                c.loads(buffer, out);
-                a.loads(buffer, out);
-                b.loads(buffer, out);
+                c.every_load(out);
+                a.every_load(out);
+                b.every_load(out);
             }
         }
+    }
+
+    /// The index of every load of `buffer` in the expression.
+    pub fn loads(&self, buffer: BufferId, out: &mut Vec<Affine>) {
+        let mut all = Vec::new();
+        self.every_load(&mut all);
+        out.extend(all.into_iter().filter(|(b, _)| *b == buffer).map(|(_, a)| a));
     }
 
     /// Whether any index in the expression moves with `v`.

@@ -33,7 +33,8 @@ struct Choices {
     /// Under each top-level loop, the vectorized loop (by its place in program order) that
     /// prefetches the next iteration's inputs, if any.
     prefetch: Option<usize>,
-    /// The register tile every contraction gets, if any.
+    /// The register tile every contraction gets where it fits (elsewhere the first shape that
+    /// fits), if any.
     tile: Option<Tile>,
 }
 
@@ -78,7 +79,13 @@ fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
     let mut tiles = Vec::new();
     if let Some(t) = c.tile {
-        tiles.extend(contractions(naive).iter().filter_map(|contraction| b.tile(contraction, t, c.lanes)));
+        // The variant's tile where it fits; elsewhere the first shape that fits.
+        let width = c.lanes as usize;
+        for contraction in contractions(naive) {
+            let fits = |t: &Tile| contraction.fits(t.rows, t.vectors * width);
+            let own = Some(t).filter(fits).or_else(|| shapes(c.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).find(fits));
+            tiles.extend(b.tile(&contraction, own.unwrap_or(t), c.lanes));
+        }
     }
     if c.fuse {
         b.fuse_all();

@@ -310,11 +310,40 @@ fn kernels_with_vector_math_pass_the_verifier() {
     }
 }
 
+/// Runs `ollie check` on every sketch, at 8 and 16 lanes (AVX2 and AVX-512 widths, both of which
+/// compile on either machine), of each spec at its dims: how many were checked, and their steps.
+fn check_every_sketch(dir: &Path, cases: &[(&str, &[(&str, i64)])]) -> (usize, Vec<String>) {
+    let mut checked = 0;
+    let mut steps: Vec<String> = Vec::new();
+    for (spec, dims) in cases {
+        let path = root().join(spec);
+        let source = std::fs::read_to_string(&path).unwrap();
+        let options = ollie_spec::Options { dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
+        let graph = ollie_spec::compile(&source, &options).unwrap().graph;
+        let naive = ollie_loops::lower(&graph).unwrap();
+        for lanes in [8, 16] {
+            let sketches = ollie_search::sketches(&naive, lanes);
+            assert!(!sketches.is_empty(), "{spec}: no sketch");
+            for (k, schedule) in sketches.iter().enumerate() {
+                let nest = schedule.apply(&naive).unwrap();
+                steps.extend(schedule.steps.iter().map(|s| s.to_string()));
+                let kernel = dir.join(format!("k{checked}.c"));
+                std::fs::write(&kernel, ollie_loops::emit_c(&nest)).unwrap();
+                let mut args = vec!["check".to_string(), path.display().to_string(), kernel.display().to_string(), "--seed".into(), "3".into(), "--flags".into(), schedule.compile_flags(&nest).join(" ")];
+                args.extend(dims.iter().map(|(n, v)| format!("--dim={n}={v}")));
+                let out = ollie(&args.iter().map(String::as_str).collect::<Vec<_>>());
+                assert!(out.status.success(), "{spec} {dims:?}, sketch {k} at {lanes} lanes:\n{schedule}\n{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+                checked += 1;
+            }
+        }
+    }
+    (checked, steps)
+}
+
 #[test]
 fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
     // Sizes with vector tails and reductions that no accumulator count divides, short outer loops
-    // (joined to the loops inside them), as well as the examples' own shapes shrunk; sketches for 8 and 16 lanes (AVX2 and AVX-512 widths, both of
-    // which compile on either machine).
+    // (joined to the loops inside them), as well as the examples' own shapes shrunk.
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &[(&str, i64)])] = &[
         ("examples/softmax.py", &[("B", 3), ("N", 336)]),
@@ -326,29 +355,7 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
         // A top-level reduction over rows (rfactor, then threads) after the fused row loop.
         ("test_data/corpus/cross_entropy.py", &[("B", 64), ("V", 300)]),
     ];
-    let mut checked = 0;
-    let mut steps: Vec<String> = Vec::new();
-    for (spec, dims) in cases {
-        let source = std::fs::read_to_string(root().join(spec)).unwrap();
-        let options = ollie_spec::Options { dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
-        let graph = ollie_spec::compile(&source, &options).unwrap().graph;
-        let naive = ollie_loops::lower(&graph).unwrap();
-        for lanes in [8, 16] {
-            let sketches = ollie_search::sketches(&naive, lanes);
-            assert!(!sketches.is_empty(), "{spec}: no sketch");
-            for (k, schedule) in sketches.iter().enumerate() {
-                let nest = schedule.apply(&naive).unwrap();
-                steps.extend(schedule.steps.iter().map(|s| s.to_string()));
-                let kernel = dir.path().join(format!("k{checked}.c"));
-                std::fs::write(&kernel, ollie_loops::emit_c(&nest)).unwrap();
-                let mut args = vec!["check".to_string(), spec.to_string(), kernel.display().to_string(), "--seed".into(), "3".into(), "--flags".into(), schedule.compile_flags(&nest).join(" ")];
-                args.extend(dims.iter().map(|(n, v)| format!("--dim={n}={v}")));
-                let out = ollie(&args.iter().map(String::as_str).collect::<Vec<_>>());
-                assert!(out.status.success(), "{spec} {dims:?}, sketch {k} at {lanes} lanes:\n{schedule}\n{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-                checked += 1;
-            }
-        }
-    }
+    let (checked, steps) = check_every_sketch(dir.path(), cases);
     assert!(checked >= 30, "{checked} sketches checked");
     assert!(steps.iter().any(|s| s.starts_with("join ")) && steps.iter().any(|s| s.starts_with("rfactor ")) && steps.iter().any(|s| s.starts_with("stream ")) && steps.iter().any(|s| s.starts_with("prefetch ")), "the cases do not reach join, rfactor, stream and prefetch: {steps:?}");
 }
@@ -376,40 +383,23 @@ fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
 fn every_sketch_of_the_contractions_passes_the_verifier() {
     // Contractions as users write them: `@` with a fused epilogue, a transposed operand (packed),
     // a batched einsum, labels in another order, an output written transposed, sizes no tile
-    // divides; decode attention and MLA shrunk. Sketches for 8 and 16 lanes.
+    // divides; decode attention and MLA shrunk.
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("contractions.py");
     let source = "import numpy as np\n\n\ndef contractions(a: \"f32[24, 19]\", b: \"f32[19, 64]\", c: \"f32[64, 19]\", bias: \"f32[64]\", x: \"f32[3, 12, 19]\", y: \"f32[3, 19, 48]\", p: \"f32[7, 5]\", r: \"f32[5, 9]\"):\n    relu = np.maximum(a @ b + bias, 0.0)\n    transposed = a @ c.T\n    batched = np.einsum(\"bij,bjk->bik\", x, y)\n    relabelled = np.einsum(\"kj,ik->ij\", b, a)\n    flipped = np.einsum(\"ik,kj->ji\", a, b)\n    return relu, transposed, batched, relabelled, flipped, p @ r\n";
     std::fs::write(&spec, source).unwrap();
+    // Each contraction some tile divides gets one, whatever shape the variant chose: at 8 lanes
+    // all but `p @ r` (24 columns: 3 vectors; 64 rows and columns: 6 x 2 vectors, 4 rows).
+    let naive = ollie_loops::lower(&ollie_spec::compile(source, &Default::default()).unwrap().graph).unwrap();
+    let first = ollie_search::sketches(&naive, 8).remove(0);
+    assert_eq!(first.steps.iter().filter(|s| s.to_string().starts_with("registers ")).count(), 5, "{first}");
     let cases: &[(&str, &[(&str, i64)])] = &[
         (spec.to_str().unwrap(), &[]),
         ("examples/matmul.py", &[("M", 48), ("K", 40), ("N", 96)]),
         ("examples/attention_decode.py", &[("B", 2), ("H", 3), ("T", 40), ("D", 32)]),
         ("examples/mla_decode.py", &[("B", 2), ("H", 4), ("T", 24)]),
     ];
-    let mut checked = 0;
-    let mut steps: Vec<String> = Vec::new();
-    for (spec, dims) in cases {
-        let source = std::fs::read_to_string(root().join(spec)).unwrap();
-        let options = ollie_spec::Options { dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
-        let graph = ollie_spec::compile(&source, &options).unwrap().graph;
-        let naive = ollie_loops::lower(&graph).unwrap();
-        for lanes in [8, 16] {
-            let sketches = ollie_search::sketches(&naive, lanes);
-            assert!(!sketches.is_empty(), "{spec}: no sketch");
-            for (k, schedule) in sketches.iter().enumerate() {
-                let nest = schedule.apply(&naive).unwrap();
-                steps.extend(schedule.steps.iter().map(|s| s.to_string()));
-                let kernel = dir.path().join(format!("k{checked}.c"));
-                std::fs::write(&kernel, ollie_loops::emit_c(&nest)).unwrap();
-                let mut args = vec!["check".to_string(), root().join(spec).display().to_string(), kernel.display().to_string(), "--seed".into(), "5".into(), "--flags".into(), schedule.compile_flags(&nest).join(" ")];
-                args.extend(dims.iter().map(|(n, v)| format!("--dim={n}={v}")));
-                let out = ollie(&args.iter().map(String::as_str).collect::<Vec<_>>());
-                assert!(out.status.success(), "{spec} {dims:?}, sketch {k} at {lanes} lanes:\n{schedule}\n{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-                checked += 1;
-            }
-        }
-    }
+    let (checked, steps) = check_every_sketch(dir.path(), cases);
     assert!(checked >= 20, "{checked} sketches checked");
     for step in ["cache ", "registers ", "expand "] {
         assert!(steps.iter().any(|s| s.starts_with(step)), "no `{step}` step in the sketches: {steps:?}");

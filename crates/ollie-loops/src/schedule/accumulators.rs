@@ -4,7 +4,6 @@
 
 use ollie_graph::BinaryOp;
 
-use super::deps::loads_of;
 use super::{ScheduleError, Site};
 use crate::emit::var_name;
 use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
@@ -38,7 +37,7 @@ pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
         return Err(site.illegal(not_a_reduction));
     }
     let mut loads = Vec::new();
-    loads_of(e, &mut loads);
+    e.every_load(&mut loads);
     if loads.iter().any(|(b, _)| b == buffer) {
         return Err(site.illegal("the reduced value reads the accumulator"));
     }

@@ -1,7 +1,7 @@
 //! The dependence questions the primitives' legality checks ask: whether a loop's iterations
 //! are independent, which buffers a body reads and writes.
 
-use crate::ir::{Affine, Buffer, BufferId, Expr, LoopKind, Stmt, VarId};
+use crate::ir::{Affine, Buffer, BufferId, LoopKind, Stmt, VarId};
 
 pub(crate) fn contains_kind(body: &[Stmt], k: LoopKind) -> bool {
     body.iter().any(|s| matches!(s, Stmt::Loop { kind, body, .. } if *kind == k || contains_kind(body, k)))
@@ -114,29 +114,13 @@ pub(crate) fn collect(body: &[Stmt], inner: &mut Vec<(VarId, usize)>, stores: &m
             }
             Stmt::Store { buffer, offset, value } => {
                 stores.push((*buffer, offset.clone()));
-                loads_of(value, loads);
+                value.every_load(loads);
             }
             Stmt::Prefetch { .. } => {}
         }
     }
 }
 
-pub(crate) fn loads_of(e: &Expr, out: &mut Vec<(BufferId, Affine)>) {
-    match e {
-        Expr::Load { buffer, offset } => out.push((*buffer, offset.clone())),
-        Expr::Const(_) | Expr::Index(_) => {}
-        Expr::Unary(_, a) | Expr::Cast(_, a) => loads_of(a, out),
-        Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
-            loads_of(a, out);
-            loads_of(b, out);
-        }
-        Expr::Select(c, a, b) => {
-            loads_of(c, out);
-            loads_of(a, out);
-            loads_of(b, out);
-        }
-    }
-}
 
 pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
     body.iter()

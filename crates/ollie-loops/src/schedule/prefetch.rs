@@ -5,7 +5,6 @@
 //! never faults (the last iteration's lies past the input), so it is legal wherever such a load
 //! exists.
 
-use super::deps::loads_of;
 use super::{ScheduleError, Site};
 use crate::emit::var_name;
 use crate::ir::{Affine, BufferKind, LoopKind, Stmt, VarId};
@@ -21,7 +20,7 @@ pub(crate) fn prefetch(site: &mut Site, along: VarId) -> Result<(), ScheduleErro
     let mut loads = Vec::new();
     for s in body {
         if let Stmt::Store { value, .. } = s {
-            loads_of(value, &mut loads);
+            value.every_load(&mut loads);
         }
     }
     let mut prefetches: Vec<Stmt> = Vec::new();

@@ -60,7 +60,7 @@ pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
                             [inner @ Stmt::Loop { .. }] => r = inner,
                             [Stmt::Store { buffer: b, offset: o, value: Expr::Binary(_, acc, e) }] if b == buffer && o == offset && matches!(&**acc, Expr::Load { buffer: a, offset: ao } if a == buffer && ao == offset) => {
                                 let mut operands = Vec::new();
-                                loads(e, &mut operands);
+                                e.every_load(&mut operands);
                                 out.push(Contraction { free: free.clone(), reduce: reduce.clone(), out: *buffer, operands });
                                 break;
                             }
@@ -76,22 +76,6 @@ pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
     out
 }
 
-fn loads(e: &Expr, out: &mut Vec<(BufferId, ollie_loops::Affine)>) {
-    match e {
-        Expr::Load { buffer, offset } => out.push((*buffer, offset.clone())),
-        Expr::Const(_) | Expr::Index(_) => {}
-        Expr::Unary(_, a) | Expr::Cast(_, a) => loads(a, out),
-        Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
-            loads(a, out);
-            loads(b, out);
-        }
-        Expr::Select(c, a, b) => {
-            loads(c, out);
-            loads(a, out);
-            loads(b, out);
-        }
-    }
-}
 
 impl Contraction {
     /// The loop over the tile's columns: the output's last axis, along which the output is
