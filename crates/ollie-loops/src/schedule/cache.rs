@@ -16,16 +16,9 @@ use super::{ScheduleError, Site};
 use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
 
 pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
-    let Some(id) = site.buffers.iter().position(|b| b.name == name).map(|i| BufferId(i as u32)) else {
-        return Err(site.illegal(&format!("there is no buffer `{name}`")));
-    };
-    let (var, _, kind, body) = site.loop_ref();
-    if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
-        return Err(site.illegal("the loop is vectorized"));
-    }
-    if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) {
-        return Err(site.illegal("a loop is joined to it (its iterations no longer run one by one)"));
-    }
+    let id = site.named(name, false)?;
+    site.one_by_one()?;
+    let (var, _, _, body) = site.loop_ref();
     let b = &site.buffers[id.0 as usize];
     if b.registers.is_some() || b.scope.is_some_and(|s| !site.enclosing.iter().any(|(v, _)| *v == s)) {
         return Err(site.illegal(&format!("`{name}` lives in this loop or inside it")));

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 
 use super::{ScheduleError, Site};
-use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
+use crate::ir::{Affine, Buffer, BufferId, Expr, Stmt, VarId};
 
 /// The largest folded temporary, in bytes: it lives on the (thread's) stack.
 pub const FOLD_LIMIT: usize = 64 << 10;
@@ -34,16 +34,9 @@ const WALK_LIMIT: u64 = 1 << 22;
 
 /// `uses`: the temporary's accesses in the whole nest.
 pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), ScheduleError> {
-    let Some(id) = site.buffers.iter().position(|b| b.name == name && b.kind == BufferKind::Temp).map(|i| BufferId(i as u32)) else {
-        return Err(site.illegal(&format!("there is no temporary `{name}`")));
-    };
-    let (var, _, kind, body) = site.loop_ref();
-    if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
-        return Err(site.illegal("the loop is vectorized"));
-    }
-    if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) {
-        return Err(site.illegal("a loop is joined to it (its iterations no longer run one by one)"));
-    }
+    let id = site.named(name, true)?;
+    site.one_by_one()?;
+    let (var, _, _, body) = site.loop_ref();
     if site.buffers[id.0 as usize].scope.is_some() {
         return Err(site.illegal(&format!("`{name}` is folded already")));
     }

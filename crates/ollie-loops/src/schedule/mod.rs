@@ -28,7 +28,7 @@
 use std::fmt;
 
 use crate::emit::var_name;
-use crate::ir::{Buffer, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Buffer, BufferId, BufferKind, LoopKind, LoopNest, Stmt, VarId};
 
 mod accumulators;
 mod cache;
@@ -316,6 +316,27 @@ impl Site<'_> {
             Some(b) => Err(self.illegal(&format!("temporary `{}` lives in `{}`", b.name, var_name(var)))),
             None => Ok(()),
         }
+    }
+
+    /// The buffer called `name` (only a temporary when `temporary`), or why the step is refused.
+    pub fn named(&self, name: &str, temporary: bool) -> Result<BufferId, ScheduleError> {
+        match self.buffers.iter().position(|b| b.name == name && (!temporary || b.kind == BufferKind::Temp)) {
+            Some(i) => Ok(BufferId(i as u32)),
+            None => Err(self.illegal(&format!("there is no {} `{name}`", if temporary { "temporary" } else { "buffer" }))),
+        }
+    }
+
+    /// Refuses a loop whose iterations do not run one by one as scalar code (vectorized, or
+    /// with a loop joined to it): nothing can live in one iteration's body.
+    pub fn one_by_one(&self) -> Result<(), ScheduleError> {
+        let (_, _, kind, body) = self.loop_ref();
+        if matches!(kind, LoopKind::Vector(_) | LoopKind::Stream(_)) {
+            return Err(self.illegal("the loop is vectorized"));
+        }
+        if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) {
+            return Err(self.illegal("a loop is joined to it (its iterations no longer run one by one)"));
+        }
+        Ok(())
     }
 
     pub fn illegal(&self, reason: &str) -> ScheduleError {

@@ -6,16 +6,14 @@
 
 use super::{ScheduleError, Site};
 use crate::check::register_access;
-use crate::ir::{Affine, BufferId, BufferKind, LoopKind, Stmt, VarId};
+use crate::ir::{Affine, BufferId, LoopKind, Stmt, VarId};
 
 /// The most local variables a temporary may become (AVX-512 has 32 vector registers).
 pub const REGISTER_LIMIT: usize = 32;
 
 pub(crate) fn registers(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     let (var, _, _, body) = site.loop_ref();
-    let Some(id) = site.buffers.iter().position(|b| b.name == name && b.kind == BufferKind::Temp).map(|i| BufferId(i as u32)) else {
-        return Err(site.illegal(&format!("there is no temporary `{name}`")));
-    };
+    let id = site.named(name, true)?;
     let b = &site.buffers[id.0 as usize];
     if b.scope != Some(var) || b.registers.is_some() {
         return Err(site.illegal(&format!("`{name}` does not live in this loop's body, or is held in registers already")));
