@@ -45,35 +45,29 @@ pub(super) fn shapes(lanes: u32) -> &'static [(usize, usize)] {
 pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
     let mut out = Vec::new();
     for s in &nest.body {
-        let mut free = Vec::new();
-        let mut at = s;
-        while let Stmt::Loop { var, extent, body, .. } = at {
-            free.push((*var, *extent));
-            match body.as_slice() {
-                [inner @ Stmt::Loop { .. }] => at = inner,
-                [Stmt::Store { buffer, offset, value: Expr::Const(_) }, reduction @ Stmt::Loop { .. }] => {
-                    let mut reduce = Vec::new();
-                    let mut r = reduction;
-                    while let Stmt::Loop { var, extent, body, .. } = r {
-                        reduce.push((*var, *extent));
-                        match body.as_slice() {
-                            [inner @ Stmt::Loop { .. }] => r = inner,
-                            [Stmt::Store { buffer: b, offset: o, value: Expr::Binary(_, acc, e) }] if b == buffer && o == offset && matches!(&**acc, Expr::Load { buffer: a, offset: ao } if a == buffer && ao == offset) => {
-                                let mut operands = Vec::new();
-                                e.every_load(&mut operands);
-                                out.push(Contraction { free: free.clone(), reduce: reduce.clone(), out: *buffer, operands });
-                                break;
-                            }
-                            _ => break,
-                        }
-                    }
-                    break;
-                }
-                _ => break,
-            }
+        let (free, body) = chain(s);
+        let [Stmt::Store { buffer, offset, value: Expr::Const(_) }, reduction @ Stmt::Loop { .. }] = body else { continue };
+        let (reduce, body) = chain(reduction);
+        let [Stmt::Store { buffer: b, offset: o, value: Expr::Binary(_, acc, e) }] = body else { continue };
+        if b == buffer && o == offset && matches!(&**acc, Expr::Load { buffer: a, offset: ao } if a == buffer && ao == offset) {
+            let mut operands = Vec::new();
+            e.every_load(&mut operands);
+            out.push(Contraction { free, reduce, out: *buffer, operands });
         }
     }
     out
+}
+
+/// The loops from `s` inward while each is the whole body of the one before (variables and
+/// extents, outermost first), and the innermost one's body.
+fn chain(s: &Stmt) -> (Vec<(VarId, usize)>, &[Stmt]) {
+    let mut loops = Vec::new();
+    let mut body = std::slice::from_ref(s);
+    while let [Stmt::Loop { var, extent, body: inner, .. }] = body {
+        loops.push((*var, *extent));
+        body = inner;
+    }
+    (loops, body)
 }
 
 
