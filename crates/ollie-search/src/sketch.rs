@@ -77,11 +77,14 @@ pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
 /// One sketch: the rules applied in order, each step kept only if legal.
 fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
+    if c.parallel {
+        b.split_short_contractions(c.lanes);
+    }
     let mut tiles = Vec::new();
     if let Some(t) = c.tile {
         // The variant's tile where it fits; elsewhere the first shape that fits.
         let width = c.lanes as usize;
-        for contraction in contractions(naive) {
+        for contraction in contractions(&b.nest) {
             let fits = |t: &Tile| contraction.fits(t.rows, t.vectors * width);
             let own = Some(t).filter(fits).or_else(|| shapes(c.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).find(fits));
             tiles.extend(b.tile(&contraction, own.unwrap_or(t), c.lanes));
@@ -170,19 +173,41 @@ impl Builder {
         }
     }
 
+    /// Split-K: each contraction with too few outputs to share among threads and a long
+    /// reduction computed in [`CHUNKS`] chunks of the reduction, combined after (decode
+    /// attention's `p @ V` at batch one). Its chunks then run on threads as a top-level loop.
+    fn split_short_contractions(&mut self, lanes: u32) {
+        for c in contractions(&self.nest) {
+            if let Some(var) = c.split_k(lanes, CHUNKS) {
+                self.try_step(Step::SplitK { var, chunks: CHUNKS });
+            }
+        }
+    }
+
     /// Each top-level loop on threads; when it has fewer than [`SHARED`] iterations, the loops
     /// inside it joined to it while they are its whole body; a top-level reduction split into
-    /// [`CHUNKS`] chunks (`rfactor`) run on threads.
+    /// [`CHUNKS`] chunks (`rfactor`) run on threads. A top-level loop sharing out fewer than
+    /// [`CHUNKS`] iterations even joined (a batch of one) runs its long loops inside on threads
+    /// instead, where it has some.
     fn parallelize_outermost(&mut self) {
         let tops: Vec<(VarId, usize)> = self.nest.body.iter().filter_map(|s| if let Stmt::Loop { var, extent, .. } = s { Some((*var, *extent)) } else { None }).collect();
         for (var, extent) in tops {
             if has_parallel(&self.nest.body, var) {
                 continue;
             }
+            self.split_flat_end(var);
+            let chain = chain_loops(&self.nest.body, var);
+            if chain.iter().map(|l| l.1).product::<usize>() < CHUNKS && self.parallelize_inside(var) {
+                continue;
+            }
             if self.try_step(Step::Parallel { var }) {
+                // Joined while short, but never a flat loop: it stays one vectorizable loop.
                 let mut shared = extent;
-                while shared < SHARED && self.try_step(Step::Join { var }) {
-                    shared = joined_extent(&self.nest.body, var);
+                for &(_, n, flat) in &chain[1..] {
+                    if shared >= SHARED || flat || !self.try_step(Step::Join { var }) {
+                        break;
+                    }
+                    shared *= n;
                 }
             } else if extent >= 4 * CHUNKS && self.try_step(Step::Rfactor { var, chunks: CHUNKS }) {
                 if let Some(chunk) = parent_loop(&self.nest.body, var) {
@@ -194,6 +219,45 @@ impl Builder {
 }
 
 impl Builder {
+    /// The flat loop (no loops inside) ending the chain of loops from top-level loop `top`,
+    /// when it is long and the loops above it share fewer than [`CHUNKS`] iterations, split so
+    /// that its outer part makes up [`CHUNKS`] and its inner part stays one long loop to
+    /// vectorize: a 1-D elementwise kernel on threads and in vectors.
+    fn split_flat_end(&mut self, top: VarId) {
+        let chain = chain_loops(&self.nest.body, top);
+        let Some(&(last, n, true)) = chain.last() else { return };
+        let above: usize = chain[..chain.len() - 1].iter().map(|l| l.1).product();
+        if above >= CHUNKS || n < INSIDE {
+            return;
+        }
+        if let Some(outer) = (CHUNKS.div_ceil(above)..=n / 64).find(|o| n % o == 0) {
+            self.try_step(Step::Split { var: last, factor: n / outer });
+        }
+    }
+
+    /// Below the chain of loops from top-level loop `top` (each the whole body of the one
+    /// before), each loop of at least [`INSIDE`] iterations on threads, or, for a reduction, its
+    /// [`CHUNKS`] chunks (`rfactor`). Whether any loop took threads.
+    fn parallelize_inside(&mut self, top: VarId) -> bool {
+        let Some(body) = find_loop(&self.nest.body, top).map(|s| chain_body(s).to_vec()) else { return false };
+        let mut any = false;
+        for s in &body {
+            let Stmt::Loop { var, extent, .. } = s else { continue };
+            let (var, extent) = (*var, *extent);
+            if extent < INSIDE {
+                continue;
+            }
+            if self.try_step(Step::Parallel { var }) {
+                any = true;
+            } else if self.try_step(Step::Rfactor { var, chunks: CHUNKS }) {
+                if let Some(chunk) = parent_loop(&self.nest.body, var) {
+                    any |= self.try_step(Step::Parallel { var: chunk });
+                }
+            }
+        }
+        any
+    }
+
     /// Under each top-level loop, its `k`-th vectorized loop prefetches the inputs of the top
     /// loop's next iteration (one loop only: prefetching from every pass over a row measured
     /// slower than from none on log-softmax, from its exp pass alone 12% faster).
@@ -244,30 +308,47 @@ fn has_parallel(body: &[Stmt], var: VarId) -> bool {
 /// Iterations a parallel loop shares out below which the sketch joins the loops inside it.
 const SHARED: usize = 16;
 
+/// Iterations below which a loop inside a short top-level loop is not worth a parallel region
+/// of its own (a region costs a few microseconds).
+const INSIDE: usize = 1024;
+
+/// The statement `var` loops over.
+fn find_loop(body: &[Stmt], var: VarId) -> Option<&Stmt> {
+    body.iter().find_map(|s| match s {
+        Stmt::Loop { var: v, .. } if *v == var => Some(s),
+        Stmt::Loop { body, .. } => find_loop(body, var),
+        _ => None,
+    })
+}
+
+/// The body at the end of the chain of loops from loop `s`, each the whole body of the one
+/// before.
+fn chain_body(s: &Stmt) -> &[Stmt] {
+    let mut body = std::slice::from_ref(s);
+    while let [Stmt::Loop { body: inner, .. }] = body {
+        body = inner;
+    }
+    body
+}
+
+/// The chain of loops from loop `var`, each the whole body of the one before: variable, extent,
+/// and whether it is flat (no loop inside).
+fn chain_loops(body: &[Stmt], var: VarId) -> Vec<(VarId, usize, bool)> {
+    let mut out = Vec::new();
+    let mut next = find_loop(body, var);
+    while let Some(Stmt::Loop { var, extent, body, .. }) = next {
+        out.push((*var, *extent, !body.iter().any(|s| matches!(s, Stmt::Loop { .. }))));
+        next = match body.as_slice() {
+            [inner @ Stmt::Loop { .. }] => Some(inner),
+            _ => None,
+        };
+    }
+    out
+}
+
 /// The chunks `rfactor` splits a top-level reduction into: a few per thread on this project's
 /// 2-core machines, so a static schedule stays balanced on up to 8.
 const CHUNKS: usize = 8;
-
-/// The iterations parallel loop `var` shares out: its extent times its joined loops'.
-fn joined_extent(body: &[Stmt], var: VarId) -> usize {
-    for s in body {
-        if let Stmt::Loop { var: v, extent, body, .. } = s {
-            if *v == var {
-                let (mut n, mut inner) = (*extent, body);
-                while let [Stmt::Loop { extent, kind: LoopKind::Joined, body, .. }] = inner.as_slice() {
-                    n *= extent;
-                    inner = body;
-                }
-                return n;
-            }
-            let n = joined_extent(body, var);
-            if n > 0 {
-                return n;
-            }
-        }
-    }
-    0
-}
 
 /// The loop directly around loop `var`.
 fn parent_loop(body: &[Stmt], var: VarId) -> Option<VarId> {

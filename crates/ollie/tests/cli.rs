@@ -398,12 +398,50 @@ fn every_sketch_of_the_contractions_passes_the_verifier() {
         ("examples/matmul.py", &[("M", 48), ("K", 40), ("N", 96)]),
         ("examples/attention_decode.py", &[("B", 2), ("H", 3), ("T", 40), ("D", 32)]),
         ("examples/mla_decode.py", &[("B", 2), ("H", 4), ("T", 24)]),
+        // Batch one: the sequence split across threads (split-K).
+        ("examples/attention_decode.py", &[("B", 1), ("H", 1), ("T", 1024), ("D", 32)]),
     ];
     let (checked, steps) = check_every_sketch(dir.path(), cases);
     assert!(checked >= 20, "{checked} sketches checked");
-    for step in ["cache ", "registers ", "expand "] {
+    for step in ["cache ", "registers ", "expand ", "splitk "] {
         assert!(steps.iter().any(|s| s.starts_with(step)), "no `{step}` step in the sketches: {steps:?}");
     }
+}
+
+#[test]
+fn the_first_sketch_of_decode_attention_at_batch_one_shares_the_sequence_among_threads() {
+    // One query and one head: no batch or head loop to share. The sequence is split instead:
+    // `p @ V` in chunks of the sequence (split-K) combined after, the max and the sum likewise,
+    // the score and exp loops in parallel chunks that stay vectorized.
+    let source = std::fs::read_to_string(root().join("examples/attention_decode.py")).unwrap();
+    let options = ollie_spec::Options { dims: [("B", 1), ("H", 1), ("T", 4096), ("D", 64)].iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
+    for lanes in [8, 16] {
+        let first = ollie_search::sketches(&naive, lanes).remove(0);
+        let nest = first.apply(&naive).unwrap();
+        let printed = nest.to_string();
+        // The three reductions over the sequence (max, sum, p @ V), each in 8 chunks on threads.
+        assert_eq!(first.steps.iter().filter(|s| matches!(s, ollie_loops::Step::SplitK { chunks: 8, .. })).count(), 3, "{first}");
+        assert_eq!(printed.matches("for parallel").count(), printed.lines().filter(|l| l.starts_with("for ")).count(), "a top-level loop is not on threads:
+{printed}");
+        assert!(printed.lines().filter(|l| l.starts_with("for parallel ") && l.ends_with(" in 0..8 {")).count() >= 3, "{printed}");
+        // The exp pass: on threads in chunks, and in vectors.
+        let exp = printed.lines().position(|l| l.contains("= exp(")).unwrap();
+        assert!(printed.lines().nth(exp - 1).unwrap().contains(&format!("for vector{lanes} ")), "the exp loop is not vectorized:
+{printed}");
+    }
+}
+
+#[test]
+fn the_first_sketch_of_a_flat_elementwise_kernel_runs_on_threads_and_in_vectors() {
+    // A 1-D kernel: one loop, split so that its outer part is shared among threads and its
+    // inner part is vectorized (joining it into the parallel loop would leave it scalar); here its stores
+    // also stream past the caches.
+    let source = "import numpy as np\n\n\ndef silu(x: \"f32[65536]\") -> \"f32[65536]\":\n    return x / (1.0 + np.exp(-x))\n";
+    let naive = ollie_loops::lower(&ollie_spec::compile(source, &Default::default()).unwrap().graph).unwrap();
+    let first = ollie_search::sketches(&naive, 16).remove(0);
+    let printed = first.apply(&naive).unwrap().to_string();
+    assert!(printed.contains("for parallel i0 in 0..8 {") && printed.contains("16 i1 in 0..8192 {"), "{first}\n{printed}");
 }
 
 #[test]

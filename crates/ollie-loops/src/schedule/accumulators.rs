@@ -25,12 +25,8 @@ pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
     let [Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) }] = body.as_slice() else {
         return Err(site.illegal(not_a_reduction));
     };
-    let identity = match op {
-        BinaryOp::Add => 0.0,
-        BinaryOp::Mul => 1.0,
-        BinaryOp::Max => f64::NEG_INFINITY,
-        BinaryOp::Min => f64::INFINITY,
-        _ => return Err(site.illegal("the reduction is not a sum, product, max or min")),
+    let Some(identity) = super::splitk::identity(*op) else {
+        return Err(site.illegal("the reduction is not a sum, product, max or min"));
     };
     let target = Expr::Load { buffer: *buffer, offset: offset.clone() };
     if **acc != target || offset.coefficient(var) != 0 {

@@ -14,6 +14,7 @@
 //! fold t5 i0
 //! stream i9
 //! rfactor i1 8
+//! splitk i3 8
 //! join i0
 //! prefetch i3 i0
 //! cache out i1
@@ -44,6 +45,7 @@ mod registers;
 mod reorder;
 mod rfactor;
 mod split;
+mod splitk;
 mod stream;
 mod unroll;
 mod vectorize;
@@ -97,6 +99,11 @@ pub enum Step {
     /// own (the loop over chunks, a new variable, has independent iterations: `parallel` runs
     /// them on threads), then combined: floating-point reassociation.
     Rfactor { var: VarId, chunks: usize },
+    /// Split-K: the outermost reduction loop of a contraction at the nest's top level split into
+    /// `chunks` chunks, each computing the whole contraction over its part into partial results
+    /// of its own (the loop over chunks, a new outermost variable, has independent iterations),
+    /// then a second nest combining them into the output: floating-point reassociation.
+    SplitK { var: VarId, chunks: usize },
     /// The parallel loop shares out the iterations of the loop directly inside it too (OpenMP's
     /// collapse): legal when that loop is its whole body and has independent iterations.
     Join { var: VarId },
@@ -118,7 +125,7 @@ impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -160,6 +167,7 @@ impl fmt::Display for Step {
             Step::Fold { buffer, var } => write!(f, "fold {buffer} {}", v(var)),
             Step::Stream { var } => write!(f, "stream {}", v(var)),
             Step::Rfactor { var, chunks } => write!(f, "rfactor {} {chunks}", v(var)),
+            Step::SplitK { var, chunks } => write!(f, "splitk {} {chunks}", v(var)),
             Step::Join { var } => write!(f, "join {}", v(var)),
             Step::Prefetch { var, along } => write!(f, "prefetch {} {}", v(var), v(along)),
             Step::Cache { buffer, var } => write!(f, "cache {buffer} {}", v(var)),
@@ -214,6 +222,7 @@ impl Schedule {
                 Some("join") => Step::Join { var: var(1)? },
                 Some("prefetch") => Step::Prefetch { var: var(1)?, along: var(2)? },
                 Some("rfactor") => Step::Rfactor { var: var(1)?, chunks: number(2)? },
+                Some("splitk") => Step::SplitK { var: var(1)?, chunks: number(2)? },
                 Some("fold") => Step::Fold { buffer: name()?, var: var(2)? },
                 Some("cache") => Step::Cache { buffer: name()?, var: var(2)? },
                 Some("expand") => Step::Expand { var: var(1)? },
@@ -352,6 +361,11 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
     }
     let fresh = nest.fresh_var().0;
     let wide = nest.computes_in_f64();
+    // Split-K rewrites the whole top-level statement holding the loop.
+    if matches!(step, Step::SplitK { .. }) {
+        path.truncate(1);
+        enclosing.clear();
+    }
     let at = *path.last().expect("located");
     // Buffers the kernel reads anywhere (an output it reads back is not written once).
     let nest_reads = match step {
@@ -379,6 +393,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Fold { buffer, .. } => fold::fold(&mut site, buffer, uses),
         Step::Stream { .. } => stream::stream(&mut site, &nest_reads),
         Step::Rfactor { chunks, .. } => rfactor::rfactor(&mut site, *chunks),
+        Step::SplitK { var, chunks } => splitk::splitk(&mut site, *var, *chunks),
         Step::Join { .. } => join::join(&mut site),
         Step::Prefetch { along, .. } => prefetch::prefetch(&mut site, *along),
         Step::Cache { buffer, .. } => cache::cache(&mut site, buffer),

@@ -88,6 +88,19 @@ impl Contraction {
         self.operands.iter().any(|(_, a)| a.coefficient(i) == 0).then_some((i, m))
     }
 
+    /// The reduction loop to split into `chunks` (split-K), when the contraction's outputs make
+    /// fewer than `chunks` pieces of work to share among threads (a piece: one output, or a
+    /// one-row tile of up to 8 vectors along the last axis when an operand the reduction streams
+    /// is contiguous along it) and its reduction is at least 64 steps per chunk.
+    pub(super) fn split_k(&self, lanes: u32, chunks: usize) -> Option<VarId> {
+        let (&(j, columns), rows) = self.free.split_last()?;
+        let streamed_along = |a: &ollie_loops::Affine| a.coefficient(j) == 1 && self.reduce.iter().any(|r| a.coefficient(r.0) != 0);
+        let width = if self.operands.iter().any(|(_, a)| streamed_along(a)) { 8 * lanes as usize } else { 1 };
+        let pieces = rows.iter().map(|f| f.1).product::<usize>() * columns.div_ceil(width);
+        let &(r, n) = self.reduce.first()?;
+        (pieces < chunks && n % chunks == 0 && n >= 64 * chunks).then_some(r)
+    }
+
     /// Whether a tile of `rows` × `columns` divides the output's last two axes (a contraction
     /// without rows to share takes one row).
     pub(super) fn fits(&self, rows: usize, columns: usize) -> bool {
@@ -103,7 +116,7 @@ pub(super) struct Built {
 }
 
 impl Builder {
-    /// Tiles contraction `c` (of the naive nest this builder started from) with tile `t` and
+    /// Tiles contraction `c` (of the nest before fusion) with tile `t` and
     /// vectors of `lanes`, all or nothing: the loops split and ordered, the reduction inside the
     /// tile's loops, the tile cached, operands shared by its rows packed per column panel.
     pub(super) fn tile(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
