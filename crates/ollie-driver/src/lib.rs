@@ -20,6 +20,13 @@ pub use verdict::Reason;
 /// The sketches `optimize` starts from (`ollie lower --sketch N` prints one).
 pub use ollie_search::sketches;
 
+/// What the sketches are built for on this machine: vectors of `lanes` floats and the data
+/// caches the kernel reports (without them, no cache-blocked sketches).
+pub fn sketch_target(lanes: u32) -> ollie_search::Target {
+    let caches = ollie_runner::data_cache_bytes().map(|(l1d, l2)| ollie_search::Caches { l1d_bytes: l1d as usize, l2_bytes: l2 as usize });
+    ollie_search::Target { lanes, caches }
+}
+
 /// Why a driver function failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

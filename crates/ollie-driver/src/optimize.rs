@@ -197,8 +197,9 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let (current, current_seconds, current_id) = kernel_of(run.current)?;
     let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
     drop(by_id);
-    let mut mutate = Mutate::new(naive.clone());
-    let mut sketch = Sketch::new(&naive, machine.float_lanes());
+    let target = crate::sketch_target(machine.float_lanes());
+    let mut mutate = Mutate::new(naive.clone()).with_tiles(target);
+    let mut sketch = Sketch::new(&naive, &target);
     let (mut llm, llm_watch) = match o.llm.clone() {
         Some(options) => {
             let calls = store.llm_calls(run.id).context("reading the store")?;

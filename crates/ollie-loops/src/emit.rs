@@ -101,11 +101,17 @@ impl<'a> Emitter<'a> {
     /// The kernel's function: its temporaries, its loops.
     fn function(&self, out: &mut String) {
         writeln!(out, "{} {{", self.prototype()).unwrap();
-        // Folded temporaries are declared in the loop they live in.
-        let temps: Vec<_> = self.nest.temps().filter(|(_, b)| b.scope.is_none()).collect();
+        // Folded temporaries are declared in the loop they live in, except those on the heap
+        // in a loop that runs on one thread: allocated once here (an allocation of a packed
+        // panel per iteration costs its pages' faults each time).
+        let temps: Vec<_> = self.nest.temps().filter(|(id, b)| b.scope.is_none() || self.hoisted(*id)).collect();
         for (id, b) in &temps {
             let t = self.ctype(b.dtype);
-            writeln!(out, "    {t} *{} = ({t} *)malloc(sizeof({t}) * {});", self.names[id.0 as usize], b.len().max(1)).unwrap();
+            if b.scope.is_some() {
+                writeln!(out, "    {t} *{} = ({t} *)aligned_alloc(64, {});", self.names[id.0 as usize], b.bytes().next_multiple_of(64)).unwrap();
+            } else {
+                writeln!(out, "    {t} *{} = ({t} *)malloc(sizeof({t}) * {});", self.names[id.0 as usize], b.len().max(1)).unwrap();
+            }
         }
         if !temps.is_empty() {
             let any_null: Vec<String> = temps.iter().map(|(id, _)| format!("!{}", self.names[id.0 as usize])).collect();
@@ -163,13 +169,21 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// Whether temporary `id` lives on the heap in a loop that runs on one thread (neither on
+    /// threads nor inside a loop that is): then one allocation serves every iteration.
+    fn hoisted(&self, id: BufferId) -> bool {
+        let b = self.nest.buffer(id);
+        b.registers.is_none() && b.bytes() > FOLD_LIMIT && b.scope.is_some_and(|s| !on_threads(&self.nest.body, s, false))
+    }
+
     /// The body of a loop over `vars` (one, or a parallel loop and those joined to it): the
     /// temporaries living there declared at its start — local variables for those held in
-    /// registers, an array on the stack up to [`FOLD_LIMIT`], else on the heap, freed at its end.
+    /// registers, an array on the stack up to [`FOLD_LIMIT`], else on the heap, freed at its end
+    /// (on one thread, allocated once with the kernel's own: see [`Self::hoisted`]).
     fn scoped_temps(&self, out: &mut String, vars: &[VarId], body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
         let mut heap = Vec::new();
-        for (id, b) in self.nest.temps().filter(|(_, b)| b.scope.is_some_and(|s| vars.contains(&s))) {
+        for (id, b) in self.nest.temps().filter(|(id, b)| b.scope.is_some_and(|s| vars.contains(&s)) && !self.hoisted(*id)) {
             let (t, name) = (self.ctype(b.dtype), &self.names[id.0 as usize]);
             if let Some(w) = b.registers {
                 let t = if w > 1 { format!("ollie_v{w}") } else { self.scalar().to_string() };
@@ -475,4 +489,20 @@ fn integral(e: &Expr) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether loop `var` runs on threads or inside a loop that does (`inside`: a loop around the
+/// statements of `body` does).
+fn on_threads(body: &[Stmt], var: VarId, inside: bool) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Loop { var: v, kind, body, .. } => {
+            let threads = inside || matches!(kind, LoopKind::Parallel | LoopKind::Joined);
+            if *v == var {
+                threads
+            } else {
+                on_threads(body, var, threads)
+            }
+        }
+        _ => false,
+    })
 }

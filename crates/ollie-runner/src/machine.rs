@@ -329,11 +329,32 @@ pub fn available_memory() -> Option<u64> {
 
 /// The largest data cache that Linux reports for cpu0, in bytes (32 MiB if unknown).
 fn last_level_cache_bytes() -> u64 {
-    let mut best = 0u64;
+    let best = cpu0_caches().iter().map(|c| c.bytes).max().unwrap_or(0);
+    if best == 0 { 32 << 20 } else { best }
+}
+
+/// The sizes of this machine's first-level data cache and second-level cache (per core), as
+/// the kernel reports them, when it does: what the sketches size their cache blocks by.
+pub fn data_cache_bytes() -> Option<(u64, u64)> {
+    let caches = cpu0_caches();
+    let size = |level: u32| caches.iter().find(|c| c.level == level && c.kind != "Instruction").map(|c| c.bytes);
+    Some((size(1)?, size(2)?))
+}
+
+/// One of CPU 0's caches in sysfs.
+struct SysCache {
+    level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    kind: String,
+    bytes: u64,
+}
+
+fn cpu0_caches() -> Vec<SysCache> {
+    let mut out = Vec::new();
     for index in 0..8 {
         let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
-        let Ok(size) = std::fs::read_to_string(format!("{dir}/size")) else { continue };
-        let size = size.trim();
+        let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).map(|s| s.trim().to_string());
+        let (Ok(size), Ok(level), Ok(kind)) = (read("size"), read("level"), read("type")) else { continue };
         let bytes = if let Some(k) = size.strip_suffix('K') {
             k.parse::<u64>().ok().map(|k| k << 10)
         } else if let Some(m) = size.strip_suffix('M') {
@@ -341,9 +362,11 @@ fn last_level_cache_bytes() -> u64 {
         } else {
             size.parse().ok()
         };
-        best = best.max(bytes.unwrap_or(0));
+        if let (Some(bytes), Ok(level)) = (bytes, level.parse()) {
+            out.push(SysCache { level, kind, bytes });
+        }
     }
-    if best == 0 { 32 << 20 } else { best }
+    out
 }
 
 /// `a = b + s·c` split over `threads`, `passes` times over the same arrays; the best timing's

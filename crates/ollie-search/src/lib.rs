@@ -15,5 +15,5 @@ mod sketch;
 
 pub use kernel::{EmitError, Kernel};
 pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
-pub use sketch::{sketches, Sketch};
+pub use sketch::{sketches, Caches, Sketch, Target};
 pub use search::{Evaluation, Event, Evaluate, Proposal, Propose, Search, SearchConfig, StopReason};

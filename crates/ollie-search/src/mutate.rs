@@ -7,6 +7,7 @@ use ollie_loops::{apply_step, BufferKind, LoopKind, LoopNest, Schedule, Step, St
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+use crate::sketch::Target;
 use crate::{Kernel, Proposal, Propose};
 
 /// Compiler flags the proposer chooses among; every schedule starts from [`BASE_FLAGS`].
@@ -28,12 +29,21 @@ const OPTIONAL_FLAGS: &[&[&str]] = &[
 
 pub struct Mutate {
     naive: LoopNest,
+    /// The machine register tiles are sized for; without it, tiles are not resized.
+    target: Option<Target>,
 }
 
 impl Mutate {
     /// Mutates schedules of `naive`, the kernel's naive loop nest.
     pub fn new(naive: LoopNest) -> Mutate {
-        Mutate { naive }
+        Mutate { naive, target: None }
+    }
+
+    /// Also tunes the register tiles of contractions for `target`: now and then a schedule
+    /// holding a tile is replaced by the sketch with another tile shape that fits the register
+    /// file, blocked for the caches or not.
+    pub fn with_tiles(self, target: Target) -> Mutate {
+        Mutate { target: Some(target), ..self }
     }
 }
 
@@ -167,6 +177,15 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     pick(rng, &options)
 }
 
+/// The size a step chose, when it has one `mutate` may resize.
+fn size(step: &mut Step) -> Option<&mut usize> {
+    match step {
+        Step::Split { factor, .. } | Step::Accumulators { factor, .. } => Some(factor),
+        Step::Rfactor { chunks, .. } | Step::SplitK { chunks, .. } => Some(chunks),
+        _ => None,
+    }
+}
+
 /// Switches one flag group on or off, or the optimization level between -O2 and -O3.
 fn mutate_flags(flags: &mut Vec<String>, rng: &mut ChaCha8Rng) {
     if rng.random_range(0..3) == 0 {
@@ -189,11 +208,26 @@ impl Mutate {
         let nest = current.apply(&self.naive).ok()?;
         for _ in 0..64 {
             let mut next = current.clone();
-            // A tenth removals, three tenths flags, the rest new steps.
-            match rng.random_range(0..10) {
+            // A tenth removals, a tenth resizes, three tenths flags, the rest new steps.
+            match rng.random_range(0..11) {
                 0 if !next.steps.is_empty() => {
                     next.steps.remove(rng.random_range(0..next.steps.len()));
                     if next.apply(&self.naive).is_err() {
+                        continue;
+                    }
+                }
+                10 if self.target.is_some() && rng.random_range(0..2) == 0 && next.steps.iter().any(|s| matches!(s, Step::Registers { .. })) => {
+                    next = crate::sketch::retiled(&self.naive, self.target.as_ref().expect("checked"), rng)?;
+                }
+                10 => {
+                    // A size the schedule chose, halved or doubled: a register tile's rows or
+                    // columns, a cache block, a count of chunks or accumulators. The steps after
+                    // it name the same loops, so the whole schedule usually still replays.
+                    let sized: Vec<usize> = (0..next.steps.len()).filter(|&k| size(&mut next.steps[k]).is_some()).collect();
+                    let Some(k) = pick(rng, &sized) else { continue };
+                    let n = size(&mut next.steps[k]).expect("a sized step");
+                    *n = if rng.random_range(0..2) == 0 { *n * 2 } else { *n / 2 };
+                    if *n < 2 || next.apply(&self.naive).is_err() {
                         continue;
                     }
                 }
@@ -279,5 +313,30 @@ mod tests {
             expanded |= next.steps.iter().any(|s| matches!(s, Step::Expand { .. }));
         }
         assert!(cached && expanded, "cache proposed: {cached}, expand proposed: {expanded}");
+    }
+
+    /// Mutations of matmul's first sketch resize its register tile (another shape that fits the
+    /// register file), and the resized schedule replays with its tile still in registers.
+    #[test]
+    fn mutations_resize_a_register_tile() {
+        let naive = ollie_loops::parse(
+            "kernel mm(a: f32[64,64], b: f32[64,64]) -> (out: f32[64,64])\n\
+             for i0 in 0..64 {\n  for i1 in 0..64 {\n    out[64 * i0 + i1] = 0.0\n    for i2 in 0..64 {\n      out[64 * i0 + i1] = add(out[64 * i0 + i1], mul(a[64 * i0 + i2], b[i1 + 64 * i2]))\n    }\n  }\n}\n",
+        )
+        .unwrap();
+        let target = crate::Target { lanes: 8, caches: Some(crate::Caches { l1d_bytes: 32 << 10, l2_bytes: 1 << 20 }) };
+        let first = crate::sketches(&naive, &target).remove(0);
+        let shape = |s: &Schedule| -> Vec<Step> { s.steps.iter().filter(|s| matches!(s, Step::Split { .. })).take(2).cloned().collect() };
+        let mutate = Mutate::new(naive.clone()).with_tiles(target);
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut resized = std::collections::HashSet::new();
+        for _ in 0..400 {
+            let Some(next) = mutate.schedule(&first, &mut rng) else { continue };
+            let nest = next.apply(&naive).unwrap();
+            if shape(&next) != shape(&first) && nest.buffers.iter().any(|b| b.registers.is_some()) {
+                resized.insert(shape(&next));
+            }
+        }
+        assert!(resized.len() >= 3, "{} resized tiles from\n{first}", resized.len());
     }
 }

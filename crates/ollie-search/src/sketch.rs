@@ -4,8 +4,11 @@
 //! threads (joined with the loops inside them when they are short; a top-level reduction split
 //! into chunks first), split reductions into vector accumulators and vectorize the innermost
 //! loops, stream stores to outputs past the caches, prefetch the next row's inputs from one pass
-//! over a row. The variants differ in the sizes and choices `mutate` and the cost model then
-//! tune (vector width, accumulators, fusion, threads, streaming, which pass prefetches). Every step passes its legality check as it is built.
+//! over a row. Contractions come first: split-K where their outputs are too few to share among
+//! threads, a register tile each, blocked for the caches in one variant (`sketch/tile.rs`). The
+//! variants differ in the sizes and choices `mutate` and the cost model then tune (tile shape,
+//! vector width, accumulators, fusion, threads, streaming, which pass prefetches). Every step
+//! passes its legality check as it is built.
 
 use ollie_loops::{apply_step, BufferId, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
 use rand_chacha::ChaCha8Rng;
@@ -36,13 +39,30 @@ struct Choices {
     /// The register tile every contraction gets where it fits (elsewhere the first shape that
     /// fits), if any.
     tile: Option<Tile>,
+    /// Tiled contractions are also blocked for the data caches (KC, MC), where they can be.
+    blocked: bool,
 }
 
-/// The sketches of `naive` for a machine whose vectors hold `lanes` floats, most promising
-/// first, without duplicates.
-pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
+/// What sketches are built for: the floats in a vector register, and the data caches that size
+/// the cache blocks of contractions (none: no blocked variant).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    pub lanes: u32,
+    pub caches: Option<Caches>,
+}
+
+/// Per-core data cache sizes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Caches {
+    pub l1d_bytes: usize,
+    pub l2_bytes: usize,
+}
+
+/// The sketches of `naive` for `target`, most promising first, without duplicates.
+pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
+    let lanes = target.lanes;
     let half = (lanes / 2).max(4);
-    let first = Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None };
+    let first = Choices::first(lanes);
     // Contractions first: register tiles of the shapes that fit, with the whole reduction per
     // panel and with blocks of it.
     let contractions = contractions(naive);
@@ -51,7 +71,9 @@ pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
         // Contractions without rows to share still get one-row tiles.
         tiled.push(Tile { rows: 1, vectors: 1 });
     }
-    let tiles = tiled.into_iter().flat_map(|t| [Choices { tile: Some(t), ..first }, Choices { tile: Some(t), fuse: false, ..first }]);
+    // The first shape blocked for the caches too, after the unblocked ones.
+    let blocked = tiled.first().filter(|_| target.caches.is_some()).map(|&t| Choices { tile: Some(t), blocked: true, ..first });
+    let tiles = tiled.into_iter().flat_map(|t| [Choices { tile: Some(t), ..first }, Choices { tile: Some(t), fuse: false, ..first }]).chain(blocked);
     let variants = tiles.chain([
         first,
         Choices { prefetch: Some(0), ..first },
@@ -66,7 +88,7 @@ pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
     ]);
     let mut out: Vec<Schedule> = Vec::new();
     for choices in variants {
-        let s = sketch(naive, choices);
+        let s = sketch(naive, choices, target.caches);
         if !s.steps.is_empty() && !out.contains(&s) {
             out.push(s);
         }
@@ -74,8 +96,33 @@ pub fn sketches(naive: &LoopNest, lanes: u32) -> Vec<Schedule> {
     out
 }
 
+impl Choices {
+    /// The most promising choices for vectors of `lanes` floats, without a tile.
+    fn first(lanes: u32) -> Choices {
+        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false }
+    }
+}
+
+/// The first sketch with another register tile: a shape drawn among all that fit the register
+/// file (the accumulators, a row of column vectors and a broadcast; more than [`shapes`] offers)
+/// and some contraction of `naive`, blocked for the caches half the time. How `mutate` tunes
+/// tile sizes.
+pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -> Option<Schedule> {
+    use rand::RngExt;
+    let lanes = target.lanes;
+    let registers = if lanes >= 16 { 32 } else { 16 };
+    let contractions = contractions(naive);
+    let fitting: Vec<Tile> = (1..=16)
+        .flat_map(|rows| (1..=4).map(move |vectors| Tile { rows, vectors }))
+        .filter(|t| t.rows * t.vectors + t.vectors + 1 <= registers && contractions.iter().any(|c| c.fits(t.rows, t.vectors * lanes as usize)))
+        .collect();
+    let tile = *fitting.get(rng.random_range(0..fitting.len().max(1)))?;
+    let blocked = target.caches.is_some() && rng.random_range(0..2) == 0;
+    Some(sketch(naive, Choices { tile: Some(tile), blocked, ..Choices::first(lanes) }, target.caches))
+}
+
 /// One sketch: the rules applied in order, each step kept only if legal.
-fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
+fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> Schedule {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
     if c.parallel {
         b.split_short_contractions(c.lanes);
@@ -87,7 +134,11 @@ fn sketch(naive: &LoopNest, c: Choices) -> Schedule {
         for contraction in contractions(&b.nest) {
             let fits = |t: &Tile| contraction.fits(t.rows, t.vectors * width);
             let own = Some(t).filter(fits).or_else(|| shapes(c.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).find(fits));
-            tiles.extend(b.tile(&contraction, own.unwrap_or(t), c.lanes));
+            let own = own.unwrap_or(t);
+            // Blocked where it can be, else the plain tile.
+            let blocks = caches.filter(|_| c.blocked).and_then(|caches| contraction.blocks(own, c.lanes, caches));
+            let built = blocks.and_then(|blocks| b.tile(&contraction, own, c.lanes, Some(blocks)));
+            tiles.extend(built.or_else(|| b.tile(&contraction, own, c.lanes, None)));
         }
     }
     if c.fuse {
@@ -450,9 +501,9 @@ pub struct Sketch {
 }
 
 impl Sketch {
-    /// The sketches of `naive` for vectors of `lanes` floats.
-    pub fn new(naive: &LoopNest, lanes: u32) -> Sketch {
-        let pending = sketches(naive, lanes);
+    /// The sketches of `naive` for `target`.
+    pub fn new(naive: &LoopNest, target: &Target) -> Sketch {
+        let pending = sketches(naive, target);
         tracing::debug!(sketches = pending.len(), "sketches built");
         Sketch { pending, next: 0, offered: 0 }
     }

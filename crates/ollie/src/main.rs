@@ -290,7 +290,7 @@ fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>, sketch: 
     let mut nest = ollie_loops::lower(&spec.graph).map_err(anyhow::Error::from)?;
     if let Some((n, steps, lanes)) = sketch {
         let lanes = lanes.unwrap_or_else(ollie_runner::native_float_lanes);
-        let mut all = ollie_driver::sketches(&nest, lanes);
+        let mut all = ollie_driver::sketches(&nest, &ollie_driver::sketch_target(lanes));
         if n >= all.len() {
             return Err(user_error(format!("error: there are {} sketches of `{}` at {lanes} lanes (0..{})", all.len(), nest.name, all.len())));
         }

@@ -310,6 +310,12 @@ fn kernels_with_vector_math_pass_the_verifier() {
     }
 }
 
+/// Sketches for vectors of `lanes` floats and caches of 32 KiB and 1 MiB per core (the blocked
+/// variants are built whatever this machine's caches are).
+fn target(lanes: u32) -> ollie_search::Target {
+    ollie_search::Target { lanes, caches: Some(ollie_search::Caches { l1d_bytes: 32 << 10, l2_bytes: 1 << 20 }) }
+}
+
 /// Runs `ollie check` on every sketch, at 8 and 16 lanes (AVX2 and AVX-512 widths, both of which
 /// compile on either machine), of each spec at its dims: how many were checked, and their steps.
 fn check_every_sketch(dir: &Path, cases: &[(&str, &[(&str, i64)])]) -> (usize, Vec<String>) {
@@ -322,7 +328,7 @@ fn check_every_sketch(dir: &Path, cases: &[(&str, &[(&str, i64)])]) -> (usize, V
         let graph = ollie_spec::compile(&source, &options).unwrap().graph;
         let naive = ollie_loops::lower(&graph).unwrap();
         for lanes in [8, 16] {
-            let sketches = ollie_search::sketches(&naive, lanes);
+            let sketches = ollie_search::sketches(&naive, &target(lanes));
             assert!(!sketches.is_empty(), "{spec}: no sketch");
             for (k, schedule) in sketches.iter().enumerate() {
                 let nest = schedule.apply(&naive).unwrap();
@@ -367,7 +373,7 @@ fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     // the output's stores past the caches, rows on threads.
     let source = std::fs::read_to_string(root().join("examples/softmax.py")).unwrap();
     let naive = ollie_loops::lower(&ollie_spec::compile(&source, &Default::default()).unwrap().graph).unwrap();
-    let first = ollie_search::sketches(&naive, 16).remove(0);
+    let first = ollie_search::sketches(&naive, &target(16)).remove(0);
     let text = first.to_string();
     for step in ["fuse i0 i2", "fuse i0 i4", "fuse i0 i6", "fold t1 i0", "fold t5 i0", "fold t6 i0", "accumulators i1 64", "vectorize i3 16", "vectorize i7 16", "stream i7", "parallel i0"] {
         assert!(text.lines().any(|l| l == step), "no `{step}` in\n{text}");
@@ -391,7 +397,7 @@ fn every_sketch_of_the_contractions_passes_the_verifier() {
     // Each contraction some tile divides gets one, whatever shape the variant chose: at 8 lanes
     // all but `p @ r` (24 columns: 3 vectors; 64 rows and columns: 6 x 2 vectors, 4 rows).
     let naive = ollie_loops::lower(&ollie_spec::compile(source, &Default::default()).unwrap().graph).unwrap();
-    let first = ollie_search::sketches(&naive, 8).remove(0);
+    let first = ollie_search::sketches(&naive, &target(8)).remove(0);
     assert_eq!(first.steps.iter().filter(|s| s.to_string().starts_with("registers ")).count(), 5, "{first}");
     let cases: &[(&str, &[(&str, i64)])] = &[
         (spec.to_str().unwrap(), &[]),
@@ -403,9 +409,34 @@ fn every_sketch_of_the_contractions_passes_the_verifier() {
     ];
     let (checked, steps) = check_every_sketch(dir.path(), cases);
     assert!(checked >= 20, "{checked} sketches checked");
-    for step in ["cache ", "registers ", "expand ", "splitk "] {
+    // The blocked variants pack the row operand too (`cache a` at the row block).
+    for step in ["cache ", "registers ", "expand ", "splitk ", "cache a "] {
         assert!(steps.iter().any(|s| s.starts_with(step)), "no `{step}` step in the sketches: {steps:?}");
     }
+}
+
+#[test]
+fn the_blocked_sketch_of_matmul_sizes_its_blocks_from_the_caches() {
+    // KC: the packed KC x NR panel of B in half the L1 data cache; MC: the packed MC x KC block
+    // of A in half the L2. At 16 lanes the first tile is 8 rows by 2 vectors (NR = 32).
+    let source = std::fs::read_to_string(root().join("examples/matmul.py")).unwrap();
+    let options = ollie_spec::Options { dims: [("M", 1024), ("K", 1024), ("N", 1024)].iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
+    let blocked = |l1d_bytes: usize, l2_bytes: usize| -> String {
+        let target = ollie_search::Target { lanes: 16, caches: Some(ollie_search::Caches { l1d_bytes, l2_bytes }) };
+        let all = ollie_search::sketches(&naive, &target);
+        let found = all.iter().find(|s| s.steps.iter().any(|s| s.to_string() == "cache a i0"));
+        found.unwrap_or_else(|| panic!("no blocked sketch: {all:?}")).to_string()
+    };
+    // 32 KiB / 2 / 128 B = 128 steps; 1 MiB / 2 / (128 x 4 B) = 1024 rows: split by 128 tiles.
+    let small = blocked(32 << 10, 1 << 20);
+    assert!(small.lines().any(|l| l == "split i2 128") && small.lines().any(|l| l == "split i0 128"), "{small}");
+    // 64 KiB: 256 steps; 512 KiB / 2 / (256 x 4 B) = 256 rows: 32 tiles of 8.
+    let other = blocked(64 << 10, 512 << 10);
+    assert!(other.lines().any(|l| l == "split i2 256") && other.lines().any(|l| l == "split i0 32"), "{other}");
+    // Without cache sizes, no blocked sketch.
+    let none = ollie_search::sketches(&naive, &ollie_search::Target { lanes: 16, caches: None });
+    assert!(none.iter().all(|s| !s.steps.iter().any(|s| s.to_string() == "cache a i0")));
 }
 
 #[test]
@@ -417,7 +448,7 @@ fn the_first_sketch_of_decode_attention_at_batch_one_shares_the_sequence_among_t
     let options = ollie_spec::Options { dims: [("B", 1), ("H", 1), ("T", 4096), ("D", 64)].iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
     let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
     for lanes in [8, 16] {
-        let first = ollie_search::sketches(&naive, lanes).remove(0);
+        let first = ollie_search::sketches(&naive, &target(lanes)).remove(0);
         let nest = first.apply(&naive).unwrap();
         let printed = nest.to_string();
         // The three reductions over the sequence (max, sum, p @ V), each in 8 chunks on threads.
@@ -439,7 +470,7 @@ fn the_first_sketch_of_a_flat_elementwise_kernel_runs_on_threads_and_in_vectors(
     // also stream past the caches.
     let source = "import numpy as np\n\n\ndef silu(x: \"f32[65536]\") -> \"f32[65536]\":\n    return x / (1.0 + np.exp(-x))\n";
     let naive = ollie_loops::lower(&ollie_spec::compile(source, &Default::default()).unwrap().graph).unwrap();
-    let first = ollie_search::sketches(&naive, 16).remove(0);
+    let first = ollie_search::sketches(&naive, &target(16)).remove(0);
     let printed = first.apply(&naive).unwrap().to_string();
     assert!(printed.contains("for parallel i0 in 0..8 {") && printed.contains("16 i1 in 0..8192 {"), "{first}\n{printed}");
 }
@@ -451,7 +482,7 @@ fn the_first_sketch_of_matmul_holds_a_register_tile_and_packs_b() {
     let source = std::fs::read_to_string(root().join("examples/matmul.py")).unwrap();
     let naive = ollie_loops::lower(&ollie_spec::compile(&source, &Default::default()).unwrap().graph).unwrap();
     for lanes in [8, 16] {
-        let first = ollie_search::sketches(&naive, lanes).remove(0);
+        let first = ollie_search::sketches(&naive, &target(lanes)).remove(0);
         let nest = first.apply(&naive).unwrap();
         let printed = nest.to_string();
         // The tile, in registers, and B's panel, packed at the column loop (a temp of K x NR).

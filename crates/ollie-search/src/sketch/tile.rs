@@ -9,7 +9,7 @@
 
 use ollie_loops::{BufferId, Expr, LoopKind, LoopNest, Stmt, Step, VarId};
 
-use super::Builder;
+use super::{Builder, Caches};
 
 /// A contraction of the naive nest: the loops over its output's axes (outermost first, each
 /// the whole body of the one before), over its reduced labels, and the output.
@@ -27,6 +27,16 @@ pub(super) struct Contraction {
 pub(super) struct Tile {
     pub rows: usize,
     pub vectors: usize,
+}
+
+/// Cache blocks around a register tile (BLIS's KC and MC): the reduction in blocks of `kc`
+/// steps, so the packed panel of the column operand a tile streams (KC × NR) stays in the
+/// first-level cache; the rows in blocks of `mc`, so the packed block of the row operand
+/// (MC × KC) stays in the second-level cache while every column panel passes over it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Blocks {
+    pub kc: usize,
+    pub mc: usize,
 }
 
 /// Tile shapes for vectors of `lanes` floats, most promising first: the accumulators plus the
@@ -101,6 +111,21 @@ impl Contraction {
         (pieces < chunks && n % chunks == 0 && n >= 64 * chunks).then_some(r)
     }
 
+    /// Cache blocks for tile `t` from the cache sizes: KC the largest divisor of the reduction
+    /// (at least 16 steps, at least two blocks) whose KC × NR panel fills at most half the
+    /// first-level data cache, MC the largest multiple of the tile's rows dividing the rows
+    /// whose MC × KC block fills at most half the second-level cache. None for a contraction
+    /// without rows to share or a reduction too short to block.
+    pub(super) fn blocks(&self, t: Tile, lanes: u32, caches: Caches) -> Option<Blocks> {
+        const FLOAT: usize = 4;
+        let (_, m) = self.rows()?;
+        let &(_, k) = self.reduce.first()?;
+        let panel = t.vectors * lanes as usize * FLOAT;
+        let kc = (16..=(caches.l1d_bytes / 2 / panel).min(k / 2)).rev().find(|kc| k % kc == 0)?;
+        let mc = (1..=m / t.rows).rev().map(|d| d * t.rows).find(|mc| m % mc == 0 && mc * kc * FLOAT <= caches.l2_bytes / 2)?;
+        Some(Blocks { kc, mc })
+    }
+
     /// Whether a tile of `rows` × `columns` divides the output's last two axes (a contraction
     /// without rows to share takes one row).
     pub(super) fn fits(&self, rows: usize, columns: usize) -> bool {
@@ -118,10 +143,14 @@ pub(super) struct Built {
 impl Builder {
     /// Tiles contraction `c` (of the nest before fusion) with tile `t` and
     /// vectors of `lanes`, all or nothing: the loops split and ordered, the reduction inside the
-    /// tile's loops, the tile cached, operands shared by its rows packed per column panel.
-    pub(super) fn tile(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+    /// tile's loops, the tile cached, operands shared by its rows packed per column panel; with
+    /// `blocks`, blocked for the caches as well (see [`Builder::block`]).
+    pub(super) fn tile(&mut self, c: &Contraction, t: Tile, lanes: u32, blocks: Option<Blocks>) -> Option<Built> {
         let saved = (self.nest.clone(), self.steps.len());
-        let built = self.try_tile(c, t, lanes);
+        let built = match blocks {
+            None => self.try_tile(c, t, lanes),
+            Some(blocks) => self.block(c, t, lanes, blocks),
+        };
         if built.is_none() {
             self.nest = saved.0;
             self.steps.truncate(saved.1);
@@ -179,6 +208,55 @@ impl Builder {
             self.must(Step::Cache { buffer: name, var: j })?;
         }
         Some(Built { scope, tile })
+    }
+
+    /// A register tile inside cache blocks, in BLIS's loop order: the reduction in blocks of
+    /// KC outermost (the output's tiles read back and written per block), the rows in blocks of
+    /// MC, the column panels of NR on threads, the tile's MR rows, then the KC steps of the
+    /// block with the tile in registers. The column operand's KC × N slice is packed per
+    /// reduction block (panel after panel, each KC × NR), the row operand's MC × KC block per
+    /// row block (MR rows interleaved, as the tile reads them); the output is zeroed first.
+    fn block(&mut self, c: &Contraction, t: Tile, lanes: u32, blocks: Blocks) -> Option<Built> {
+        let (j, _) = c.columns(&self.nest)?;
+        let (i, _) = c.rows().filter(|(_, m)| m % blocks.mc == 0)?;
+        let &(r, _) = c.reduce.first()?;
+        let (column_operands, row_operands): (Vec<_>, Vec<_>) = c.operands.iter().filter(|(_, a)| (a.coefficient(j) == 0) != (a.coefficient(i) == 0)).partition(|(_, a)| a.coefficient(i) == 0);
+        // Contiguous along the columns, or shared by the rows (then packed).
+        if c.operands.iter().any(|(_, a)| a.coefficient(j) > 1 && a.coefficient(i) != 0) {
+            return None;
+        }
+        let jj = self.nest.fresh_var();
+        self.must(Step::Split { var: j, factor: t.vectors * lanes as usize })?;
+        let ii = self.nest.fresh_var();
+        self.must(Step::Split { var: i, factor: t.rows })?;
+        let rr = self.nest.fresh_var();
+        self.must(Step::Split { var: r, factor: blocks.kc })?;
+        let tile_rows = self.nest.fresh_var();
+        self.must(Step::Split { var: i, factor: blocks.mc / t.rows })?;
+        // i (row blocks), j (panels), tile_rows, ii, jj.
+        self.must(Step::Reorder { outer: ii, inner: j })?;
+        self.must(Step::Reorder { outer: tile_rows, inner: j })?;
+        let reduce: Vec<VarId> = [r, rr].into_iter().chain(c.reduce[1..].iter().map(|l| l.0)).collect();
+        for &v in &reduce {
+            self.must(Step::Reorder { outer: jj, inner: v })?;
+            self.must(Step::Reorder { outer: ii, inner: v })?;
+        }
+        // The reduction's blocks outermost; the zeroing of the output is left before them.
+        for outer in [tile_rows, j, i] {
+            self.must(Step::Reorder { outer, inner: r })?;
+        }
+        let out = self.nest.buffer(c.out).name.clone();
+        self.must(Step::Cache { buffer: out, var: tile_rows })?;
+        let tile = BufferId(self.nest.buffers.len() as u32 - 1);
+        for (packed, at) in [(&column_operands, r), (&row_operands, i)] {
+            let mut names: Vec<String> = packed.iter().map(|(b, _)| self.nest.buffer(*b).name.clone()).collect();
+            names.dedup();
+            for name in names {
+                self.must(Step::Cache { buffer: name, var: at })?;
+            }
+        }
+        self.must(Step::Parallel { var: j })?;
+        Some(Built { scope: tile_rows, tile })
     }
 
     /// Applies `step`, or gives up.
