@@ -294,15 +294,20 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    /// The naive nest of an `n` × `n` × `n` matmul.
+    fn matmul(n: usize) -> LoopNest {
+        ollie_loops::parse(&format!(
+            "kernel mm(a: f32[{n},{n}], b: f32[{n},{n}]) -> (out: f32[{n},{n}])\n\
+             for i0 in 0..{n} {{\n  for i1 in 0..{n} {{\n    out[{n} * i0 + i1] = 0.0\n    for i2 in 0..{n} {{\n      out[{n} * i0 + i1] = add(out[{n} * i0 + i1], mul(a[{n} * i0 + i2], b[i1 + {n} * i2]))\n    }}\n  }}\n}}\n"
+        ))
+        .unwrap()
+    }
+
     /// Mutations of a small matmul reach packing (`cache` of an input) and unroll-and-jam
     /// (`expand`), and every schedule they make replays on the naive nest.
     #[test]
     fn mutations_pack_inputs_and_expand_short_loops() {
-        let naive = ollie_loops::parse(
-            "kernel mm(a: f32[8,8], b: f32[8,8]) -> (out: f32[8,8])\n\
-             for i0 in 0..8 {\n  for i1 in 0..8 {\n    out[8 * i0 + i1] = 0.0\n    for i2 in 0..8 {\n      out[8 * i0 + i1] = add(out[8 * i0 + i1], mul(a[8 * i0 + i2], b[i1 + 8 * i2]))\n    }\n  }\n}\n",
-        )
-        .unwrap();
+        let naive = matmul(8);
         let mutate = Mutate::new(naive.clone());
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (mut cached, mut expanded) = (false, false);
@@ -319,11 +324,7 @@ mod tests {
     /// register file), and the resized schedule replays with its tile still in registers.
     #[test]
     fn mutations_resize_a_register_tile() {
-        let naive = ollie_loops::parse(
-            "kernel mm(a: f32[64,64], b: f32[64,64]) -> (out: f32[64,64])\n\
-             for i0 in 0..64 {\n  for i1 in 0..64 {\n    out[64 * i0 + i1] = 0.0\n    for i2 in 0..64 {\n      out[64 * i0 + i1] = add(out[64 * i0 + i1], mul(a[64 * i0 + i2], b[i1 + 64 * i2]))\n    }\n  }\n}\n",
-        )
-        .unwrap();
+        let naive = matmul(64);
         let target = crate::Target { lanes: 8, caches: Some(crate::Caches { l1d_bytes: 32 << 10, l2_bytes: 1 << 20 }) };
         let first = crate::sketches(&naive, &target).remove(0);
         let shape = |s: &Schedule| -> Vec<Step> { s.steps.iter().filter(|s| matches!(s, Step::Split { .. })).take(2).cloned().collect() };
