@@ -237,9 +237,8 @@ impl Builder {
 
     /// Each top-level loop on threads; when it has fewer than [`SHARED`] iterations, the loops
     /// inside it joined to it while they are its whole body; a top-level reduction split into
-    /// [`CHUNKS`] chunks (`rfactor`) run on threads. A top-level loop sharing out fewer than
-    /// [`CHUNKS`] iterations even joined (a batch of one) runs its long loops inside on threads
-    /// instead, where it has some.
+    /// [`CHUNKS`] chunks (`rfactor`) run on threads. A top-level loop with nothing to share
+    /// even joined (a batch of one) runs the loops inside it on threads instead, where it can.
     fn parallelize_outermost(&mut self) {
         let tops: Vec<(VarId, usize)> = self.nest.body.iter().filter_map(|s| if let Stmt::Loop { var, extent, .. } = s { Some((*var, *extent)) } else { None }).collect();
         for (var, extent) in tops {
@@ -248,7 +247,7 @@ impl Builder {
             }
             self.split_flat_end(var);
             let chain = chain_loops(&self.nest.body, var);
-            if chain.iter().map(|l| l.1).product::<usize>() < CHUNKS && self.parallelize_inside(var) {
+            if chain.iter().map(|l| l.1).product::<usize>() == 1 && self.parallelize_inside(var) {
                 continue;
             }
             if self.try_step(Step::Parallel { var }) {
@@ -271,14 +270,14 @@ impl Builder {
 
 impl Builder {
     /// The flat loop (no loops inside) ending the chain of loops from top-level loop `top`,
-    /// when it is long and the loops above it share fewer than [`CHUNKS`] iterations, split so
+    /// when it has [`LONG`] iterations or more and the loops above it share fewer than [`CHUNKS`], split so
     /// that its outer part makes up [`CHUNKS`] and its inner part stays one long loop to
     /// vectorize: a 1-D elementwise kernel on threads and in vectors.
     fn split_flat_end(&mut self, top: VarId) {
         let chain = chain_loops(&self.nest.body, top);
         let Some(&(last, n, true)) = chain.last() else { return };
         let above: usize = chain[..chain.len() - 1].iter().map(|l| l.1).product();
-        if above >= CHUNKS || n < INSIDE {
+        if above >= CHUNKS || n < LONG {
             return;
         }
         if let Some(outer) = (CHUNKS.div_ceil(above)..=n / 64).find(|o| n % o == 0) {
@@ -287,20 +286,20 @@ impl Builder {
     }
 
     /// Below the chain of loops from top-level loop `top` (each the whole body of the one
-    /// before), each loop of at least [`INSIDE`] iterations on threads, or, for a reduction, its
-    /// [`CHUNKS`] chunks (`rfactor`). Whether any loop took threads.
+    /// before), each loop doing at least [`INSIDE`] statements' work on threads, or, for a
+    /// reduction, its [`CHUNKS`] chunks (`rfactor`). Whether any loop took threads.
     fn parallelize_inside(&mut self, top: VarId) -> bool {
         let Some(body) = find_loop(&self.nest.body, top).map(|s| chain_body(s).to_vec()) else { return false };
         let mut any = false;
         for s in &body {
             let Stmt::Loop { var, extent, .. } = s else { continue };
             let (var, extent) = (*var, *extent);
-            if extent < INSIDE {
+            if extent < 2 || work(s) < INSIDE {
                 continue;
             }
             if self.try_step(Step::Parallel { var }) {
                 any = true;
-            } else if self.try_step(Step::Rfactor { var, chunks: CHUNKS }) {
+            } else if extent >= 4 * CHUNKS && self.try_step(Step::Rfactor { var, chunks: CHUNKS }) {
                 if let Some(chunk) = parent_loop(&self.nest.body, var) {
                     any |= self.try_step(Step::Parallel { var: chunk });
                 }
@@ -359,9 +358,20 @@ fn has_parallel(body: &[Stmt], var: VarId) -> bool {
 /// Iterations a parallel loop shares out below which the sketch joins the loops inside it.
 const SHARED: usize = 16;
 
-/// Iterations below which a loop inside a short top-level loop is not worth a parallel region
-/// of its own (a region costs a few microseconds).
-const INSIDE: usize = 1024;
+/// Iterations from which a flat loop ending a short chain of loops is split to go on threads.
+const LONG: usize = 1024;
+
+/// Statements executed below which a loop inside a short top-level loop is not worth a
+/// parallel region of its own (a region costs a few microseconds).
+const INSIDE: usize = 1 << 16;
+
+/// The statements `s` executes: its extent times its body's, for a loop.
+fn work(s: &Stmt) -> usize {
+    match s {
+        Stmt::Loop { extent, body, .. } => extent.saturating_mul(body.iter().map(work).sum()),
+        _ => 1,
+    }
+}
 
 /// The statement `var` loops over.
 fn find_loop(body: &[Stmt], var: VarId) -> Option<&Stmt> {

@@ -464,6 +464,24 @@ fn the_first_sketch_of_decode_attention_at_batch_one_shares_the_sequence_among_t
 }
 
 #[test]
+fn the_first_sketch_of_mla_decode_at_batch_one_runs_the_loops_inside_the_batch_on_threads() {
+    // The batch loop has one iteration and several loops inside it (the score panels, the
+    // softmax rows): those run on threads, not the batch loop of one.
+    let source = std::fs::read_to_string(root().join("examples/mla_decode.py")).unwrap();
+    let options = ollie_spec::Options { dims: [("B", 1), ("H", 16), ("T", 256)].iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
+    let first = ollie_search::sketches(&naive, &target(16)).remove(0);
+    let printed = first.apply(&naive).unwrap().to_string();
+    let lines: Vec<&str> = printed.lines().collect();
+    for (k, line) in lines.iter().enumerate() {
+        let alone = line.trim_start().starts_with("for parallel ") && line.ends_with(" in 0..1 {") && !lines[k + 1].contains("for joined ");
+        assert!(!alone, "a parallel loop of one iteration:\n{printed}");
+    }
+    let inside = lines.iter().filter(|l| l.starts_with("  for parallel ")).count();
+    assert!(inside >= 2, "{inside} parallel loops inside the batch loop:\n{printed}");
+}
+
+#[test]
 fn the_first_sketch_of_a_flat_elementwise_kernel_runs_on_threads_and_in_vectors() {
     // A 1-D kernel: one loop, split so that its outer part is shared among threads and its
     // inner part is vectorized (joining it into the parallel loop would leave it scalar); here its stores

@@ -122,7 +122,7 @@ fn the_search_adopts_a_faster_correct_kernel_and_rejects_every_cheat() {
     assert!(header.contains("void colsum(const float *restrict x, float *restrict out);"), "{header}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap()).unwrap();
     assert_eq!(report["best"]["proposer"], "llm", "{report}");
-    assert!(report["best"]["speedup"].as_f64().unwrap() > 1.5, "{report}");
+    assert_eq!(report["best"]["naive_is_best"], false, "{report}");
     assert_eq!(report["llm"]["calls"], 10);
     assert!(report["llm"]["prompt_tokens"].as_u64().unwrap() > 500);
     assert!(std::fs::read_to_string(out.path().join("report.md")).unwrap().contains("from `llm`"));
