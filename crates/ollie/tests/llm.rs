@@ -12,8 +12,14 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{cache, root};
+use common::{cache_with_llc, root};
 use ollie_llm::scripted::{Answer, ScriptedServer};
+
+/// The pinned machine, with a last-level cache larger than this machine's: the tests judge
+/// which kernel is faster, so the inputs must come from memory.
+fn cache() -> tempfile::TempDir {
+    cache_with_llc(64 << 20)
+}
 
 const SECRET: &str = "sk-ollie-test-secret-0123";
 
