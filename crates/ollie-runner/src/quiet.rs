@@ -95,6 +95,20 @@ mod tests {
         stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap()
     }
 
+    /// The state of `pid` once it is `want` (`is`) or is not (`!is`), polling up to 5 s: a
+    /// process in an uninterruptible wait (`D`: its program still being read from disk under
+    /// load) takes a signal only when the wait ends.
+    fn settled(pid: u32, want: char, is: bool) -> char {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let s = state_of(pid);
+            if (s == want) == is || std::time::Instant::now() > deadline {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[test]
     fn a_registered_group_is_stopped_while_quiet_and_the_time_is_counted() {
         // A busy process standing for a compiler, in a process group of its own.
@@ -104,17 +118,15 @@ mod tests {
         let before = quiet_so_far();
         let quiet = Quiet::begin();
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(state_of(pid), 'T', "stopped while quiet");
+        assert_eq!(settled(pid, 'T', true), 'T', "stopped while quiet");
         drop(quiet);
-        std::thread::sleep(Duration::from_millis(20));
-        assert_ne!(state_of(pid), 'T', "continued after");
+        assert_ne!(settled(pid, 'T', false), 'T', "continued after");
         assert!(quiet_so_far() - before >= Duration::from_millis(50));
         // Registered while quiet: stopped at once.
         let quiet = Quiet::begin();
         drop(registered);
         let registered = Registered::new(pid as i32);
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(state_of(pid), 'T');
+        assert_eq!(settled(pid, 'T', true), 'T', "stopped when registered while quiet");
         drop(quiet);
         drop(registered);
         child.kill().unwrap();
