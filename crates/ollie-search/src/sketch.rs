@@ -289,7 +289,7 @@ impl Builder {
     /// before), each loop doing at least [`INSIDE`] statements' work on threads, or, for a
     /// reduction, its [`CHUNKS`] chunks (`rfactor`). Whether any loop took threads.
     fn parallelize_inside(&mut self, top: VarId) -> bool {
-        let Some(body) = find_loop(&self.nest.body, top).map(|s| chain_body(s).to_vec()) else { return false };
+        let Some(body) = find_loop(&self.nest.body, top).map(|s| tile::chain(s).1.to_vec()) else { return false };
         let mut any = false;
         for s in &body {
             let Stmt::Loop { var, extent, .. } = s else { continue };
@@ -382,29 +382,15 @@ fn find_loop(body: &[Stmt], var: VarId) -> Option<&Stmt> {
     })
 }
 
-/// The body at the end of the chain of loops from loop `s`, each the whole body of the one
-/// before.
-fn chain_body(s: &Stmt) -> &[Stmt] {
-    let mut body = std::slice::from_ref(s);
-    while let [Stmt::Loop { body: inner, .. }] = body {
-        body = inner;
-    }
-    body
-}
-
 /// The chain of loops from loop `var`, each the whole body of the one before: variable, extent,
 /// and whether it is flat (no loop inside).
 fn chain_loops(body: &[Stmt], var: VarId) -> Vec<(VarId, usize, bool)> {
-    let mut out = Vec::new();
-    let mut next = find_loop(body, var);
-    while let Some(Stmt::Loop { var, extent, body, .. }) = next {
-        out.push((*var, *extent, !body.iter().any(|s| matches!(s, Stmt::Loop { .. }))));
-        next = match body.as_slice() {
-            [inner @ Stmt::Loop { .. }] => Some(inner),
-            _ => None,
-        };
-    }
-    out
+    let Some(s) = find_loop(body, var) else { return Vec::new() };
+    let (loops, inner) = tile::chain(s);
+    // Only the last can be flat: each other loop's whole body is a loop.
+    let flat = !inner.iter().any(|s| matches!(s, Stmt::Loop { .. }));
+    let last = loops.len().saturating_sub(1);
+    loops.into_iter().enumerate().map(|(k, (v, n))| (v, n, k == last && flat)).collect()
 }
 
 /// The chunks `rfactor` splits a top-level reduction into: a few per thread on this project's

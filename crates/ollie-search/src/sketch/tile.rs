@@ -70,7 +70,7 @@ pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
 
 /// The loops from `s` inward while each is the whole body of the one before (variables and
 /// extents, outermost first), and the innermost one's body.
-fn chain(s: &Stmt) -> (Vec<(VarId, usize)>, &[Stmt]) {
+pub(super) fn chain(s: &Stmt) -> (Vec<(VarId, usize)>, &[Stmt]) {
     let mut loops = Vec::new();
     let mut body = std::slice::from_ref(s);
     while let [Stmt::Loop { var, extent, body: inner, .. }] = body {
