@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def cum(x: "f32[4, 8]"):
-    return np.cumsum(x, axis=-1)
+def sort(x: "f32[4, 8]"):
+    return np.sort(x, axis=-1)

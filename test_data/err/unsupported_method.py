@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def cum(x: "f32[4, 8]"):
-    return x.cumsum(axis=-1)
+def best(x: "f32[4, 8]"):
+    return x.argmax(axis=-1)

@@ -72,7 +72,7 @@ pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> B
             Ok(Err(screened)) => Err((Reason::from(&screened), screened.to_string())),
             Err(e) => Err((Reason::CompileError, e.to_string())),
         },
-        Kernel::Scheduled(_) => Ok(()),
+        Kernel::Scheduled(_) | Kernel::Rewritten { .. } => Ok(()),
     };
     let library = screened.and_then(|()| match compiler.compile(&source, &flags) {
         Ok(c) => Ok(c.library),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ollie_graph::{Graph, Tensor};
 use ollie_runner::{Compiler, Runner};
-use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Search, SearchConfig, Sketch};
+use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Rewrite, Search, SearchConfig, Sketch};
 use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Store, TimingRecord};
 use ollie_verify::{BenchConfig, Oracle, VerifyConfig};
 use sha2::Digest;
@@ -23,7 +23,7 @@ use crate::progress::Progress;
 use crate::{counterexamples, report, setup, user_error, Error, Note, Reason};
 
 /// The proposers `optimize` knows.
-pub const PROPOSERS: &[&str] = &["mutate", "sketch", "llm"];
+pub const PROPOSERS: &[&str] = &["mutate", "sketch", "rewrite", "llm"];
 
 /// The store's file in the output directory.
 pub const STORE_FILE: &str = "ollie.db";
@@ -166,6 +166,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             source,
             flags: flags.join(" "),
             schedule: initial.schedule_text(),
+            graph: String::new(),
             parent: None,
             proposer: "naive".into(),
             at_seconds: 0.0,
@@ -200,6 +201,12 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let target = crate::sketch_target(machine.float_lanes());
     let mut mutate = Mutate::new(naive.clone()).with_tiles(target);
     let mut sketch = Sketch::new(&naive, &target);
+    // Saturation takes a few seconds at most; a search without the proposer skips it.
+    let mut rewrite = o.proposers.iter().any(|n| n == "rewrite").then(|| {
+        let (variants, rewritten) = Rewrite::variants_of(graph);
+        tracing::info!(variants = variants.len(), stop = %rewritten.stop, fired = ?rewritten.fired, "rewriting saturated");
+        Rewrite::new(naive.clone(), variants, &target)
+    });
     let (mut llm, llm_watch) = match o.llm.clone() {
         Some(options) => {
             let calls = store.llm_calls(run.id).context("reading the store")?;
@@ -224,6 +231,9 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     }
     if o.proposers.iter().any(|n| n == "sketch") {
         list.push(&mut sketch);
+    }
+    if let Some(r) = rewrite.as_mut() {
+        list.push(r);
     }
     if let Some(l) = llm.as_mut() {
         list.push(l);
@@ -360,6 +370,7 @@ impl Chain<'_> {
             source: note.source,
             flags: note.flags.join(" "),
             schedule: event.candidate.schedule_text(),
+            graph: event.candidate.graph_text(),
             parent: Some(self.current_id),
             proposer: event.proposer,
             at_seconds: self.elapsed(),
@@ -393,7 +404,7 @@ impl Chain<'_> {
 
 /// The kernel a stored candidate is.
 pub(crate) fn stored_kernel(c: &Candidate) -> Result<Kernel, Error> {
-    Ok(Kernel::from_stored(&c.schedule, &c.source, &c.flags).context("a stored schedule does not parse")?)
+    Ok(Kernel::from_stored(&c.schedule, &c.source, &c.flags, &c.graph).context("a stored kernel does not read back")?)
 }
 
 /// An option a run was started with, as stored in its options (the default where it is missing

@@ -177,6 +177,14 @@ impl Chunks {
                         Carry::Whole
                     }
                 },
+                Op::Scan { axis, .. } => match args[0] {
+                    Carry::Rows(k) if k != *axis => Carry::Rows(k),
+                    Carry::Rows(_) => return None,
+                    _ => {
+                        whole(&mut needs)?;
+                        Carry::Whole
+                    }
+                },
                 Op::Einsum(spec) => {
                     // One label carries the rows, in the output and in every operand that has it.
                     let mut labels: Vec<u8> = args.iter().zip(&spec.inputs).filter_map(|(c, l)| rows_of(c).map(|k| l[k])).collect();

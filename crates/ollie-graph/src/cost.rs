@@ -18,34 +18,44 @@ pub struct Cost {
 
 impl Graph {
     pub fn cost(&self) -> Cost {
-        let mut flops = 0.0;
-        for node in &self.nodes {
-            let out = node.ty.num_elements() as f64;
-            flops += match &node.op {
-                Op::Unary(_) => out,
-                Op::Binary(b) => match b {
-                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => out,
-                },
-                Op::Reduce { .. } => self.ty(node.args[0]).num_elements() as f64 - out,
-                Op::Einsum(spec) => {
-                    let mut size = [1usize; 128];
-                    for (labels, &a) in spec.inputs.iter().zip(&node.args) {
-                        for (&l, &n) in labels.iter().zip(&self.ty(a).shape) {
-                            size[l as usize] = n;
-                        }
-                    }
-                    let mut labels: Vec<u8> = spec.inputs.iter().flatten().copied().collect();
-                    labels.sort_unstable();
-                    labels.dedup();
-                    let terms: f64 = labels.iter().map(|&l| size[l as usize] as f64).product();
-                    terms * spec.inputs.len() as f64
+        let flops = self.nodes.iter().map(|node| {
+            let args: Vec<&crate::TensorType> = node.args.iter().map(|&a| self.ty(a)).collect();
+            flops(&node.op, &args, &node.ty)
+        });
+        let inputs: f64 = self.params.iter().map(|p| bytes(&p.ty)).sum();
+        let outputs: f64 = self.outputs.iter().map(|&o| bytes(self.ty(o))).sum();
+        Cost { flops: flops.sum(), min_bytes: inputs + outputs }
+    }
+}
+
+/// The bytes of a tensor of type `ty` (booleans and integers count as 4).
+pub fn bytes(ty: &crate::TensorType) -> f64 {
+    ty.num_elements() as f64 * if ty.dtype == crate::DType::F64 { 8.0 } else { 4.0 }
+}
+
+/// The arithmetic operations of one op over operands of types `args` (see [`Cost::flops`]).
+pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f64 {
+    let out = ty.num_elements() as f64;
+    match op {
+        Op::Unary(_) => out,
+        Op::Binary(b) => match b {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => out,
+        },
+        Op::Reduce { .. } => args[0].num_elements() as f64 - out,
+        Op::Scan { axis, .. } => out - (out / ty.shape[*axis].max(1) as f64),
+        Op::Einsum(spec) => {
+            let mut size = [1usize; 128];
+            for (labels, a) in spec.inputs.iter().zip(args) {
+                for (&l, &n) in labels.iter().zip(&a.shape) {
+                    size[l as usize] = n;
                 }
-                _ => 0.0,
-            };
+            }
+            let mut labels: Vec<u8> = spec.inputs.iter().flatten().copied().collect();
+            labels.sort_unstable();
+            labels.dedup();
+            let terms: f64 = labels.iter().map(|&l| size[l as usize] as f64).product();
+            terms * spec.inputs.len() as f64
         }
-        let bytes = |dtype: crate::DType| if dtype == crate::DType::F64 { 8.0 } else { 4.0 };
-        let inputs: f64 = self.params.iter().map(|p| p.ty.num_elements() as f64 * bytes(p.ty.dtype)).sum();
-        let outputs: f64 = self.outputs.iter().map(|&o| self.ty(o).num_elements() as f64 * bytes(self.ty(o).dtype)).sum();
-        Cost { flops, min_bytes: inputs + outputs }
+        _ => 0.0,
     }
 }

@@ -11,7 +11,7 @@ use crate::ty::{DType, TensorType};
 /// An einsum with explicit output: one label string per operand, and the output's labels.
 /// Labels are ASCII letters; none repeats within one operand or within the output, and every
 /// output label appears in some operand. Labels absent from the output are summed over.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EinsumSpec {
     pub inputs: Vec<Vec<u8>>,
     pub output: Vec<u8>,
@@ -32,6 +32,23 @@ impl EinsumSpec {
         let spec = EinsumSpec { inputs, output: labels(rhs)? };
         spec.check_labels()?;
         Ok(spec)
+    }
+
+    /// The same contraction with its labels renamed `a`, `b`, ... in order of first appearance
+    /// (operands, then the output): equal contractions written with other letters compare equal.
+    pub fn canonical(&self) -> EinsumSpec {
+        let mut map = [0u8; 128];
+        let mut next = 0u8;
+        let mut rename = |l: u8| {
+            if map[l as usize] == 0 {
+                map[l as usize] = if next < 26 { b'a' + next } else { b'A' + next - 26 };
+                next += 1;
+            }
+            map[l as usize]
+        };
+        let inputs = self.inputs.iter().map(|labels| labels.iter().map(|&l| rename(l)).collect()).collect();
+        let output = self.output.iter().map(|&l| rename(l)).collect();
+        EinsumSpec { inputs, output }
     }
 
     fn check_labels(&self) -> Result<(), String> {

@@ -127,6 +127,8 @@ fn binary_allowance(b: BinaryOp) -> f64 {
 fn summed(op: &Op, v: &[ArrayViewD<f64>]) -> usize {
     match op {
         Op::Reduce { axes, .. } => axes.iter().map(|&a| v[0].shape()[a]).product(),
+        // The longest of its running sums.
+        Op::Scan { axis, .. } => v[0].shape()[*axis],
         Op::Einsum(spec) => {
             let mut size = [1usize; 128];
             for (labels, t) in spec.inputs.iter().zip(v) {
@@ -160,6 +162,7 @@ fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[
             let abs = v[0].mapv(f64::abs);
             Some(apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[abs.view()], &[]) * sum_factor(summed(op, v)))
         }
+        Op::Scan { .. } => Some(apply(op, &[v[0].mapv(f64::abs).view()], &[]) * sum_factor(summed(op, v))),
         Op::Einsum(spec) => Some(apply(op, &abs.iter().map(|t| t.view()).collect::<Vec<_>>(), &[]) * einsum_roundings(spec, summed(op, v))),
         _ => None,
     }
@@ -177,7 +180,7 @@ fn own_underflow(op: &Op, dtype: DType, value: &ArrayViewD<f64>, v: &[ArrayViewD
         Op::Constant { .. } => 1.0,
         Op::Unary(u) if unary_allowance(*u) > 0.0 => 1.0,
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
-        Op::Reduce { op: ReduceOp::Sum, .. } => sum_factor(summed(op, v)),
+        Op::Reduce { op: ReduceOp::Sum, .. } | Op::Scan { .. } => sum_factor(summed(op, v)),
         Op::Einsum(spec) => einsum_roundings(spec, summed(op, v)),
         _ => return None,
     };
@@ -197,6 +200,8 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
         Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) => return None,
         // Data movement: errors move with the values.
         Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, &ev, inputs),
+        // Linear: the running sums of the errors.
+        Op::Scan { .. } => apply(op, &ev, inputs),
         Op::Select => Zip::from(&v[0]).and(&ev[1]).and(&ev[2]).map_collect(|&c, &a, &b| if c != 0.0 { a } else { b }),
         Op::Unary(u) => Zip::from(value).and(&v[0]).and(&ev[0]).map_collect(|&f, &a, &ea| match u {
             UnaryOp::Neg | UnaryOp::Abs => ea,

@@ -14,7 +14,7 @@ mod ty;
 
 pub use check::check;
 pub use chunk::{evaluate_with_error_bounds_chunked, Chunks, CHUNK_ELEMENTS};
-pub use cost::Cost;
+pub use cost::{bytes, flops, Cost};
 pub use einsum::EinsumSpec;
 pub use graph::{Graph, GraphError, Node, NodeId, Param};
 pub use error_bound::{evaluate_with_error_bounds, ErrorBound};

@@ -4,7 +4,7 @@ use crate::einsum::EinsumSpec;
 use crate::ty::{DType, TensorType};
 use crate::GraphError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum UnaryOp {
     Neg,
     Exp,
@@ -14,7 +14,7 @@ pub enum UnaryOp {
     Abs,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BinaryOp {
     Add,
     Sub,
@@ -27,7 +27,7 @@ pub enum BinaryOp {
     Min,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CmpOp {
     Lt,
     Le,
@@ -37,7 +37,7 @@ pub enum CmpOp {
     Ne,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ReduceOp {
     Sum,
     Max,
@@ -45,7 +45,7 @@ pub enum ReduceOp {
 }
 
 /// One axis of a strided slice: output index `i` reads input index `start + i * step`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SliceAxis {
     pub start: usize,
     pub step: i64,
@@ -69,7 +69,10 @@ impl SliceAxis {
 
 /// A tensor operation. Attributes that equal the result type (a reshape's target shape, a
 /// cast's dtype) live in the op so that its type can be inferred; the text form elides them.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Ops are hashable and totally ordered (an e-graph needs both): a constant compares by the bits
+/// of its value, so `-0.0` and `0.0` are different ops and a NaN equals itself.
+#[derive(Clone, Debug)]
 pub enum Op {
     /// The kernel's `index`-th parameter.
     Input { index: usize },
@@ -93,7 +96,80 @@ pub enum Op {
     Concat { axis: usize },
     /// Reduce over `axes` (sorted, unique); the reduced axes are removed.
     Reduce { op: ReduceOp, axes: Vec<usize> },
+    /// Running sum along `axis` (numpy `cumsum`): element `k` is the sum of elements `0..=k`, or
+    /// of `0..k` when `exclusive`; with `reverse`, of `k..n` (or `k+1..n`).
+    Scan { axis: usize, reverse: bool, exclusive: bool },
     Einsum(EinsumSpec),
+}
+
+/// `Op` with its constant as bits: the form equality, hashing and ordering look at.
+#[derive(PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum OpKey<'a> {
+    Input(usize),
+    Constant(u64, DType),
+    Iota(&'a [usize], usize, DType),
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CmpOp),
+    Select,
+    Cast(DType),
+    Broadcast(&'a [usize]),
+    Reshape(&'a [usize]),
+    Transpose(&'a [usize]),
+    Slice(&'a [SliceAxis]),
+    Concat(usize),
+    Reduce(ReduceOp, &'a [usize]),
+    Scan(usize, bool, bool),
+    Einsum(&'a EinsumSpec),
+}
+
+impl Op {
+    fn key(&self) -> OpKey<'_> {
+        match self {
+            Op::Input { index } => OpKey::Input(*index),
+            Op::Constant { value, dtype } => OpKey::Constant(value.to_bits(), *dtype),
+            Op::Iota { shape, axis, dtype } => OpKey::Iota(shape, *axis, *dtype),
+            Op::Unary(u) => OpKey::Unary(*u),
+            Op::Binary(b) => OpKey::Binary(*b),
+            Op::Compare(c) => OpKey::Compare(*c),
+            Op::Select => OpKey::Select,
+            Op::Cast { dtype } => OpKey::Cast(*dtype),
+            Op::Broadcast { shape } => OpKey::Broadcast(shape),
+            Op::Reshape { shape } => OpKey::Reshape(shape),
+            Op::Transpose { perm } => OpKey::Transpose(perm),
+            Op::Slice { axes } => OpKey::Slice(axes),
+            Op::Concat { axis } => OpKey::Concat(*axis),
+            Op::Reduce { op, axes } => OpKey::Reduce(*op, axes),
+            Op::Scan { axis, reverse, exclusive } => OpKey::Scan(*axis, *reverse, *exclusive),
+            Op::Einsum(spec) => OpKey::Einsum(spec),
+        }
+    }
+}
+
+impl PartialEq for Op {
+    fn eq(&self, other: &Op) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Op {}
+
+impl std::hash::Hash for Op {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state)
+    }
+}
+
+impl PartialOrd for Op {
+    fn partial_cmp(&self, other: &Op) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Op {
+    fn cmp(&self, other: &Op) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
 }
 
 impl UnaryOp {
@@ -197,7 +273,8 @@ impl Op {
             | Op::Reshape { .. }
             | Op::Transpose { .. }
             | Op::Slice { .. }
-            | Op::Reduce { .. } => Some(1),
+            | Op::Reduce { .. }
+            | Op::Scan { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) => Some(2),
             Op::Select => Some(3),
             Op::Concat { .. } | Op::Einsum(_) => None,
@@ -221,6 +298,7 @@ impl Op {
             Op::Slice { .. } => "slice",
             Op::Concat { .. } => "concat",
             Op::Reduce { op, .. } => op.name(),
+            Op::Scan { .. } => "cumsum",
             Op::Einsum(_) => "einsum",
         }
     }
@@ -331,6 +409,13 @@ impl Op {
                     (_, d) => d,
                 };
                 TensorType::new(dtype, shape)
+            }
+            Op::Scan { axis, .. } => {
+                if *axis >= args[0].rank() {
+                    return Err(self.error(format!("axis {axis} out of range for {}", args[0])));
+                }
+                let dtype = if args[0].dtype == DType::Bool { DType::I64 } else { args[0].dtype };
+                TensorType::new(dtype, args[0].shape.clone())
             }
             Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,
         };

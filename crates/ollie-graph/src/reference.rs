@@ -160,9 +160,31 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             }
             out.unwrap_or_else(|| a.into_owned())
         }
+        Op::Scan { axis, reverse, exclusive } => scan(args[0].view(), *axis, *reverse, *exclusive),
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
     };
     CowArray::from(owned)
+}
+
+/// numpy's `cumsum` along `axis`, optionally from the end and excluding each element itself.
+pub(crate) fn scan(a: ArrayViewD<f64>, axis: usize, reverse: bool, exclusive: bool) -> Tensor {
+    let mut out = a.to_owned();
+    for mut lane in out.lanes_mut(Axis(axis)) {
+        let n = lane.len();
+        let mut running = 0.0;
+        for step in 0..n {
+            let k = if reverse { n - 1 - step } else { step };
+            let x = lane[k];
+            if exclusive {
+                lane[k] = running;
+                running += x;
+            } else {
+                running += x;
+                lane[k] = running;
+            }
+        }
+    }
+    out
 }
 
 fn reduce_axis(a: ArrayViewD<f64>, op: ReduceOp, axis: Axis) -> Tensor {

@@ -38,6 +38,9 @@ impl fmt::Display for Graph {
                 }
                 Op::Concat { axis } => write!(f, "[{axis}]")?,
                 Op::Reduce { axes, .. } => write!(f, "[{}]", join(axes))?,
+                Op::Scan { axis, reverse, exclusive } => {
+                    write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
+                }
                 Op::Einsum(spec) => write!(f, "[{spec}]")?,
                 Op::Unary(_)
                 | Op::Binary(_)
@@ -146,6 +149,19 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
             "reshape" => Op::Reshape { shape: ty.shape.clone() },
             "transpose" => Op::Transpose { perm: parse_list(need_attr()?)? },
             "concat" => Op::Concat { axis: parse_num(need_attr()?)? },
+            "cumsum" => {
+                let mut parts = need_attr()?.split(',').map(str::trim);
+                let axis = parse_num(parts.next().unwrap_or(""))?;
+                let (mut reverse, mut exclusive) = (false, false);
+                for flag in parts {
+                    match flag {
+                        "reverse" => reverse = true,
+                        "exclusive" => exclusive = true,
+                        _ => return Err(format!("unknown cumsum flag `{flag}`")),
+                    }
+                }
+                Op::Scan { axis, reverse, exclusive }
+            }
             "einsum" => Op::Einsum(EinsumSpec::parse(need_attr()?)?),
             "slice" => {
                 let attr = need_attr()?;

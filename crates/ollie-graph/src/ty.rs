@@ -4,7 +4,7 @@ use std::fmt;
 
 /// Element type of a tensor. The reference evaluates every dtype in float64; the dtype records
 /// what numpy would produce and what the kernel ABI delivers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     F32,
     F64,

@@ -76,7 +76,7 @@ fn materialized(graph: &Graph) -> Vec<bool> {
     for id in graph.ids() {
         let node = graph.node(id);
         m[id.index()] = match &node.op {
-            Op::Input { .. } | Op::Reduce { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
+            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
             Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
         };
@@ -191,6 +191,34 @@ impl Lowering<'_> {
                         let acc = Expr::Load { buffer, offset: offset.clone() };
                         let value = Expr::Binary(combine, Box::new(acc), Box::new(l.access(operand, &full)));
                         vec![Stmt::Store { buffer, offset: offset.clone(), value }]
+                    }));
+                    stmts
+                })
+            }
+            Op::Scan { axis, reverse, exclusive } => {
+                // Each lane along `axis` in order, its running sum in an accumulator of its own
+                // (`s5`, one element per lane): each element is the sum after adding the
+                // operand's (before, when exclusive).
+                let (axis, reverse, exclusive) = (*axis, *reverse, *exclusive);
+                let operand = node.args[0];
+                let n = shape[axis];
+                let outer: Vec<usize> = shape.iter().enumerate().filter(|&(d, _)| d != axis).map(|(_, &e)| e).collect();
+                let running = self.add_buffer(format!("s{}", id.0), BufferKind::Temp, node.ty.dtype, outer.clone());
+                self.nest_over(&outer, |l, outer_index| {
+                    let lane = flat(&outer, outer_index);
+                    let acc = || Expr::Load { buffer: running, offset: lane.clone() };
+                    let mut stmts = vec![Stmt::Store { buffer: running, offset: lane.clone(), value: Expr::Const(0.0) }];
+                    stmts.extend(l.nest_over(&[n], |l, k| {
+                        let along = if reverse { Affine::constant(n as i64 - 1).add_scaled(&k[0], -1) } else { k[0].clone() };
+                        let mut o = outer_index.iter();
+                        let index: Vec<Affine> = (0..shape.len()).map(|d| if d == axis { along.clone() } else { o.next().unwrap().clone() }).collect();
+                        let add = Stmt::Store {
+                            buffer: running,
+                            offset: lane.clone(),
+                            value: Expr::Binary(ollie_graph::BinaryOp::Add, Box::new(acc()), Box::new(l.access(operand, &index))),
+                        };
+                        let store = Stmt::Store { buffer, offset: flat(&shape, &index), value: acc() };
+                        if exclusive { vec![store, add] } else { vec![add, store] }
                     }));
                     stmts
                 })
@@ -317,7 +345,7 @@ impl Lowering<'_> {
                     from.iter().map(|&n| if n == 1 { Affine::constant(0) } else { kept.next().expect("unit reshape") }).collect();
                 self.access(arg(0), &inner)
             }
-            Op::Input { .. } | Op::Reduce { .. } | Op::Einsum(_) | Op::Concat { .. } => {
+            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::Einsum(_) | Op::Concat { .. } => {
                 unreachable!("{} is always materialized", node.op.name())
             }
         }

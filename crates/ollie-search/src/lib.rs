@@ -4,16 +4,18 @@
 //!
 //! The search knows nothing of runners or stores: proposers and the evaluator are traits the
 //! driver implements (and so are its tests). The candidate the driver searches over, `Kernel`,
-//! `mutate`, the proposer over schedules, and `sketch`, whole schedules from structural rules, live
-//! here.
+//! `mutate`, the proposer over schedules, `sketch`, whole schedules from structural rules, and
+//! `rewrite`, kernels for the graphs algebraic rewriting finds, live here.
 
 pub mod cost;
 mod kernel;
 mod mutate;
+mod rewrite;
 mod search;
 mod sketch;
 
-pub use kernel::{EmitError, Kernel};
+pub use kernel::{EmitError, Kernel, StoredError, Variant};
 pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
+pub use rewrite::Rewrite;
 pub use sketch::{sketches, Caches, Sketch, Target};
 pub use search::{Evaluation, Event, Evaluate, Proposal, Propose, Search, SearchConfig, StopReason};

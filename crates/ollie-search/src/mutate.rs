@@ -203,21 +203,21 @@ fn mutate_flags(flags: &mut Vec<String>, rng: &mut ChaCha8Rng) {
 }
 
 impl Mutate {
-    /// A mutation of `current`'s schedule.
-    fn schedule(&self, current: &Schedule, rng: &mut ChaCha8Rng) -> Option<Schedule> {
-        let nest = current.apply(&self.naive).ok()?;
+    /// A mutation of `current`, a schedule of `naive`.
+    fn schedule(&self, naive: &LoopNest, current: &Schedule, rng: &mut ChaCha8Rng) -> Option<Schedule> {
+        let nest = current.apply(naive).ok()?;
         for _ in 0..64 {
             let mut next = current.clone();
             // A tenth removals, a tenth resizes, three tenths flags, the rest new steps.
             match rng.random_range(0..11) {
                 0 if !next.steps.is_empty() => {
                     next.steps.remove(rng.random_range(0..next.steps.len()));
-                    if next.apply(&self.naive).is_err() {
+                    if next.apply(naive).is_err() {
                         continue;
                     }
                 }
                 10 if self.target.is_some() && rng.random_range(0..2) == 0 && next.steps.iter().any(|s| matches!(s, Step::Registers { .. })) => {
-                    next = crate::sketch::retiled(&self.naive, self.target.as_ref().expect("checked"), rng)?;
+                    next = crate::sketch::retiled(naive, self.target.as_ref().expect("checked"), rng)?;
                 }
                 10 => {
                     // A size the schedule chose, halved or doubled: a register tile's rows or
@@ -227,7 +227,7 @@ impl Mutate {
                     let Some(k) = pick(rng, &sized) else { continue };
                     let n = size(&mut next.steps[k]).expect("a sized step");
                     *n = if rng.random_range(0..2) == 0 { *n * 2 } else { *n / 2 };
-                    if *n < 2 || next.apply(&self.naive).is_err() {
+                    if *n < 2 || next.apply(naive).is_err() {
                         continue;
                     }
                 }
@@ -272,9 +272,9 @@ impl<N> Propose<Kernel, N> for Mutate {
     }
 
     fn propose(&mut self, current: &Kernel, rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
-        let next = match current {
-            Kernel::Scheduled(schedule) => self.schedule(schedule, rng).map(Kernel::Scheduled),
-            Kernel::Written { source, flags } => {
+        let next = match (current.scheduled(&self.naive), current) {
+            (Some((schedule, naive)), _) => self.schedule(naive, schedule, rng).map(|s| current.with_schedule(s)),
+            (None, Kernel::Written { source, flags }) => {
                 let mut next = flags.clone();
                 for _ in 0..8 {
                     mutate_flags(&mut next, rng);
@@ -284,6 +284,7 @@ impl<N> Propose<Kernel, N> for Mutate {
                 }
                 (next != *flags).then(|| Kernel::Written { source: source.clone(), flags: next })
             }
+            (None, _) => None,
         };
         next.map_or(Proposal::NotNow, Proposal::Candidate)
     }
@@ -312,7 +313,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (mut cached, mut expanded) = (false, false);
         for _ in 0..500 {
-            let Some(next) = mutate.schedule(&initial_schedule(), &mut rng) else { continue };
+            let Some(next) = mutate.schedule(&naive, &initial_schedule(), &mut rng) else { continue };
             next.apply(&naive).unwrap();
             cached |= next.steps.iter().any(|s| matches!(s, Step::Cache { .. }));
             expanded |= next.steps.iter().any(|s| matches!(s, Step::Expand { .. }));
@@ -332,7 +333,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let mut resized = std::collections::HashSet::new();
         for _ in 0..400 {
-            let Some(next) = mutate.schedule(&first, &mut rng) else { continue };
+            let Some(next) = mutate.schedule(&naive, &first, &mut rng) else { continue };
             let nest = next.apply(&naive).unwrap();
             if shape(&next) != shape(&first) && nest.buffers.iter().any(|b| b.registers.is_some()) {
                 resized.insert(shape(&next));

@@ -10,7 +10,7 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "clip", "concatenate", "divide", "einsum", "exp",
+    "abs", "absolute", "add", "amax", "amin", "arange", "clip", "concatenate", "cumsum", "divide", "einsum", "exp",
     "expand_dims", "float32", "float64", "full", "full_like", "log", "matmul", "max", "maximum",
     "mean", "min", "minimum", "multiply", "negative", "ones", "ones_like", "power", "reshape",
     "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "tanh",
@@ -19,7 +19,7 @@ pub const FUNCTIONS: &[&str] = &[
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] =
-    &["astype", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
+    &["astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
 
 pub fn supported_functions_help() -> String {
     format!("supported numpy functions: {}", FUNCTIONS.join(", "))
@@ -165,6 +165,10 @@ impl Builder<'_> {
                 }
                 self.einsum(first, args.positional[1..].to_vec(), call)
             }
+            "cumsum" => {
+                let (a, axis) = bind!("a", "axis");
+                self.cumsum(required(a, &fname, "a", call)?, axis, call)
+            }
             "transpose" => {
                 let (a, axes) = bind!("a", "axes");
                 self.transpose(required(a, &fname, "a", call)?, axes, call)
@@ -251,6 +255,12 @@ impl Builder<'_> {
             "sum" | "max" | "min" | "mean" | "var" | "std" => {
                 let bound = args.bind(&mname, Some(receiver), &reduction_params(name, "self"))?;
                 self.reduction_call(name, &mname, bound, call)
+            }
+            "cumsum" => {
+                let bound = args.bind(&mname, Some(receiver), &["self", "axis"])?;
+                let mut it = bound.into_iter();
+                let (a, axis) = (it.next().unwrap(), it.next().unwrap());
+                self.cumsum(required(a, &mname, "self", call)?, axis, call)
             }
             "reshape" | "transpose" => {
                 // Both take either one tuple or the items as separate arguments.
@@ -548,6 +558,20 @@ impl Builder<'_> {
         let mut perm: Vec<usize> = (0..rank).collect();
         perm.swap(i, j);
         Ok(Value::Tensor(self.transpose_perm(id, perm, range)?))
+    }
+
+    /// numpy's `cumsum`: along `axis`, or over the flattened array when there is none.
+    fn cumsum(&mut self, a: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
+        let mut id = self.tensor(&a, None)?;
+        let axis = match axis {
+            None | Some(Arg { value: Value::None, .. }) => {
+                let n = self.ty(id).num_elements();
+                id = self.reshape_to(id, &[n], range)?;
+                0
+            }
+            Some(arg) => self.axis(&arg, self.ty(id).rank())?,
+        };
+        Ok(Value::Tensor(self.push(Op::Scan { axis, reverse: false, exclusive: false }, vec![id], range)?))
     }
 
     fn expand_dims(&mut self, a: Arg, axis: Arg, range: TextRange) -> Result<Value> {

@@ -61,6 +61,9 @@ pub struct Candidate {
     pub source: String,
     pub flags: String,
     pub schedule: String,
+    /// The text of the graph the schedule is of, when it is a variant of the spec's (found by
+    /// rewriting); empty for the spec's own graph.
+    pub graph: String,
     pub parent: Option<CandidateId>,
     pub proposer: String,
     /// Search time when its evaluation finished.
@@ -153,6 +156,7 @@ CREATE TABLE IF NOT EXISTS candidates (
     source TEXT NOT NULL,
     flags TEXT NOT NULL,
     schedule TEXT NOT NULL,
+    graph TEXT NOT NULL DEFAULT '',
     parent INTEGER REFERENCES candidates(id),
     proposer TEXT NOT NULL,
     at_seconds REAL NOT NULL,
@@ -209,6 +213,12 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(SCHEMA)?;
+        // Stores written before candidates recorded their graph variant: every candidate there
+        // is of the spec's own graph.
+        let has_graph: bool = conn.prepare("SELECT 1 FROM pragma_table_info('candidates') WHERE name = 'graph'")?.exists([])?;
+        if !has_graph {
+            conn.execute_batch("ALTER TABLE candidates ADD COLUMN graph TEXT NOT NULL DEFAULT ''")?;
+        }
         Ok(Store { conn })
     }
 
@@ -233,7 +243,7 @@ impl Store {
     ) -> Result<CandidateId, StoreError> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO candidates (run, evaluation, source_hash, source, flags, schedule, parent, proposer, at_seconds, moved, new_best) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO candidates (run, evaluation, source_hash, source, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 run.0,
                 candidate.evaluation as i64,
@@ -241,6 +251,7 @@ impl Store {
                 candidate.source,
                 candidate.flags,
                 candidate.schedule,
+                candidate.graph,
                 candidate.parent.map(|p| p.0),
                 candidate.proposer,
                 candidate.at_seconds,
@@ -311,7 +322,7 @@ impl Store {
     pub fn candidates(&self, run: RunId) -> Result<Vec<(CandidateId, Candidate)>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT c.id, c.evaluation, c.source_hash, c.source, c.flags, c.schedule, c.parent, c.proposer, c.at_seconds, c.moved, c.new_best,
-                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate
+                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate, c.graph
              FROM candidates c JOIN verdicts v ON v.candidate = c.id LEFT JOIN timings t ON t.candidate = c.id
              WHERE c.run = ?1 ORDER BY c.id",
         )?;
@@ -328,6 +339,7 @@ impl Store {
                     source: r.get(3)?,
                     flags: r.get(4)?,
                     schedule: r.get(5)?,
+                    graph: r.get(21)?,
                     parent: r.get::<_, Option<i64>>(6)?.map(CandidateId),
                     proposer: r.get(7)?,
                     at_seconds: r.get(8)?,

@@ -81,6 +81,12 @@ enum Command {
         #[command(flatten)]
         spec: SpecArgs,
     },
+    /// Print the graphs algebraic rewriting finds cheaper than the spec's (the `rewrite`
+    /// proposer's variants), how saturation stopped and the rules that fired.
+    Rewrite {
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
     /// Print the naive C kernel the emitter produces (the baseline of every speedup).
     Lower {
         #[command(flatten)]
@@ -187,8 +193,8 @@ enum Command {
         /// Seconds one call may take.
         #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
         timeout: f64,
-        /// The proposers, comma-separated: `mutate`, `sketch`, `llm` (default: mutate and
-        /// sketch, and llm too when --llm-url is given).
+        /// The proposers, comma-separated: `mutate`, `sketch`, `rewrite`, `llm` (default: mutate,
+        /// sketch and rewrite, and llm too when --llm-url is given).
         #[arg(long, value_delimiter = ',', value_name = "NAMES")]
         proposers: Option<Vec<String>>,
         #[command(flatten)]
@@ -378,6 +384,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
+        Command::Rewrite { spec } => load::load(&spec).and_then(|s| stdout(&ollie_rewrite::variants(&s.graph).to_string())),
         Command::Lower { spec, ir, schedule, sketch, steps, lanes } => lower(&spec, ir, schedule.as_deref(), sketch.map(|n| (n, steps, lanes))),
         Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
             bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })

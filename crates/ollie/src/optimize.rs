@@ -27,7 +27,7 @@ pub struct Options {
 
 /// The proposers asked for, checked, and the LLM's options if `llm` is among them.
 fn proposers(o: &Options) -> Result<(Vec<String>, Option<LlmOptions>), Failure> {
-    let mut default = vec!["mutate".to_string(), "sketch".to_string()];
+    let mut default = vec!["mutate".to_string(), "sketch".to_string(), "rewrite".to_string()];
     if o.llm.url.is_some() {
         default.push("llm".into());
     }

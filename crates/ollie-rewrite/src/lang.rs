@@ -1,0 +1,160 @@
+//! The e-graph language over ollie's tensor ops (`ENode`), its analysis (every class's type and,
+//! for a class that is one scalar everywhere, its value), and the translation from a `Graph` into
+//! an e-graph and back from a choice of one node per class.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use egg::{DidMerge, Id, Language};
+use ollie_graph::{Graph, GraphError, NodeId, Op, TensorType};
+
+/// One e-node: a graph op (attributes included) over e-classes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ENode {
+    pub op: Op,
+    pub args: Vec<Id>,
+}
+
+impl Language for ENode {
+    type Discriminant = Op;
+
+    fn discriminant(&self) -> Op {
+        self.op.clone()
+    }
+
+    fn matches(&self, other: &ENode) -> bool {
+        self.op == other.op && self.args.len() == other.args.len()
+    }
+
+    fn children(&self) -> &[Id] {
+        &self.args
+    }
+
+    fn children_mut(&mut self) -> &mut [Id] {
+        &mut self.args
+    }
+}
+
+impl fmt::Display for ENode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.op.name())
+    }
+}
+
+pub type EGraph = egg::EGraph<ENode, Facts>;
+
+/// What every class knows about its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    pub ty: TensorType,
+    /// The value of every element, when the class is a constant seen through broadcasts,
+    /// reshapes and transposes.
+    pub splat: Option<f64>,
+}
+
+/// The analysis: types come from the op's type rule (a parameter's from the graph).
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub params: Vec<TensorType>,
+}
+
+impl egg::Analysis<ENode> for Facts {
+    type Data = Fact;
+
+    fn make(egraph: &mut EGraph, enode: &ENode, _id: Id) -> Fact {
+        let ty = infer(egraph, &enode.op, &enode.args).expect("rules only add well-typed nodes");
+        let splat = match &enode.op {
+            Op::Constant { value, .. } => Some(*value),
+            Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } => egraph[enode.args[0]].data.splat,
+            _ => None,
+        };
+        Fact { ty, splat }
+    }
+
+    fn merge(&mut self, a: &mut Fact, b: Fact) -> DidMerge {
+        debug_assert_eq!(a.ty, b.ty, "rules only union classes of one type");
+        match (a.splat, b.splat) {
+            (None, Some(v)) => {
+                a.splat = Some(v);
+                DidMerge(true, false)
+            }
+            (Some(_), None) => DidMerge(false, true),
+            _ => DidMerge(false, false),
+        }
+    }
+}
+
+/// The type `op` gives over the classes `args`.
+pub fn infer(egraph: &EGraph, op: &Op, args: &[Id]) -> Result<TensorType, GraphError> {
+    if let Op::Input { index } = op {
+        return egraph.analysis.params.get(*index).cloned().ok_or(GraphError::Op { op: "input", message: format!("no parameter {index}") });
+    }
+    let tys: Vec<&TensorType> = args.iter().map(|&a| &egraph[a].data.ty).collect();
+    op.infer(&tys)
+}
+
+/// Adds `op` over `args` if it is well typed; `None` otherwise (a rule's guess that does not
+/// fit the shapes). An einsum's labels are renamed canonically, so that a contraction rules
+/// reach twice with other letters is one node.
+pub fn add(egraph: &mut EGraph, op: Op, args: Vec<Id>) -> Option<Id> {
+    let op = match op {
+        Op::Einsum(spec) => Op::Einsum(spec.canonical()),
+        op => op,
+    };
+    infer(egraph, &op, &args).ok()?;
+    Some(egraph.add(ENode { op, args }))
+}
+
+/// The graph as an e-graph, with the class of each output.
+pub fn from_graph(graph: &Graph) -> (EGraph, Vec<Id>) {
+    let mut egraph = EGraph::new(Facts { params: graph.params.iter().map(|p| p.ty.clone()).collect() });
+    let mut ids: Vec<Id> = Vec::with_capacity(graph.nodes.len());
+    for node in &graph.nodes {
+        let args = node.args.iter().map(|a| ids[a.index()]).collect();
+        ids.push(egraph.add(ENode { op: node.op.clone(), args }));
+    }
+    egraph.rebuild();
+    let roots = graph.outputs.iter().map(|o| egraph.find(ids[o.index()])).collect();
+    (egraph, roots)
+}
+
+/// The graph that picks `choice(class)` in every class reachable from `roots`; `None` when the
+/// choice is cyclic or missing.
+pub fn to_graph(egraph: &EGraph, roots: &[Id], like: &Graph, choice: &dyn Fn(Id) -> Option<ENode>) -> Option<Graph> {
+    let mut graph = Graph::new(like.name.clone(), like.params.clone());
+    // Every parameter keeps its input node, used or not, as the spec's graph has them.
+    let mut built: HashMap<Id, NodeId> = HashMap::new();
+    for (index, _) in like.params.iter().enumerate() {
+        let op = Op::Input { index };
+        let node = graph.push(op.clone(), Vec::new()).ok()?;
+        if let Some(class) = egraph.lookup(ENode { op, args: Vec::new() }) {
+            built.insert(egraph.find(class), node);
+        }
+    }
+    let mut outputs = Vec::new();
+    for &root in roots {
+        outputs.push(build(egraph, egraph.find(root), choice, &mut graph, &mut built, &mut Vec::new())?);
+    }
+    graph.outputs = outputs;
+    graph.prune();
+    Some(graph)
+}
+
+fn build(egraph: &EGraph, class: Id, choice: &dyn Fn(Id) -> Option<ENode>, graph: &mut Graph, built: &mut HashMap<Id, NodeId>, path: &mut Vec<Id>) -> Option<NodeId> {
+    if let Some(&n) = built.get(&class) {
+        return Some(n);
+    }
+    if path.contains(&class) {
+        return None;
+    }
+    path.push(class);
+    let node = choice(class)?;
+    let mut args = Vec::with_capacity(node.args.len());
+    for &a in &node.args {
+        args.push(build(egraph, egraph.find(a), choice, graph, built, path)?);
+    }
+    path.pop();
+    let id = graph.push(node.op, args).ok()?;
+    built.insert(class, id);
+    Some(id)
+}

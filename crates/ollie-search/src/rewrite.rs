@@ -1,0 +1,111 @@
+//! The `rewrite` proposer: kernels for graphs that algebraic rewriting (`ollie-rewrite`) found
+//! equal to the spec's and cheaper by its cost model. It offers each variant's first sketches
+//! (and its naive nest) in turn until each has been measured, then carries the current
+//! kernel's schedule over to another graph — a variant or the spec's own — where it replays:
+//! loops are named in the order the lowering meets them, so a schedule of the shared part of
+//! two graphs usually carries over.
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use ollie_graph::Graph;
+use ollie_loops::LoopNest;
+
+use crate::sketch::{sketches, Target};
+use crate::{initial_schedule, Event, Kernel, Proposal, Propose, Variant};
+
+/// Sketches offered per variant, besides its naive nest.
+const SKETCHES: usize = 3;
+
+pub struct Rewrite {
+    /// The spec's own naive nest.
+    naive: LoopNest,
+    variants: Vec<Variant>,
+    /// Kernels not yet measured.
+    pending: Vec<Kernel>,
+    next: usize,
+    /// Proposals since the search last reported a step: a round gets each pending kernel once.
+    offered: usize,
+}
+
+impl Rewrite {
+    /// Proposes kernels for `variants` (cheapest first) of the graph whose naive nest is
+    /// `naive`, sketched for `target`.
+    pub fn new(naive: LoopNest, variants: Vec<Variant>, target: &Target) -> Rewrite {
+        let per_variant: Vec<Vec<Kernel>> = variants
+            .iter()
+            .map(|v| {
+                let mut schedules = sketches(v.naive(), target);
+                schedules.truncate(SKETCHES);
+                schedules.push(initial_schedule());
+                schedules.dedup();
+                schedules.into_iter().map(|schedule| Kernel::Rewritten { variant: v.clone(), schedule }).collect()
+            })
+            .collect();
+        // Every variant's first sketch, then every variant's second, and so on.
+        let mut pending = Vec::new();
+        for rank in 0..=SKETCHES {
+            pending.extend(per_variant.iter().filter_map(|ks| ks.get(rank).cloned()));
+        }
+        tracing::debug!(variants = variants.len(), kernels = pending.len(), "rewrite proposer ready");
+        Rewrite { naive, variants, pending, next: 0, offered: 0 }
+    }
+
+    /// The lowered variants of `graph` that [`ollie_rewrite::variants`] finds, with what
+    /// saturation reported.
+    pub fn variants_of(graph: &Graph) -> (Vec<Variant>, ollie_rewrite::Rewritten) {
+        let rewritten = ollie_rewrite::variants(graph);
+        let variants = rewritten
+            .variants
+            .iter()
+            .filter_map(|v| match Variant::new(v.graph.clone()) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a rewritten graph does not lower; left out");
+                    None
+                }
+            })
+            .collect();
+        (variants, rewritten)
+    }
+
+    /// `current`'s schedule on another graph, where it replays.
+    fn carry_over(&self, current: &Kernel, rng: &mut ChaCha8Rng) -> Option<Kernel> {
+        let (schedule, _) = current.scheduled(&self.naive)?;
+        // The spec's own graph is the choice past the last variant.
+        let k = rng.random_range(0..self.variants.len() + 1);
+        let next = match self.variants.get(k) {
+            Some(v) => Kernel::Rewritten { variant: v.clone(), schedule: schedule.clone() },
+            None => Kernel::Scheduled(schedule.clone()),
+        };
+        let (s, naive) = next.scheduled(&self.naive).expect("scheduled");
+        (next != *current && s.apply(naive).is_ok()).then_some(next)
+    }
+}
+
+impl<N> Propose<Kernel, N> for Rewrite {
+    fn name(&self) -> &str {
+        "rewrite"
+    }
+
+    fn propose(&mut self, current: &Kernel, rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
+        if self.variants.is_empty() {
+            return Proposal::Exhausted;
+        }
+        if !self.pending.is_empty() {
+            if self.offered >= self.pending.len() {
+                return Proposal::NotNow;
+            }
+            self.offered += 1;
+            let k = self.next % self.pending.len();
+            self.next = k + 1;
+            return Proposal::Candidate(self.pending[k].clone());
+        }
+        self.carry_over(current, rng).map_or(Proposal::NotNow, Proposal::Candidate)
+    }
+
+    fn observe(&mut self, event: &Event<Kernel, N>) {
+        self.offered = 0;
+        self.pending.retain(|k| *k != event.candidate);
+    }
+}
