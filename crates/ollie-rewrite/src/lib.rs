@@ -68,7 +68,7 @@ pub struct Variant {
 /// What saturation found.
 #[derive(Debug, Clone)]
 pub struct Rewritten {
-    /// Graphs the model finds cheaper than the original, cheapest first.
+    /// Graphs equal to the original (and different from it), cheapest first.
     pub variants: Vec<Variant>,
     /// The original graph's modelled cost.
     pub original_cost: f64,
@@ -84,9 +84,12 @@ pub struct Rewritten {
 /// How many variants the search is offered.
 pub const VARIANTS: usize = 4;
 
-/// The variants of `graph` the search is offered: every rule, the default limits.
+/// The variants of `graph` the search is offered: every rule, the default limits, those the
+/// model finds cheaper than the original.
 pub fn variants(graph: &Graph) -> Rewritten {
-    rewrite(graph, &rules::all(), &Limits::default(), VARIANTS)
+    let mut rewritten = rewrite(graph, &rules::all(), &Limits::default(), VARIANTS);
+    rewritten.variants.retain(|v| v.cost < rewritten.original_cost);
+    rewritten
 }
 
 impl std::fmt::Display for Rewritten {
@@ -107,8 +110,8 @@ impl std::fmt::Display for Rewritten {
     }
 }
 
-/// Saturates `graph` with `rules` within `limits` and extracts up to `count` variants cheaper
-/// than it: the cheapest graph, and the graphs that differ from it in the choice for one class.
+/// Saturates `graph` with `rules` within `limits` and extracts up to `count` variants, cheapest
+/// first: the cheapest graph, and the graphs that differ from it in the choice for one class.
 pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> Rewritten {
     let (egraph, roots) = lang::from_graph(graph);
     let runner = Runner::default()
@@ -147,9 +150,7 @@ pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> 
         }
         seen.push(text);
         let cost = graph_cost(&g);
-        if cost < original_cost {
-            found.push(Variant { graph: g, cost });
-        }
+        found.push(Variant { graph: g, cost });
     };
     consider(lang::to_graph(egraph, &roots, graph, &best));
     for class in reachable(egraph, &roots, &best) {

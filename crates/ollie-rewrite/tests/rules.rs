@@ -1,0 +1,467 @@
+//! Every rule of the library, tested two-sided: a graph where it applies is saturated with that
+//! rule alone, and every graph extracted from the result is evaluated by the float64 reference
+//! on random inputs, at several sizes (size 1 and odd sizes among them), against the original.
+//! A rule valid only under a condition has a case just outside it, where it must not fire.
+
+use ollie_graph::{evaluate, parse, Graph, Tensor};
+use ollie_rewrite::{rewrite, rules, Limits};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A graph in text form with `{n}`, `{m}`, `{k}` and `{nm}` (n·m) for sizes; whether the rule
+/// must fire on it, and whether it must at sizes all 1 when that differs (an axis of size 1 is
+/// a broadcast axis too).
+struct Case {
+    rule: &'static str,
+    graph: &'static str,
+    fires: bool,
+    at_ones: Option<bool>,
+}
+
+const SIZES: [(usize, usize, usize); 4] = [(1, 1, 1), (3, 5, 2), (7, 4, 9), (8, 8, 8)];
+
+const CASES: &[Case] = &[
+    Case {
+        rule: "einsum-merge",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}], c: f32[{k},{n}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{k},{n}] = input[c]
+  %3: f32[{n},{k}] = einsum[ij,jk->ik] %0, %1
+  %4: f32[{n},{n}] = einsum[ik,kl->il] %3, %2
+  return %4
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "einsum-split",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}], c: f32[{k},{n}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{k},{n}] = input[c]
+  %3: f32[{n},{n}] = einsum[ij,jk,kl->il] %0, %1, %2
+  return %3
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "einsum-presum",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{n}] = einsum[ij,jk->i] %0, %1
+  return %2
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "einsum-transpose-operand",
+        graph: "kernel k(a: f32[{m},{n}], b: f32[{m},{k}]) {
+  %0: f32[{m},{n}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{n},{m}] = transpose[1,0] %0
+  %3: f32[{n},{k}] = einsum[ij,jk->ik] %2, %1
+  return %3
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "einsum-transpose-result",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{n},{k}] = einsum[ij,jk->ik] %0, %1
+  %3: f32[{k},{n}] = transpose[1,0] %2
+  return %3
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "contraction-scale-out",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[] = const[0.125]
+  %3: f32[{n},{m}] = broadcast %2
+  %4: f32[{n},{m}] = mul %0, %3
+  %5: f32[{n},{k}] = einsum[ij,jk->ik] %4, %1
+  return %5
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // A zero factor must stay where it is (an infinity times it is NaN, not zero).
+    Case {
+        rule: "contraction-scale-out",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[] = const[0.0]
+  %3: f32[{n},{m}] = broadcast %2
+  %4: f32[{n},{m}] = mul %3, %0
+  %5: f32[{n},{k}] = einsum[ij,jk->ik] %4, %1
+  return %5
+}",
+        fires: false,
+        at_ones: None,
+    },
+    Case {
+        rule: "contraction-scale-in",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{n},{k}] = einsum[ij,jk->ik] %0, %1
+  %3: f32[] = const[3.0]
+  %4: f32[{n},{k}] = broadcast %3
+  %5: f32[{n},{k}] = div %2, %4
+  return %5
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "contraction-scale-in",
+        graph: "kernel k(a: f32[{n},{m}], b: f32[{m},{k}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[{m},{k}] = input[b]
+  %2: f32[{n},{k}] = einsum[ij,jk->ik] %0, %1
+  %3: f32[] = const[inf]
+  %4: f32[{n},{k}] = broadcast %3
+  %5: f32[{n},{k}] = div %2, %4
+  return %5
+}",
+        fires: false,
+        at_ones: None,
+    },
+    Case {
+        rule: "sum-scale",
+        graph: "kernel k(a: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[] = const[2.5]
+  %2: f32[{n},{m}] = broadcast %1
+  %3: f32[{n},{m}] = mul %2, %0
+  %4: f32[{n}] = reduce_sum[1] %3
+  return %4
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "sum-scale",
+        graph: "kernel k(a: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[a]
+  %1: f32[] = const[0.0]
+  %2: f32[{n},{m}] = broadcast %1
+  %3: f32[{n},{m}] = mul %2, %0
+  %4: f32[{n}] = reduce_sum[1] %3
+  return %4
+}",
+        fires: false,
+        at_ones: None,
+    },
+    Case {
+        rule: "sum-broadcast",
+        graph: "kernel k(y: f32[{m}]) {
+  %0: f32[{m}] = input[y]
+  %1: f32[{n},{m}] = broadcast %0
+  %2: f32[{m}] = reduce_sum[0] %1
+  return %2
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // Summed along an axis the broadcast did not make: a real sum.
+    Case {
+        rule: "sum-broadcast",
+        graph: "kernel k(y: f32[{m}]) {
+  %0: f32[{m}] = input[y]
+  %1: f32[{n},{m}] = broadcast %0
+  %2: f32[{n}] = reduce_sum[1] %1
+  return %2
+}",
+        fires: false,
+        at_ones: Some(true),
+    },
+    Case {
+        rule: "triangular-scan",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[] = const[1.0]
+  %2: f32[{m},{m}] = broadcast %1
+  %3: i64[{m},{m}] = iota[0]
+  %4: i64[{m},{m}] = iota[1]
+  %5: i64[] = const[0.0]
+  %6: i64[{m},{m}] = broadcast %5
+  %7: i64[{m},{m}] = add %3, %6
+  %8: bool[{m},{m}] = ge %4, %7
+  %9: f32[] = const[0.0]
+  %10: f32[{m},{m}] = broadcast %9
+  %11: f32[{m},{m}] = select %8, %2, %10
+  %12: f32[{n},{m}] = einsum[ij,jk->ik] %0, %11
+  return %12
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // A strict lower triangle on the left: an exclusive running sum down the columns.
+    Case {
+        rule: "triangular-scan",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: i64[{n},{n}] = iota[0]
+  %2: i64[{n},{n}] = iota[1]
+  %3: bool[{n},{n}] = gt %1, %2
+  %4: f32[] = const[1.0]
+  %5: f32[{n},{n}] = broadcast %4
+  %6: f32[] = const[0.0]
+  %7: f32[{n},{n}] = broadcast %6
+  %8: f32[{n},{n}] = select %3, %5, %7
+  %9: f32[{n},{m}] = einsum[ij,jk->ik] %8, %0
+  return %9
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // Ones below the diagonal (select on the complement) to the right: a reversed running sum,
+    // scaled by the triangle's value.
+    Case {
+        rule: "triangular-scan",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: i64[{m},{m}] = iota[0]
+  %2: i64[{m},{m}] = iota[1]
+  %3: bool[{m},{m}] = gt %2, %1
+  %4: f32[] = const[0.0]
+  %5: f32[{m},{m}] = broadcast %4
+  %6: f32[] = const[0.5]
+  %7: f32[{m},{m}] = broadcast %6
+  %8: f32[{m},{m}] = select %3, %5, %7
+  %9: f32[{m},{n}] = einsum[ij,jk->ki] %0, %8
+  return %9
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // A band two off the diagonal is no running sum this rule knows.
+    Case {
+        rule: "triangular-scan",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: i64[{m},{m}] = iota[0]
+  %2: i64[{m},{m}] = iota[1]
+  %3: i64[] = const[2.0]
+  %4: i64[{m},{m}] = broadcast %3
+  %5: i64[{m},{m}] = add %1, %4
+  %6: bool[{m},{m}] = ge %2, %5
+  %7: f32[] = const[1.0]
+  %8: f32[{m},{m}] = broadcast %7
+  %9: f32[] = const[0.0]
+  %10: f32[{m},{m}] = broadcast %9
+  %11: f32[{m},{m}] = select %6, %8, %10
+  %12: f32[{n},{m}] = einsum[ij,jk->ik] %0, %11
+  return %12
+}",
+        fires: false,
+        at_ones: None,
+    },
+    Case {
+        rule: "diagonal-product",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: i64[{m},{m}] = iota[0]
+  %2: i64[{m},{m}] = iota[1]
+  %3: bool[{m},{m}] = eq %1, %2
+  %4: f32[] = const[1.0]
+  %5: f32[{m},{m}] = broadcast %4
+  %6: f32[] = const[0.0]
+  %7: f32[{m},{m}] = broadcast %6
+  %8: f32[{m},{m}] = select %3, %5, %7
+  %9: f32[{n},{m}] = einsum[ij,jk->ik] %0, %8
+  return %9
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "diagonal-product",
+        graph: "kernel k(x: f32[{n},{m}], v: f32[{m},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{m},{m}] = input[v]
+  %2: i64[{m},{m}] = iota[0]
+  %3: i64[{m},{m}] = iota[1]
+  %4: bool[{m},{m}] = eq %2, %3
+  %5: f32[] = const[0.0]
+  %6: f32[{m},{m}] = broadcast %5
+  %7: f32[{m},{m}] = select %4, %1, %6
+  %8: f32[{n},{m}] = einsum[ij,kj->ki] %7, %0
+  return %8
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // The superdiagonal is not a diagonal matrix.
+    Case {
+        rule: "diagonal-product",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: i64[{m},{m}] = iota[0]
+  %2: i64[{m},{m}] = iota[1]
+  %3: i64[] = const[1.0]
+  %4: i64[{m},{m}] = broadcast %3
+  %5: i64[{m},{m}] = add %1, %4
+  %6: bool[{m},{m}] = eq %5, %2
+  %7: f32[] = const[1.0]
+  %8: f32[{m},{m}] = broadcast %7
+  %9: f32[] = const[0.0]
+  %10: f32[{m},{m}] = broadcast %9
+  %11: f32[{m},{m}] = select %6, %8, %10
+  %12: f32[{n},{m}] = einsum[ij,jk->ik] %0, %11
+  return %12
+}",
+        fires: false,
+        at_ones: None,
+    },
+    Case {
+        rule: "transpose-transpose",
+        graph: "kernel k(x: f32[{n},{m},{k}]) {
+  %0: f32[{n},{m},{k}] = input[x]
+  %1: f32[{m},{k},{n}] = transpose[1,2,0] %0
+  %2: f32[{k},{m},{n}] = transpose[1,0,2] %1
+  %3: f32[{n},{m},{k}] = transpose[2,1,0] %2
+  %4: f32[{n},{m},{k}] = exp %3
+  return %4
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "reshape-reshape",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{nm}] = reshape %0
+  %2: f32[{m},{n}] = reshape %1
+  %3: f32[{m},{n}] = exp %2
+  return %3
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "transpose-elementwise",
+        graph: "kernel k(x: f32[{n},{m}], y: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n},{m}] = input[y]
+  %2: f32[{n},{m}] = mul %0, %1
+  %3: f32[{m},{n}] = transpose[1,0] %2
+  return %3
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "elementwise-transpose",
+        graph: "kernel k(x: f32[{n},{m}], y: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n},{m}] = input[y]
+  %2: f32[{m},{n}] = transpose[1,0] %0
+  %3: f32[{m},{n}] = transpose[1,0] %1
+  %4: f32[{m},{n}] = sub %2, %3
+  return %4
+}",
+        fires: true,
+        at_ones: None,
+    },
+    Case {
+        rule: "elementwise-broadcast",
+        graph: "kernel k(y: f32[{m}], z: f32[{n},1]) {
+  %0: f32[{m}] = input[y]
+  %1: f32[{n},1] = input[z]
+  %2: f32[{k},{n},{m}] = broadcast %0
+  %3: f32[{k},{n},{m}] = broadcast %1
+  %4: f32[{k},{n},{m}] = add %2, %3
+  %5: f32[{k},{n},{m}] = exp %4
+  return %5
+}",
+        fires: true,
+        at_ones: Some(false),
+    },
+];
+
+fn instantiate(template: &str, (n, m, k): (usize, usize, usize)) -> Graph {
+    let text = template.replace("{nm}", &(n * m).to_string()).replace("{n}", &n.to_string()).replace("{m}", &m.to_string()).replace("{k}", &k.to_string());
+    parse(&format!("{text}\n")).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn random_inputs(graph: &Graph, rng: &mut ChaCha8Rng) -> Vec<Tensor> {
+    graph
+        .params
+        .iter()
+        .map(|p| {
+            let n = p.ty.num_elements();
+            Tensor::from_shape_vec(p.ty.shape.clone(), (0..n).map(|_| rng.random_range(-2.0..2.0)).collect()).unwrap()
+        })
+        .collect()
+}
+
+/// Every case's rule, alone, on the case's graph at every size: whether it fired, and every
+/// extracted graph equal to the original on random inputs.
+#[test]
+fn every_rule_preserves_values_where_it_fires_and_only_there() {
+    let library = rules::all();
+    let mut failures = Vec::new();
+    for (c, case) in CASES.iter().enumerate() {
+        let rule = library.iter().find(|r| r.name == case.rule).unwrap_or_else(|| panic!("no rule `{}`", case.rule));
+        for sizes in SIZES {
+            let graph = instantiate(case.graph, sizes);
+            let limits = Limits { iterations: 4, ..Limits::default() };
+            let result = rewrite(&graph, std::slice::from_ref(rule), &limits, 64);
+            let fired = result.fired.iter().any(|(name, _)| *name == rule.name);
+            let fires = if sizes == (1, 1, 1) { case.at_ones.unwrap_or(case.fires) } else { case.fires };
+            if fired != fires {
+                failures.push(format!("case {c} ({}) at {sizes:?}: fired {fired}, expected {fires}", case.rule));
+                continue;
+            }
+            if fires && result.variants.is_empty() {
+                failures.push(format!("case {c} ({}) at {sizes:?}: fired but no graph differs", case.rule));
+            }
+            let mut rng = ChaCha8Rng::seed_from_u64(c as u64);
+            for _ in 0..3 {
+                let inputs = random_inputs(&graph, &mut rng);
+                let expected = evaluate(&graph, &inputs).unwrap();
+                for v in &result.variants {
+                    let got = evaluate(&v.graph, &inputs).unwrap();
+                    for (e, g) in expected.iter().zip(&got) {
+                        let scale = e.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                        let worst = e.iter().zip(g.iter()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                        if e.shape() != g.shape() || worst > 1e-9 * scale {
+                            failures.push(format!("case {c} ({}) at {sizes:?}: off by {worst:e} in\n{}", case.rule, v.graph));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The table above covers the whole library: a rule added without a case fails here.
+#[test]
+fn every_rule_has_a_case_where_it_fires() {
+    let missing: Vec<&str> = rules::all().iter().map(|r| r.name).filter(|name| !CASES.iter().any(|c| c.rule == *name && c.fires)).collect();
+    assert!(missing.is_empty(), "rules without a case: {missing:?}");
+}
+
+/// Rule names are unique, and every rule states its identity.
+#[test]
+fn rules_are_named_once_and_documented() {
+    let all = rules::all();
+    for (i, r) in all.iter().enumerate() {
+        assert!(!r.identity.is_empty(), "{} has no identity", r.name);
+        assert!(all[..i].iter().all(|s| s.name != r.name), "{} twice", r.name);
+    }
+}
