@@ -128,6 +128,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let summary = report::Summary {
         candidate: id.0,
         schedule: c.schedule.clone(),
+        graph: c.graph.clone(),
         proposer: c.proposer.clone(),
         flags: built.flags.join(" "),
         naive_seconds: naive,

@@ -26,6 +26,10 @@ pub struct Summary {
     pub proposer: String,
     /// Its schedule's text; empty for a kernel written whole.
     pub schedule: String,
+    /// The text of the graph its schedule is of, when rewriting found it (a variant of the
+    /// spec's graph); empty for the spec's own graph.
+    #[serde(default)]
+    pub graph: String,
     pub flags: String,
     /// The naive kernel's median in the same final interleaved timing.
     pub naive_seconds: f64,
@@ -210,8 +214,15 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     .unwrap();
     if summary.schedule.trim().is_empty() {
         writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nWritten whole, not a schedule of the naive loop nest: its source is `{name}.c`.\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.flags).unwrap();
-    } else {
+    } else if summary.graph.trim().is_empty() {
         writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nSchedule, applied to the naive loop nest (`ollie lower SPEC --schedule FILE` replays it):\n\n```text\n{}```\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.schedule, summary.flags).unwrap();
+    } else {
+        writeln!(
+            md,
+            "## Best kernel (candidate {}, from `{}`)\n\nComputed by a graph algebraic rewriting found equal to the spec's (`ollie rewrite SPEC` lists the variants):\n\n```text\n{}```\n\nSchedule, applied to that graph's naive loop nest:\n\n```text\n{}```\n\nCompiled with `{}`.\n",
+            summary.candidate, summary.proposer, summary.graph, summary.schedule, summary.flags
+        )
+        .unwrap();
     }
     if summary.naive_is_best {
         writeln!(md, "The naive kernel: {BASELINE}; {}.\n", summary.timed()).unwrap();
@@ -226,6 +237,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     for c in history.iter().filter(|c| c.new_best) {
         let t = c.timing.map(|t| seconds(t.estimate)).unwrap_or_default();
         let kernel = if c.schedule.trim().is_empty() { format!("written whole, flags `{}`", c.flags) } else { format!("`{}`", c.schedule.trim().replace('\n', "; ")) };
+        let kernel = if c.graph.trim().is_empty() { kernel } else { format!("{kernel} on a rewritten graph") };
         writeln!(md, "| {} | {:.1} s | {t} | {} | {kernel} |", c.evaluation, c.at_seconds, c.proposer).unwrap();
     }
     md.push_str(&format!("\n![progress](progress.svg)\n\n![roofline](roofline.svg)\n\nUse it from Python: `from {name} import {name}` in this directory.\n"));
@@ -249,7 +261,8 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
     if s.naive_is_best {
         writeln!(t, "no candidate beat the naive kernel: the result is the naive kernel ({})", s.timed()).unwrap();
     } else {
-        writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs); the best kernel is from `{}`", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs, s.proposer).unwrap();
+        let on = if s.graph.trim().is_empty() { "" } else { " on a rewritten graph" };
+        writeln!(t, "speedup {:.2}x (p10..p90 {:.2}..{:.2}, {} interleaved pairs); the best kernel is from `{}`{on}", s.speedup, s.speedup_p10, s.speedup_p90, s.pairs, s.proposer).unwrap();
     }
     writeln!(t, "{} evaluations: {} accepted, rejected: {}", tally.evaluations, tally.accepted, tally.rejected_text()).unwrap();
     if let Some(llm) = llm {

@@ -1,5 +1,6 @@
 //! Architecture invariants, the absences ARCHITECTURE.md promises: crates depend only on crates
-//! earlier in the pipeline; the search links no runner, LLM client, verifier or store; the CLI
+//! earlier in the pipeline; rewriting depends on the graph alone; the search links no runner,
+//! LLM client, verifier or store; the CLI
 //! reaches the search and the store only through the driver; libraries never print (but the
 //! driver's progress display); and every source file says what it is in a `//!` line.
 
@@ -85,6 +86,13 @@ fn the_search_links_no_runner_llm_client_verifier_or_store() {
     for forbidden in ["ollie-runner", "ollie-llm", "ollie-verify", "ollie-store", "ollie-driver"] {
         assert!(!deps.iter().any(|d| d == forbidden), "ollie-search depends on {forbidden}: the driver injects it through the Propose/Evaluate traits");
     }
+}
+
+#[test]
+fn rewriting_sees_only_the_graph() {
+    // Algebra over the tensor graph knows nothing of loops, machines, runs or verdicts: its
+    // variants are proposals the search lowers, schedules and judges like any other.
+    assert_eq!(dependencies("ollie-rewrite"), vec!["ollie-graph".to_string()]);
 }
 
 #[test]
