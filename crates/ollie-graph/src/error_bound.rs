@@ -126,7 +126,7 @@ fn binary_allowance(b: BinaryOp) -> f64 {
 /// The summed-over size of a reduction or contraction.
 fn summed(op: &Op, v: &[ArrayViewD<f64>]) -> usize {
     match op {
-        Op::Reduce { axes, .. } => axes.iter().map(|&a| v[0].shape()[a]).product(),
+        Op::Reduce { axes, .. } | Op::SumExp { axes } => axes.iter().map(|&a| v[0].shape()[a]).product(),
         // The longest of its running sums.
         Op::Scan { axis, .. } => v[0].shape()[*axis],
         Op::Einsum(spec) => {
@@ -163,6 +163,13 @@ fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[
             Some(apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[abs.view()], &[]) * sum_factor(summed(op, v)))
         }
         Op::Scan { .. } => Some(apply(op, &[v[0].mapv(f64::abs).view()], &[]) * sum_factor(summed(op, v))),
+        // Each term `exp(x − m)` errs by the exponential's allowance and by the rounding of
+        // `x − m` (`|x − m|` ulps of it, times the term); then the sum rounds as sums do.
+        Op::SumExp { axes } => {
+            let (terms, shifted) = sum_exp_terms(&v[0], axes);
+            let weighted = Zip::from(&terms).and(&shifted).map_collect(|&e, &d| e * d.abs());
+            Some(value.mapv(|f| (sum_factor(summed(op, v)) + unary_allowance(UnaryOp::Exp)) * f.abs()) + sum_over(weighted, axes))
+        }
         Op::Einsum(spec) => Some(apply(op, &abs.iter().map(|t| t.view()).collect::<Vec<_>>(), &[]) * einsum_roundings(spec, summed(op, v))),
         _ => None,
     }
@@ -181,6 +188,7 @@ fn own_underflow(op: &Op, dtype: DType, value: &ArrayViewD<f64>, v: &[ArrayViewD
         Op::Unary(u) if unary_allowance(*u) > 0.0 => 1.0,
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
         Op::Reduce { op: ReduceOp::Sum, .. } | Op::Scan { .. } => sum_factor(summed(op, v)),
+        Op::SumExp { .. } => sum_factor(summed(op, v)) + 1.0,
         Op::Einsum(spec) => einsum_roundings(spec, summed(op, v)),
         _ => return None,
     };
@@ -202,6 +210,14 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
         Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, &ev, inputs),
         // Linear: the running sums of the errors.
         Op::Scan { .. } => apply(op, &ev, inputs),
+        // `∂/∂xₖ = exp(xₖ − m)` for every term, and the maximum's error moves every term: at
+        // most the sum times the largest error.
+        Op::SumExp { axes } => {
+            let (terms, _) = sum_exp_terms(&v[0], axes);
+            let weighted = Zip::from(&terms).and(&ev[0]).map_collect(|&t, &e| t * e);
+            let largest = apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &ev[..1], inputs);
+            sum_over(weighted, axes) + &(largest * value)
+        }
         Op::Select => Zip::from(&v[0]).and(&ev[1]).and(&ev[2]).map_collect(|&c, &a, &b| if c != 0.0 { a } else { b }),
         Op::Unary(u) => Zip::from(value).and(&v[0]).and(&ev[0]).map_collect(|&f, &a, &ea| match u {
             UnaryOp::Neg | UnaryOp::Abs => ea,
@@ -243,6 +259,17 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             return bound;
         }
     })
+}
+
+/// A `sum_exp`'s terms `exp(x − m)` and the shifted values `x − m`, at the operand's shape.
+fn sum_exp_terms(x: &ArrayViewD<f64>, axes: &[usize]) -> (Tensor, Tensor) {
+    let m = crate::reference::max_keepdims(x.view(), axes);
+    let shifted = Zip::from(x).and_broadcast(&m).map_collect(|&x, &m| x - m);
+    (shifted.mapv(f64::exp), shifted)
+}
+
+fn sum_over(t: Tensor, axes: &[usize]) -> Tensor {
+    apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.to_vec() }, &[t.view()], &[])
 }
 
 #[cfg(test)]

@@ -99,6 +99,10 @@ pub enum Op {
     /// Running sum along `axis` (numpy `cumsum`): element `k` is the sum of elements `0..=k`, or
     /// of `0..k` when `exclusive`; with `reverse`, of `k..n` (or `k+1..n`).
     Scan { axis: usize, reverse: bool, exclusive: bool },
+    /// `Σ exp(x − max x)` over `axes` (sorted, unique; removed): a softmax's normalizer, which
+    /// the lowering computes in one pass with the running maximum (the online normalizer),
+    /// writing that maximum too when the graph also reduces the same operand by `max`.
+    SumExp { axes: Vec<usize> },
     Einsum(EinsumSpec),
 }
 
@@ -120,6 +124,7 @@ enum OpKey<'a> {
     Concat(usize),
     Reduce(ReduceOp, &'a [usize]),
     Scan(usize, bool, bool),
+    SumExp(&'a [usize]),
     Einsum(&'a EinsumSpec),
 }
 
@@ -141,6 +146,7 @@ impl Op {
             Op::Concat { axis } => OpKey::Concat(*axis),
             Op::Reduce { op, axes } => OpKey::Reduce(*op, axes),
             Op::Scan { axis, reverse, exclusive } => OpKey::Scan(*axis, *reverse, *exclusive),
+            Op::SumExp { axes } => OpKey::SumExp(axes),
             Op::Einsum(spec) => OpKey::Einsum(spec),
         }
     }
@@ -274,7 +280,8 @@ impl Op {
             | Op::Transpose { .. }
             | Op::Slice { .. }
             | Op::Reduce { .. }
-            | Op::Scan { .. } => Some(1),
+            | Op::Scan { .. }
+            | Op::SumExp { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) => Some(2),
             Op::Select => Some(3),
             Op::Concat { .. } | Op::Einsum(_) => None,
@@ -299,6 +306,7 @@ impl Op {
             Op::Concat { .. } => "concat",
             Op::Reduce { op, .. } => op.name(),
             Op::Scan { .. } => "cumsum",
+            Op::SumExp { .. } => "sum_exp",
             Op::Einsum(_) => "einsum",
         }
     }
@@ -394,6 +402,17 @@ impl Op {
                     dtype = dtype.promote(a.dtype);
                 }
                 TensorType::new(dtype, shape)
+            }
+            Op::SumExp { axes } => {
+                let rank = args[0].rank();
+                if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= rank) {
+                    return Err(self.error(format!("axes [{}] must be sorted, unique and below rank {rank}", crate::ty::join(axes))));
+                }
+                if axes.iter().any(|&a| args[0].shape[a] == 0) {
+                    return Err(self.error("reduces an empty axis, which has no maximum".to_string()));
+                }
+                let shape = (0..rank).filter(|a| !axes.contains(a)).map(|a| args[0].shape[a]).collect();
+                TensorType::new(args[0].dtype.to_float(), shape)
             }
             Op::Reduce { op, axes } => {
                 let rank = args[0].rank();

@@ -161,9 +161,28 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             out.unwrap_or_else(|| a.into_owned())
         }
         Op::Scan { axis, reverse, exclusive } => scan(args[0].view(), *axis, *reverse, *exclusive),
+        Op::SumExp { axes } => {
+            let a = args.pop().unwrap();
+            let m = max_keepdims(a.view(), axes);
+            let e = Zip::from(&a).and_broadcast(&m).map_collect(|&x, &m| (x - m).exp());
+            let mut out = e;
+            for &axis in axes.iter().rev() {
+                out = reduce_axis(out.view(), ReduceOp::Sum, Axis(axis));
+            }
+            out
+        }
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
     };
     CowArray::from(owned)
+}
+
+/// The maximum over `axes` (NaN if any element is), keeping them as axes of size 1.
+pub(crate) fn max_keepdims(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
+    let mut m = a.to_owned();
+    for &axis in axes.iter().rev() {
+        m = reduce_axis(m.view(), ReduceOp::Max, Axis(axis)).insert_axis(Axis(axis));
+    }
+    m
 }
 
 /// numpy's `cumsum` along `axis`, optionally from the end and excluding each element itself.

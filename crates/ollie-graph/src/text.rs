@@ -37,7 +37,7 @@ impl fmt::Display for Graph {
                     write!(f, "[{}]", axes.join(","))?
                 }
                 Op::Concat { axis } => write!(f, "[{axis}]")?,
-                Op::Reduce { axes, .. } => write!(f, "[{}]", join(axes))?,
+                Op::Reduce { axes, .. } | Op::SumExp { axes } => write!(f, "[{}]", join(axes))?,
                 Op::Scan { axis, reverse, exclusive } => {
                     write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
                 }
@@ -149,6 +149,7 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
             "reshape" => Op::Reshape { shape: ty.shape.clone() },
             "transpose" => Op::Transpose { perm: parse_list(need_attr()?)? },
             "concat" => Op::Concat { axis: parse_num(need_attr()?)? },
+            "sum_exp" => Op::SumExp { axes: parse_list(need_attr()?)? },
             "cumsum" => {
                 let mut parts = need_attr()?.split(',').map(str::trim);
                 let axis = parse_num(parts.next().unwrap_or(""))?;

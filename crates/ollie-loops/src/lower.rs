@@ -48,25 +48,58 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
             copies.push((o, b));
         }
     }
+    // A `sum_exp` and a `max` of the same operand over the same axes are one pass (the online
+    // normalizer keeps the running maximum anyway), defined where the first of them comes.
+    let partner = max_partners(graph);
+    let mut defined = vec![false; graph.nodes.len()];
     for id in graph.ids() {
         let node = graph.node(id);
-        if matches!(node.op, Op::Input { .. }) || !materialize[id.index()] {
+        if matches!(node.op, Op::Input { .. }) || !materialize[id.index()] || defined[id.index()] {
             continue;
         }
-        let buffer = match l.buffer_of[id.index()] {
-            Some(b) => b,
-            None => {
-                let b = l.add_buffer(format!("t{}", id.0), BufferKind::Temp, node.ty.dtype, node.ty.shape.clone());
-                l.buffer_of[id.index()] = Some(b);
-                b
+        let buffer = l.buffer(id);
+        match (&node.op, partner[id.index()]) {
+            (Op::SumExp { .. }, Some(max)) => {
+                let m = l.buffer(max);
+                l.define_sum_exp(id, buffer, Some(m));
+                defined[max.index()] = true;
             }
-        };
-        l.define(id, buffer);
+            (_, Some(sum_exp)) => {
+                let s = l.buffer(sum_exp);
+                l.define_sum_exp(sum_exp, s, Some(buffer));
+                defined[sum_exp.index()] = true;
+            }
+            (_, None) => l.define(id, buffer),
+        }
     }
     for (node, buffer) in copies {
         l.copy(node, buffer);
     }
     Ok(l.nest)
+}
+
+/// For each `sum_exp` the `max` reduction of the same operand over the same axes, and for that
+/// `max` the `sum_exp` (at most one pair per `sum_exp`).
+fn max_partners(graph: &Graph) -> Vec<Option<NodeId>> {
+    let mut partner = vec![None; graph.nodes.len()];
+    for id in graph.ids() {
+        let node = graph.node(id);
+        let Op::SumExp { axes } = &node.op else { continue };
+        let max = graph.ids().find(|&m| {
+            partner[m.index()].is_none() && graph.node(m).args == node.args && graph.node(m).op == (Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }) && graph.node(m).ty.dtype == node.ty.dtype
+        });
+        if let Some(m) = max {
+            partner[id.index()] = Some(m);
+            partner[m.index()] = Some(id);
+        }
+    }
+    partner
+}
+
+/// The length of the chunks an online normalizer reduces its last axis in: the largest divisor
+/// of `n` up to 256 (a chunk's maximum and then its sum read it from the first-level cache).
+fn chunk_of(n: usize) -> usize {
+    (1..=n.min(256)).rev().find(|c| n % c == 0).unwrap_or(1)
 }
 
 /// Which nodes get a buffer (see [`lower`]).
@@ -76,7 +109,7 @@ fn materialized(graph: &Graph) -> Vec<bool> {
     for id in graph.ids() {
         let node = graph.node(id);
         m[id.index()] = match &node.op {
-            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
+            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
             Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
         };
@@ -142,6 +175,92 @@ impl Lowering<'_> {
     fn add_buffer(&mut self, name: String, kind: BufferKind, dtype: DType, shape: Vec<usize>) -> BufferId {
         self.nest.buffers.push(Buffer { name, kind, dtype, shape, scope: None, registers: None });
         BufferId(self.nest.buffers.len() as u32 - 1)
+    }
+
+    /// Node `id`'s buffer, made now if it has none yet.
+    fn buffer(&mut self, id: NodeId) -> BufferId {
+        if let Some(b) = self.buffer_of[id.index()] {
+            return b;
+        }
+        let ty = self.graph.ty(id).clone();
+        let b = self.add_buffer(format!("t{}", id.0), BufferKind::Temp, ty.dtype, ty.shape);
+        self.buffer_of[id.index()] = Some(b);
+        b
+    }
+
+    /// Fills `buffer` with `sum_exp` node `id` — and `max`, when given, with the maximum it
+    /// reduced alongside — in one pass over the operand: its last reduced axis in chunks, each
+    /// chunk's maximum and then its sum of `exp(x − chunk max)` (plain reductions, which
+    /// schedules vectorize), folded into the running pair `(m, s)` as
+    /// `s ← s·e^(m − m′) + sum·e^(cm − m′)` with `m′ = max(m, cm)`. A factor `e^(a − b)` is 1
+    /// when `a = b` (two infinities of one sign make no NaN), a chunk all `−∞` adds nothing, and
+    /// `s·(m − m + 1)` at the end makes it NaN where numpy's is (a maximum of ±∞, or NaN).
+    fn define_sum_exp(&mut self, id: NodeId, buffer: BufferId, max: Option<BufferId>) {
+        use ollie_graph::{BinaryOp as B, CmpOp, UnaryOp};
+        let node = self.graph.node(id).clone();
+        let Op::SumExp { axes } = &node.op else { unreachable!("a sum_exp") };
+        let operand = node.args[0];
+        let shape = node.ty.shape.clone();
+        let in_shape = self.graph.ty(operand).shape.clone();
+        let dtype = node.ty.dtype;
+        let m = max.unwrap_or_else(|| self.add_buffer(format!("m{}", id.0), BufferKind::Temp, dtype, shape.clone()));
+        let cm = self.add_buffer(format!("cm{}", id.0), BufferKind::Temp, dtype, shape.clone());
+        let cs = self.add_buffer(format!("cs{}", id.0), BufferKind::Temp, dtype, shape.clone());
+        let last = *axes.last().expect("a reduced axis");
+        let chunk = chunk_of(in_shape[last]);
+        // The loops around a chunk: the other reduced axes, then the chunks.
+        let mut around: Vec<usize> = axes[..axes.len() - 1].iter().map(|&a| in_shape[a]).collect();
+        around.push(in_shape[last] / chunk);
+        let axes = axes.clone();
+        let body = self.nest_over(&shape, |l, out_index| {
+            let o = flat(&shape, out_index);
+            let load = |b: BufferId| Expr::Load { buffer: b, offset: o.clone() };
+            let store = |b: BufferId, value: Expr| Stmt::Store { buffer: b, offset: o.clone(), value };
+            let bin = |op: B, a: Expr, b: Expr| Expr::Binary(op, Box::new(a), Box::new(b));
+            // e^(a − b), 1 when a = b.
+            let factor = |a: Expr, b: Expr| {
+                Expr::Select(Box::new(Expr::Compare(CmpOp::Eq, Box::new(a.clone()), Box::new(b.clone()))), Box::new(Expr::Const(1.0)), Box::new(Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, a, b)))))
+            };
+            let mut stmts = vec![store(m, Expr::Const(f64::NEG_INFINITY)), store(buffer, Expr::Const(0.0))];
+            stmts.extend(l.nest_over(&around, |l, around_index| {
+                let element = |l: &Lowering, j: &Affine| -> Expr {
+                    let (mut outer, mut red) = (out_index.iter(), around_index.iter());
+                    let full: Vec<Affine> = (0..in_shape.len())
+                        .map(|d| {
+                            if d == last {
+                                around_index[around_index.len() - 1].scale(chunk as i64).add_scaled(j, 1)
+                            } else if axes.contains(&d) {
+                                red.next().unwrap().clone()
+                            } else {
+                                outer.next().unwrap().clone()
+                            }
+                        })
+                        .collect();
+                    l.access(operand, &full)
+                };
+                let mut chunk_stmts = vec![store(cm, Expr::Const(f64::NEG_INFINITY))];
+                chunk_stmts.extend(l.nest_over(&[chunk], |l, j| vec![store(cm, bin(B::Max, load(cm), element(l, &j[0])))]));
+                chunk_stmts.push(store(cs, Expr::Const(0.0)));
+                chunk_stmts.extend(l.nest_over(&[chunk], |l, j| {
+                    let term = Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, element(l, &j[0]), load(cm))));
+                    vec![store(cs, bin(B::Add, load(cs), term))]
+                }));
+                let new_max = bin(B::Max, load(m), load(cm));
+                let kept = bin(B::Mul, load(buffer), factor(load(m), new_max.clone()));
+                let added = Expr::Select(
+                    Box::new(Expr::Compare(CmpOp::Eq, Box::new(load(cm)), Box::new(Expr::Const(f64::NEG_INFINITY)))),
+                    Box::new(Expr::Const(0.0)),
+                    Box::new(bin(B::Mul, load(cs), factor(load(cm), new_max.clone()))),
+                );
+                chunk_stmts.push(store(buffer, bin(B::Add, kept, added)));
+                chunk_stmts.push(store(m, new_max));
+                chunk_stmts
+            }));
+            let nan_unless_finite = bin(B::Add, bin(B::Sub, load(m), load(m)), Expr::Const(1.0));
+            stmts.push(store(buffer, bin(B::Mul, load(buffer), nan_unless_finite)));
+            stmts
+        });
+        self.nest.body.extend(body);
     }
 
     fn fresh(&mut self) -> VarId {
@@ -345,7 +464,7 @@ impl Lowering<'_> {
                     from.iter().map(|&n| if n == 1 { Affine::constant(0) } else { kept.next().expect("unit reshape") }).collect();
                 self.access(arg(0), &inner)
             }
-            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::Einsum(_) | Op::Concat { .. } => {
+            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::Einsum(_) | Op::Concat { .. } => {
                 unreachable!("{} is always materialized", node.op.name())
             }
         }

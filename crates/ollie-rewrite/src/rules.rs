@@ -4,6 +4,7 @@
 
 mod contraction;
 mod layout;
+mod reduction;
 mod scalars;
 mod structure;
 
@@ -23,6 +24,8 @@ pub enum Topic {
     Structure,
     /// Transposes, reshapes and broadcasts moved through other ops or cancelled.
     Layout,
+    /// Reductions fused so that their input is read once.
+    Reduction,
 }
 
 /// A rewrite rule.
@@ -46,7 +49,7 @@ impl std::fmt::Debug for Rule {
 
 /// Every rule, by topic.
 pub fn all() -> Vec<Rule> {
-    [contraction::RULES, scalars::RULES, structure::RULES, layout::RULES].concat()
+    [contraction::RULES, scalars::RULES, structure::RULES, reduction::RULES, layout::RULES].concat()
 }
 
 /// The rules as egg rewrites.

@@ -327,6 +327,56 @@ const CASES: &[Case] = &[
         at_ones: None,
     },
     Case {
+        rule: "online-normalizer",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n}] = reduce_max[1] %0
+  %2: f32[{n},1] = reshape %1
+  %3: f32[{n},{m}] = broadcast %2
+  %4: f32[{n},{m}] = sub %0, %3
+  %5: f32[{n},{m}] = exp %4
+  %6: f32[{n}] = reduce_sum[1] %5
+  %7: f32[{n},1] = reshape %6
+  %8: f32[{n},{m}] = broadcast %7
+  %9: f32[{n},{m}] = div %5, %8
+  return %9
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // Over a leading axis, broadcast back without a reshape; two outputs (log-sum-exp too).
+    Case {
+        rule: "online-normalizer",
+        graph: "kernel k(x: f32[{n},{m},{k}]) {
+  %0: f32[{n},{m},{k}] = input[x]
+  %1: f32[{m},{k}] = reduce_max[0] %0
+  %2: f32[{n},{m},{k}] = broadcast %1
+  %3: f32[{n},{m},{k}] = sub %0, %2
+  %4: f32[{n},{m},{k}] = exp %3
+  %5: f32[{m},{k}] = reduce_sum[0] %4
+  %6: f32[{m},{k}] = log %5
+  %7: f32[{m},{k}] = add %1, %6
+  return %7, %5
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // The maximum over another axis than the sum's is no normalizer of it.
+    Case {
+        rule: "online-normalizer",
+        graph: "kernel k(x: f32[{n},{n}]) {
+  %0: f32[{n},{n}] = input[x]
+  %1: f32[{n}] = reduce_max[0] %0
+  %2: f32[{n},{n}] = broadcast %1
+  %3: f32[{n},{n}] = sub %0, %2
+  %4: f32[{n},{n}] = exp %3
+  %5: f32[{n}] = reduce_sum[1] %4
+  return %5
+}",
+        fires: false,
+        at_ones: Some(false),
+    },
+    Case {
         rule: "transpose-transpose",
         graph: "kernel k(x: f32[{n},{m},{k}]) {
   %0: f32[{n},{m},{k}] = input[x]
