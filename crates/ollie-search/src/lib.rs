@@ -10,6 +10,7 @@
 pub mod cost;
 mod kernel;
 mod mutate;
+mod offers;
 mod rewrite;
 mod search;
 mod sketch;

@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use ollie_graph::Graph;
 use ollie_loops::LoopNest;
 
+use crate::offers::Offers;
 use crate::sketch::{sketches, Target};
 use crate::{initial_schedule, Event, Kernel, Proposal, Propose, Variant};
 
@@ -22,10 +23,7 @@ pub struct Rewrite {
     naive: LoopNest,
     variants: Vec<Variant>,
     /// Kernels not yet measured.
-    pending: Vec<Kernel>,
-    next: usize,
-    /// Proposals since the search last reported a step: a round gets each pending kernel once.
-    offered: usize,
+    offers: Offers,
 }
 
 impl Rewrite {
@@ -48,7 +46,7 @@ impl Rewrite {
             pending.extend(per_variant.iter().filter_map(|ks| ks.get(rank).cloned()));
         }
         tracing::debug!(variants = variants.len(), kernels = pending.len(), "rewrite proposer ready");
-        Rewrite { naive, variants, pending, next: 0, offered: 0 }
+        Rewrite { naive, variants, offers: Offers::new(pending) }
     }
 
     /// The lowered variants of `graph` that [`ollie_rewrite::variants`] finds, with what
@@ -92,20 +90,13 @@ impl<N> Propose<Kernel, N> for Rewrite {
         if self.variants.is_empty() {
             return Proposal::Exhausted;
         }
-        if !self.pending.is_empty() {
-            if self.offered >= self.pending.len() {
-                return Proposal::NotNow;
-            }
-            self.offered += 1;
-            let k = self.next % self.pending.len();
-            self.next = k + 1;
-            return Proposal::Candidate(self.pending[k].clone());
+        if !self.offers.is_empty() {
+            return self.offers.offer();
         }
         self.carry_over(current, rng).map_or(Proposal::NotNow, Proposal::Candidate)
     }
 
     fn observe(&mut self, event: &Event<Kernel, N>) {
-        self.offered = 0;
-        self.pending.retain(|k| *k != event.candidate);
+        self.offers.seen(&event.candidate);
     }
 }

@@ -490,18 +490,15 @@ fn child_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
 /// Offers its sketches in turn until each has been measured (a sketch the cost model left out of
 /// a round is offered again), then is exhausted.
 pub struct Sketch {
-    pending: Vec<Schedule>,
-    next: usize,
-    /// Proposals since the search last reported a step: a round gets each sketch once.
-    offered: usize,
+    offers: crate::offers::Offers,
 }
 
 impl Sketch {
     /// The sketches of `naive` for `target`.
     pub fn new(naive: &LoopNest, target: &Target) -> Sketch {
-        let pending = sketches(naive, target);
+        let pending: Vec<Kernel> = sketches(naive, target).into_iter().map(Kernel::Scheduled).collect();
         tracing::debug!(sketches = pending.len(), "sketches built");
-        Sketch { pending, next: 0, offered: 0 }
+        Sketch { offers: crate::offers::Offers::new(pending) }
     }
 }
 
@@ -511,22 +508,13 @@ impl<N> Propose<Kernel, N> for Sketch {
     }
 
     fn propose(&mut self, _current: &Kernel, _rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
-        if self.pending.is_empty() {
+        if self.offers.is_empty() {
             return Proposal::Exhausted;
         }
-        if self.offered >= self.pending.len() {
-            return Proposal::NotNow;
-        }
-        self.offered += 1;
-        let k = self.next % self.pending.len();
-        self.next = k + 1;
-        Proposal::Candidate(Kernel::Scheduled(self.pending[k].clone()))
+        self.offers.offer()
     }
 
     fn observe(&mut self, event: &Event<Kernel, N>) {
-        self.offered = 0;
-        if let Kernel::Scheduled(s) = &event.candidate {
-            self.pending.retain(|p| p != s);
-        }
+        self.offers.seen(&event.candidate);
     }
 }

@@ -112,6 +112,22 @@ fn agrees(graph: &ollie_graph::Graph, reference: &[ArrayD<f64>], outputs: &[Arra
     Ok(())
 }
 
+/// Standard-normal inputs for `graph`'s parameters, rounded to their type; with `masked`, a tenth
+/// of the floating-point elements −∞.
+fn normal_inputs(graph: &ollie_graph::Graph, rng: &mut ChaCha8Rng, masked: bool) -> Vec<ArrayD<f64>> {
+    graph
+        .params
+        .iter()
+        .map(|p| {
+            ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
+                let x: f64 = StandardNormal.sample(rng);
+                let x = if masked && p.ty.dtype.is_float() && rand::RngExt::random_range(rng, 0..10) == 0 { f64::NEG_INFINITY } else { x };
+                if p.ty.dtype == DType::F64 { x } else { x as f32 as f64 }
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn naive_kernels_agree_with_the_reference() {
     for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], check);
@@ -123,17 +139,7 @@ fn check(spec: &Path, seed: u64) -> Result<(), String> {
     ollie_loops::check(&nest).map_err(|e| format!("the lowered nest is invalid: {e}"))?;
     let cache = tempfile::tempdir().unwrap();
     let library = compile(&ollie_loops::emit_c(&nest), &["-O3", "-march=native", "-Wall", "-Werror"], cache.path())?;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let inputs: Vec<ArrayD<f64>> = graph
-        .params
-        .iter()
-        .map(|p| {
-            ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
-                let x: f64 = StandardNormal.sample(&mut rng);
-                if p.ty.dtype == DType::F64 { x } else { x as f32 as f64 }
-            })
-        })
-        .collect();
+    let inputs = normal_inputs(&graph, &mut ChaCha8Rng::seed_from_u64(seed), false);
     let outputs = run(&runner(), &library, &graph, &inputs)?;
     agrees(&graph, &ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?, &outputs)
 }
@@ -157,17 +163,7 @@ fn rewritten_kernels_agree_with_the_reference() {
             let library = compile(&ollie_loops::emit_c(&nest), &["-O3", "-march=native", "-Wall", "-Werror"], cache.path())?;
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             for masked in [false, true] {
-                let inputs: Vec<ArrayD<f64>> = graph
-                    .params
-                    .iter()
-                    .map(|p| {
-                        ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
-                            let x: f64 = StandardNormal.sample(&mut rng);
-                            let x = if masked && p.ty.dtype.is_float() && rand::RngExt::random_range(&mut rng, 0..10) == 0 { f64::NEG_INFINITY } else { x };
-                            if p.ty.dtype == DType::F64 { x } else { x as f32 as f64 }
-                        })
-                    })
-                    .collect();
+                let inputs = normal_inputs(&graph, &mut rng, masked);
                 let outputs = run(&runner, &library, &variant.graph, &inputs)?;
                 let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
                 agrees(&graph, &reference, &outputs).map_err(|e| format!("variant {v} (masked: {masked}): {e}\n{}", variant.graph))?;

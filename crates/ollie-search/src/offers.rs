@@ -1,0 +1,38 @@
+//! Kernels a proposer offers each in turn until each has been measured: a kernel the cost model
+//! left out of a round is offered again in the next (the `sketch` and `rewrite` proposers).
+
+use crate::{Kernel, Proposal};
+
+pub(crate) struct Offers {
+    pending: Vec<Kernel>,
+    next: usize,
+    /// Offers since the search last reported a step: a round gets each pending kernel once.
+    offered: usize,
+}
+
+impl Offers {
+    pub(crate) fn new(pending: Vec<Kernel>) -> Offers {
+        Offers { pending, next: 0, offered: 0 }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The next pending kernel, or `NotNow` once this round has had each.
+    pub(crate) fn offer(&mut self) -> Proposal<Kernel> {
+        if self.offered >= self.pending.len() {
+            return Proposal::NotNow;
+        }
+        self.offered += 1;
+        let k = self.next % self.pending.len();
+        self.next = k + 1;
+        Proposal::Candidate(self.pending[k].clone())
+    }
+
+    /// The search measured `candidate` (or rejected it): a new round begins.
+    pub(crate) fn seen(&mut self, candidate: &Kernel) {
+        self.offered = 0;
+        self.pending.retain(|k| k != candidate);
+    }
+}
