@@ -515,3 +515,27 @@ fn rules_are_named_once_and_documented() {
         assert!(all[..i].iter().all(|s| s.name != r.name), "{} twice", r.name);
     }
 }
+
+/// Weight absorption, as in MLA: `(q @ w1) @ (k @ w2).T` projects every key by `w2`; the
+/// cheapest variant instead takes the query through both weights and meets the keys once.
+#[test]
+fn the_cheapest_variant_absorbs_the_key_projection_into_the_query() {
+    let graph = parse(
+        "kernel scores(q: f32[1,16], w1: f32[16,4], w2: f32[16,4], k: f32[64,16]) {
+  %0: f32[1,16] = input[q]
+  %1: f32[16,4] = input[w1]
+  %2: f32[16,4] = input[w2]
+  %3: f32[64,16] = input[k]
+  %4: f32[1,4] = einsum[ij,jk->ik] %0, %1
+  %5: f32[64,4] = einsum[ij,jk->ik] %3, %2
+  %6: f32[4,64] = transpose[1,0] %5
+  %7: f32[1,64] = einsum[ij,jk->ik] %4, %6
+  return %7
+}
+",
+    )
+    .unwrap();
+    let best = &ollie_rewrite::variants(&graph).variants[0].graph;
+    let projected_keys = best.nodes.iter().any(|n| n.ty.shape == [64, 4] || n.ty.shape == [4, 64]);
+    assert!(!projected_keys && best.cost().flops < graph.cost().flops / 3.0, "{best}");
+}
