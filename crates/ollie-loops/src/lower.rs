@@ -97,9 +97,9 @@ fn max_partners(graph: &Graph) -> Vec<Option<NodeId>> {
 }
 
 /// The length of the chunks an online normalizer reduces its last axis in: the largest divisor
-/// of `n` up to 256 (a chunk's maximum and then its sum read it from the first-level cache).
+/// of `n` up to 2048 (8 KiB of floats: a chunk's maximum and then its sum read it from the first-level cache).
 fn chunk_of(n: usize) -> usize {
-    (1..=n.min(256)).rev().find(|c| n % c == 0).unwrap_or(1)
+    (1..=n.min(2048)).rev().find(|c| n % c == 0).unwrap_or(1)
 }
 
 /// Which nodes get a buffer (see [`lower`]).

@@ -107,6 +107,9 @@ enum Command {
         /// Vector lanes the sketches assume [default: this CPU's floats per vector register].
         #[arg(long, requires = "sketch")]
         lanes: Option<u32>,
+        /// Lower the N-th variant `ollie rewrite` prints (from 1) instead of the spec's graph.
+        #[arg(long)]
+        variant: Option<usize>,
     },
     /// Verify a kernel against the spec: exit 0 if accepted, 1 if rejected (with the reason and
     /// the counterexample), 2 for a usage or spec error.
@@ -291,9 +294,19 @@ pub fn user_error(message: impl Into<String>) -> Failure {
 }
 
 /// `sketch`: which sketch, whether to print its steps, and the lanes it assumes.
-fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>, sketch: Option<(usize, bool, Option<u32>)>) -> Result<(), Failure> {
+fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>, sketch: Option<(usize, bool, Option<u32>)>, variant: Option<usize>) -> Result<(), Failure> {
     let spec = load::load(args)?;
-    let mut nest = ollie_loops::lower(&spec.graph).map_err(anyhow::Error::from)?;
+    let graph = match variant {
+        None => spec.graph,
+        Some(k) => {
+            let mut variants = ollie_rewrite::variants(&spec.graph).variants;
+            if k == 0 || k > variants.len() {
+                return Err(user_error(format!("error: rewriting finds {} variants of `{}` (1..={})", variants.len(), spec.graph.name, variants.len())));
+            }
+            variants.swap_remove(k - 1).graph
+        }
+    };
+    let mut nest = ollie_loops::lower(&graph).map_err(anyhow::Error::from)?;
     if let Some((n, steps, lanes)) = sketch {
         let lanes = lanes.unwrap_or_else(ollie_runner::native_float_lanes);
         let mut all = ollie_driver::sketches(&nest, &ollie_driver::sketch_target(lanes));
@@ -385,7 +398,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
         Command::Rewrite { spec } => load::load(&spec).and_then(|s| stdout(&ollie_rewrite::variants(&s.graph).to_string())),
-        Command::Lower { spec, ir, schedule, sketch, steps, lanes } => lower(&spec, ir, schedule.as_deref(), sketch.map(|n| (n, steps, lanes))),
+        Command::Lower { spec, ir, schedule, sketch, steps, lanes, variant } => lower(&spec, ir, schedule.as_deref(), sketch.map(|n| (n, steps, lanes)), variant),
         Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
             bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
         }
