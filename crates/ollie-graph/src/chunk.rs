@@ -169,7 +169,7 @@ impl Chunks {
                         _ => return None,
                     }
                 }
-                Op::Reduce { axes, .. } | Op::SumExp { axes } => match args[0] {
+                Op::Reduce { axes, .. } | Op::SumExp { axes } | Op::SumSqDev { axes } => match args[0] {
                     Carry::Rows(k) if !axes.contains(&k) => Carry::Rows(k - axes.iter().filter(|&&a| a < k).count()),
                     Carry::Rows(_) => return None,
                     _ => {

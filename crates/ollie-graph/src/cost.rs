@@ -8,7 +8,7 @@ use crate::op::{BinaryOp, Op};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cost {
     /// Arithmetic operations: one per elementwise arithmetic op and per transcendental
-    /// function, `n − 1` per n-term reduction (`3n − 1` for a `sum_exp`), `k` per term of a k-operand contraction (k − 1
+    /// function, `n − 1` per n-term reduction (`3n − 1` for a `sum_exp` or a `sum_sq_dev`), `k` per term of a k-operand contraction (k − 1
     /// multiplications and an addition). Comparisons, selections, casts and data movement
     /// count zero.
     pub flops: f64,
@@ -44,6 +44,8 @@ pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f6
         Op::Reduce { .. } => args[0].num_elements() as f64 - out,
         // A subtraction, an exponential and an addition per term.
         Op::SumExp { .. } => 3.0 * args[0].num_elements() as f64 - out,
+        // A subtraction, a multiplication and an addition per term.
+        Op::SumSqDev { .. } => 3.0 * args[0].num_elements() as f64 - out,
         Op::Scan { axis, .. } => out - (out / ty.shape[*axis].max(1) as f64),
         Op::Einsum(spec) => {
             let mut size = [1usize; 128];

@@ -126,7 +126,7 @@ fn binary_allowance(b: BinaryOp) -> f64 {
 /// The summed-over size of a reduction or contraction.
 fn summed(op: &Op, v: &[ArrayViewD<f64>]) -> usize {
     match op {
-        Op::Reduce { axes, .. } | Op::SumExp { axes } => axes.iter().map(|&a| v[0].shape()[a]).product(),
+        Op::Reduce { axes, .. } | Op::SumExp { axes } | Op::SumSqDev { axes } => axes.iter().map(|&a| v[0].shape()[a]).product(),
         // The longest of its running sums.
         Op::Scan { axis, .. } => v[0].shape()[*axis],
         Op::Einsum(spec) => {
@@ -170,6 +170,15 @@ fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[
             let weighted = Zip::from(&terms).and(&shifted).map_collect(|&e, &d| e * d.abs());
             Some(value.mapv(|f| (sum_factor(summed(op, v)) + unary_allowance(UnaryOp::Exp)) * f.abs()) + sum_over(weighted, axes))
         }
+        // Each deviation errs by its subtraction and by the mean's own sum (`2√n·Σ|x|/n`), a
+        // square doubles a relative error; then the sum rounds as sums do.
+        Op::SumSqDev { axes } => {
+            let n = summed(op, v);
+            let d = crate::reference::deviations(v[0].view(), axes);
+            let mean_error = sum_over(v[0].mapv(f64::abs), axes) * (sum_factor(n) / n as f64);
+            let spread = sum_over(d.mapv(f64::abs), axes);
+            Some(value.mapv(|f| (sum_factor(n) + 3.0) * f.abs()) + &(spread * mean_error * 2.0))
+        }
         Op::Einsum(spec) => Some(apply(op, &abs.iter().map(|t| t.view()).collect::<Vec<_>>(), &[]) * einsum_roundings(spec, summed(op, v))),
         _ => None,
     }
@@ -189,6 +198,7 @@ fn own_underflow(op: &Op, dtype: DType, value: &ArrayViewD<f64>, v: &[ArrayViewD
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
         Op::Reduce { op: ReduceOp::Sum, .. } | Op::Scan { .. } => sum_factor(summed(op, v)),
         Op::SumExp { .. } => sum_factor(summed(op, v)) + 1.0,
+        Op::SumSqDev { .. } => sum_factor(summed(op, v)) + 2.0,
         Op::Einsum(spec) => einsum_roundings(spec, summed(op, v)),
         _ => return None,
     };
@@ -217,6 +227,11 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             let weighted = Zip::from(&terms).and(&ev[0]).map_collect(|&t, &e| t * e);
             let largest = apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &ev[..1], inputs);
             sum_over(weighted, axes) + &(largest * value)
+        }
+        // `∂/∂xₖ = 2(xₖ − mean)`: the mean's own derivatives sum to zero.
+        Op::SumSqDev { axes } => {
+            let d = crate::reference::deviations(v[0].view(), axes);
+            sum_over(Zip::from(&d).and(&ev[0]).map_collect(|&d, &e| 2.0 * d.abs() * e), axes)
         }
         Op::Select => Zip::from(&v[0]).and(&ev[1]).and(&ev[2]).map_collect(|&c, &a, &b| if c != 0.0 { a } else { b }),
         Op::Unary(u) => Zip::from(value).and(&v[0]).and(&ev[0]).map_collect(|&f, &a, &ea| match u {

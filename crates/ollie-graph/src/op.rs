@@ -103,6 +103,10 @@ pub enum Op {
     /// the lowering computes in one pass with the running maximum (the online normalizer),
     /// writing that maximum too when the graph also reduces the same operand by `max`.
     SumExp { axes: Vec<usize> },
+    /// `Σ (x − mean x)²` over `axes` (sorted, unique; removed): a variance's numerator, which
+    /// the lowering computes in one pass (chunks merged as Chan et al. merge partial moments),
+    /// summing the operand too when the graph also sums it over the same axes.
+    SumSqDev { axes: Vec<usize> },
     Einsum(EinsumSpec),
 }
 
@@ -125,6 +129,7 @@ enum OpKey<'a> {
     Reduce(ReduceOp, &'a [usize]),
     Scan(usize, bool, bool),
     SumExp(&'a [usize]),
+    SumSqDev(&'a [usize]),
     Einsum(&'a EinsumSpec),
 }
 
@@ -147,6 +152,7 @@ impl Op {
             Op::Reduce { op, axes } => OpKey::Reduce(*op, axes),
             Op::Scan { axis, reverse, exclusive } => OpKey::Scan(*axis, *reverse, *exclusive),
             Op::SumExp { axes } => OpKey::SumExp(axes),
+            Op::SumSqDev { axes } => OpKey::SumSqDev(axes),
             Op::Einsum(spec) => OpKey::Einsum(spec),
         }
     }
@@ -281,7 +287,8 @@ impl Op {
             | Op::Slice { .. }
             | Op::Reduce { .. }
             | Op::Scan { .. }
-            | Op::SumExp { .. } => Some(1),
+            | Op::SumExp { .. }
+            | Op::SumSqDev { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) => Some(2),
             Op::Select => Some(3),
             Op::Concat { .. } | Op::Einsum(_) => None,
@@ -307,6 +314,7 @@ impl Op {
             Op::Reduce { op, .. } => op.name(),
             Op::Scan { .. } => "cumsum",
             Op::SumExp { .. } => "sum_exp",
+            Op::SumSqDev { .. } => "sum_sq_dev",
             Op::Einsum(_) => "einsum",
         }
     }
@@ -403,13 +411,13 @@ impl Op {
                 }
                 TensorType::new(dtype, shape)
             }
-            Op::SumExp { axes } => {
+            Op::SumExp { axes } | Op::SumSqDev { axes } => {
                 let rank = args[0].rank();
                 if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= rank) {
                     return Err(self.error(format!("axes [{}] must be sorted, unique and below rank {rank}", crate::ty::join(axes))));
                 }
                 if axes.iter().any(|&a| args[0].shape[a] == 0) {
-                    return Err(self.error("reduces an empty axis, which has no maximum".to_string()));
+                    return Err(self.error("reduces an empty axis, which has no maximum or mean".to_string()));
                 }
                 let shape = (0..rank).filter(|a| !axes.contains(a)).map(|a| args[0].shape[a]).collect();
                 TensorType::new(args[0].dtype.to_float(), shape)

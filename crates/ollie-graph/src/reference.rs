@@ -171,6 +171,14 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             }
             out
         }
+        Op::SumSqDev { axes } => {
+            let a = args.pop().unwrap();
+            let mut out = sum_sq_dev_terms(a.view(), axes);
+            for &axis in axes.iter().rev() {
+                out = reduce_axis(out.view(), ReduceOp::Sum, Axis(axis));
+            }
+            out
+        }
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
     };
     CowArray::from(owned)
@@ -183,6 +191,22 @@ pub(crate) fn max_keepdims(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
         m = reduce_axis(m.view(), ReduceOp::Max, Axis(axis)).insert_axis(Axis(axis));
     }
     m
+}
+
+/// `x − mean x` over `axes`, at the operand's shape.
+pub(crate) fn deviations(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
+    let n: usize = axes.iter().map(|&ax| a.shape()[ax]).product();
+    let mut mean = a.to_owned();
+    for &axis in axes.iter().rev() {
+        mean = reduce_axis(mean.view(), ReduceOp::Sum, Axis(axis)).insert_axis(Axis(axis));
+    }
+    let mean = mean / n as f64;
+    Zip::from(&a).and_broadcast(&mean).map_collect(|&x, &m| x - m)
+}
+
+/// The terms `(x − mean x)²` of a `sum_sq_dev`.
+fn sum_sq_dev_terms(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
+    deviations(a, axes).mapv(|d| d * d)
 }
 
 /// numpy's `cumsum` along `axis`, optionally from the end and excluding each element itself.

@@ -37,7 +37,7 @@ impl fmt::Display for Graph {
                     write!(f, "[{}]", axes.join(","))?
                 }
                 Op::Concat { axis } => write!(f, "[{axis}]")?,
-                Op::Reduce { axes, .. } | Op::SumExp { axes } => write!(f, "[{}]", join(axes))?,
+                Op::Reduce { axes, .. } | Op::SumExp { axes } | Op::SumSqDev { axes } => write!(f, "[{}]", join(axes))?,
                 Op::Scan { axis, reverse, exclusive } => {
                     write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
                 }
@@ -150,6 +150,7 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
             "transpose" => Op::Transpose { perm: parse_list(need_attr()?)? },
             "concat" => Op::Concat { axis: parse_num(need_attr()?)? },
             "sum_exp" => Op::SumExp { axes: parse_list(need_attr()?)? },
+            "sum_sq_dev" => Op::SumSqDev { axes: parse_list(need_attr()?)? },
             "cumsum" => {
                 let mut parts = need_attr()?.split(',').map(str::trim);
                 let axis = parse_num(parts.next().unwrap_or(""))?;

@@ -48,9 +48,10 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
             copies.push((o, b));
         }
     }
-    // A `sum_exp` and a `max` of the same operand over the same axes are one pass (the online
-    // normalizer keeps the running maximum anyway), defined where the first of them comes.
-    let partner = max_partners(graph);
+    // A one-pass reduction and the plain one of the same operand over the same axes that it
+    // computes anyway (a `sum_exp`'s maximum, a `sum_sq_dev`'s sum) are one nest, defined where
+    // the first of the two comes.
+    let partner = partners(graph);
     let mut defined = vec![false; graph.nodes.len()];
     for id in graph.ids() {
         let node = graph.node(id);
@@ -58,18 +59,21 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
             continue;
         }
         let buffer = l.buffer(id);
-        match (&node.op, partner[id.index()]) {
-            (Op::SumExp { .. }, Some(max)) => {
-                let m = l.buffer(max);
-                l.define_sum_exp(id, buffer, Some(m));
-                defined[max.index()] = true;
+        let (one_pass, shared) = match (&node.op, partner[id.index()]) {
+            (Op::SumExp { .. } | Op::SumSqDev { .. }, p) => (id, p),
+            (_, Some(p)) => (p, Some(id)),
+            (_, None) => {
+                l.define(id, buffer);
+                continue;
             }
-            (_, Some(sum_exp)) => {
-                let s = l.buffer(sum_exp);
-                l.define_sum_exp(sum_exp, s, Some(buffer));
-                defined[sum_exp.index()] = true;
-            }
-            (_, None) => l.define(id, buffer),
+        };
+        let (b, s) = (l.buffer(one_pass), shared.map(|s| l.buffer(s)));
+        match graph.node(one_pass).op {
+            Op::SumExp { .. } => l.define_sum_exp(one_pass, b, s),
+            _ => l.define_sum_sq_dev(one_pass, b, s),
+        }
+        for n in std::iter::once(one_pass).chain(shared) {
+            defined[n.index()] = true;
         }
     }
     for (node, buffer) in copies {
@@ -78,17 +82,20 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
     Ok(l.nest)
 }
 
-/// For each `sum_exp` the `max` reduction of the same operand over the same axes, and for that
-/// `max` the `sum_exp` (at most one pair per `sum_exp`).
-fn max_partners(graph: &Graph) -> Vec<Option<NodeId>> {
+/// For each one-pass reduction the plain reduction it computes alongside (a `sum_exp`'s `max`, a
+/// `sum_sq_dev`'s `sum`, of the same operand over the same axes), and for that the one-pass
+/// reduction: pairs, at most one per node.
+fn partners(graph: &Graph) -> Vec<Option<NodeId>> {
     let mut partner = vec![None; graph.nodes.len()];
     for id in graph.ids() {
         let node = graph.node(id);
-        let Op::SumExp { axes } = &node.op else { continue };
-        let max = graph.ids().find(|&m| {
-            partner[m.index()].is_none() && graph.node(m).args == node.args && graph.node(m).op == (Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }) && graph.node(m).ty.dtype == node.ty.dtype
-        });
-        if let Some(m) = max {
+        let shared = match &node.op {
+            Op::SumExp { axes } => Op::Reduce { op: ReduceOp::Max, axes: axes.clone() },
+            Op::SumSqDev { axes } => Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() },
+            _ => continue,
+        };
+        let found = graph.ids().find(|&m| partner[m.index()].is_none() && graph.node(m).args == node.args && graph.node(m).op == shared && graph.node(m).ty.dtype == node.ty.dtype);
+        if let Some(m) = found {
             partner[id.index()] = Some(m);
             partner[m.index()] = Some(id);
         }
@@ -96,10 +103,24 @@ fn max_partners(graph: &Graph) -> Vec<Option<NodeId>> {
     partner
 }
 
-/// The length of the chunks an online normalizer reduces its last axis in: the largest divisor
+/// The length of the chunks a one-pass reduction reduces its last axis in: the largest divisor
 /// of `n` up to 2048 (8 KiB of floats: a chunk's maximum and then its sum read it from the first-level cache).
 fn chunk_of(n: usize) -> usize {
     (1..=n.min(2048)).rev().find(|c| n % c == 0).unwrap_or(1)
+}
+
+use ollie_graph::BinaryOp as B;
+
+fn bin(op: B, a: Expr, b: Expr) -> Expr {
+    Expr::Binary(op, Box::new(a), Box::new(b))
+}
+
+fn load(buffer: BufferId, offset: &Affine) -> Expr {
+    Expr::Load { buffer, offset: offset.clone() }
+}
+
+fn store(buffer: BufferId, offset: &Affine, value: Expr) -> Stmt {
+    Stmt::Store { buffer, offset: offset.clone(), value }
 }
 
 /// Which nodes get a buffer (see [`lower`]).
@@ -109,7 +130,7 @@ fn materialized(graph: &Graph) -> Vec<bool> {
     for id in graph.ids() {
         let node = graph.node(id);
         m[id.index()] = match &node.op {
-            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
+            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::SumSqDev { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
             Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
         };
@@ -188,47 +209,40 @@ impl Lowering<'_> {
         b
     }
 
-    /// Fills `buffer` with `sum_exp` node `id` — and `max`, when given, with the maximum it
-    /// reduced alongside — in one pass over the operand: its last reduced axis in chunks, each
-    /// chunk's maximum and then its sum of `exp(x − chunk max)` (plain reductions, which
-    /// schedules vectorize), folded into the running pair `(m, s)` as
-    /// `s ← s·e^(m − m′) + sum·e^(cm − m′)` with `m′ = max(m, cm)`. A factor `e^(a − b)` is 1
-    /// when `a = b` (two infinities of one sign make no NaN), a chunk all `−∞` adds nothing, and
-    /// `s·(m − m + 1)` at the end makes it NaN where numpy's is (a maximum of ±∞, or NaN).
-    fn define_sum_exp(&mut self, id: NodeId, buffer: BufferId, max: Option<BufferId>) {
-        use ollie_graph::{BinaryOp as B, CmpOp, UnaryOp};
+    /// The nest of a one-pass reduction of node `id` (a `sum_exp` or `sum_sq_dev`): per result
+    /// element `o`, `init(o)`; then, around each chunk of the last reduced axis (the other reduced
+    /// axes, then the chunks), `chunk(l, o, element, before)` — `element(l, j)` reads the
+    /// operand at the chunk's `j`-th position, `before` counts the elements of earlier chunks —
+    /// and last `finish(o)`.
+    fn one_pass(
+        &mut self,
+        id: NodeId,
+        init: impl Fn(&Affine) -> Vec<Stmt>,
+        chunk: impl Fn(&mut Lowering, &Affine, &dyn Fn(&Lowering, &Affine) -> Expr, &Affine) -> Vec<Stmt>,
+        finish: impl Fn(&Affine) -> Vec<Stmt>,
+    ) {
         let node = self.graph.node(id).clone();
-        let Op::SumExp { axes } = &node.op else { unreachable!("a sum_exp") };
+        let axes = match &node.op {
+            Op::SumExp { axes } | Op::SumSqDev { axes } => axes.clone(),
+            _ => unreachable!("a one-pass reduction"),
+        };
         let operand = node.args[0];
         let shape = node.ty.shape.clone();
         let in_shape = self.graph.ty(operand).shape.clone();
-        let dtype = node.ty.dtype;
-        let m = max.unwrap_or_else(|| self.add_buffer(format!("m{}", id.0), BufferKind::Temp, dtype, shape.clone()));
-        let cm = self.add_buffer(format!("cm{}", id.0), BufferKind::Temp, dtype, shape.clone());
-        let cs = self.add_buffer(format!("cs{}", id.0), BufferKind::Temp, dtype, shape.clone());
         let last = *axes.last().expect("a reduced axis");
-        let chunk = chunk_of(in_shape[last]);
-        // The loops around a chunk: the other reduced axes, then the chunks.
+        let size = chunk_of(in_shape[last]);
         let mut around: Vec<usize> = axes[..axes.len() - 1].iter().map(|&a| in_shape[a]).collect();
-        around.push(in_shape[last] / chunk);
-        let axes = axes.clone();
+        around.push(in_shape[last] / size);
         let body = self.nest_over(&shape, |l, out_index| {
             let o = flat(&shape, out_index);
-            let load = |b: BufferId| Expr::Load { buffer: b, offset: o.clone() };
-            let store = |b: BufferId, value: Expr| Stmt::Store { buffer: b, offset: o.clone(), value };
-            let bin = |op: B, a: Expr, b: Expr| Expr::Binary(op, Box::new(a), Box::new(b));
-            // e^(a − b), 1 when a = b.
-            let factor = |a: Expr, b: Expr| {
-                Expr::Select(Box::new(Expr::Compare(CmpOp::Eq, Box::new(a.clone()), Box::new(b.clone()))), Box::new(Expr::Const(1.0)), Box::new(Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, a, b)))))
-            };
-            let mut stmts = vec![store(m, Expr::Const(f64::NEG_INFINITY)), store(buffer, Expr::Const(0.0))];
+            let mut stmts = init(&o);
             stmts.extend(l.nest_over(&around, |l, around_index| {
                 let element = |l: &Lowering, j: &Affine| -> Expr {
                     let (mut outer, mut red) = (out_index.iter(), around_index.iter());
                     let full: Vec<Affine> = (0..in_shape.len())
                         .map(|d| {
                             if d == last {
-                                around_index[around_index.len() - 1].scale(chunk as i64).add_scaled(j, 1)
+                                around_index[around_index.len() - 1].scale(size as i64).add_scaled(j, 1)
                             } else if axes.contains(&d) {
                                 red.next().unwrap().clone()
                             } else {
@@ -238,29 +252,104 @@ impl Lowering<'_> {
                         .collect();
                     l.access(operand, &full)
                 };
-                let mut chunk_stmts = vec![store(cm, Expr::Const(f64::NEG_INFINITY))];
-                chunk_stmts.extend(l.nest_over(&[chunk], |l, j| vec![store(cm, bin(B::Max, load(cm), element(l, &j[0])))]));
-                chunk_stmts.push(store(cs, Expr::Const(0.0)));
-                chunk_stmts.extend(l.nest_over(&[chunk], |l, j| {
-                    let term = Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, element(l, &j[0]), load(cm))));
-                    vec![store(cs, bin(B::Add, load(cs), term))]
-                }));
-                let new_max = bin(B::Max, load(m), load(cm));
-                let kept = bin(B::Mul, load(buffer), factor(load(m), new_max.clone()));
-                let added = Expr::Select(
-                    Box::new(Expr::Compare(CmpOp::Eq, Box::new(load(cm)), Box::new(Expr::Const(f64::NEG_INFINITY)))),
-                    Box::new(Expr::Const(0.0)),
-                    Box::new(bin(B::Mul, load(cs), factor(load(cm), new_max.clone()))),
-                );
-                chunk_stmts.push(store(buffer, bin(B::Add, kept, added)));
-                chunk_stmts.push(store(m, new_max));
-                chunk_stmts
+                let before = flat(&around, around_index).scale(size as i64);
+                chunk(l, &o, &element, &before)
             }));
-            let nan_unless_finite = bin(B::Add, bin(B::Sub, load(m), load(m)), Expr::Const(1.0));
-            stmts.push(store(buffer, bin(B::Mul, load(buffer), nan_unless_finite)));
+            stmts.extend(finish(&o));
             stmts
         });
         self.nest.body.extend(body);
+    }
+
+    /// A scalar temporary per result element of node `id`, named `{prefix}{id}`.
+    fn per_result(&mut self, id: NodeId, prefix: &str) -> BufferId {
+        let ty = self.graph.ty(id).clone();
+        self.add_buffer(format!("{prefix}{}", id.0), BufferKind::Temp, ty.dtype, ty.shape)
+    }
+
+    /// Fills `buffer` with `sum_exp` node `id` — and `max`, when given, with the maximum it
+    /// reduced alongside — in one pass over the operand: each chunk's maximum and then its sum
+    /// of `exp(x − chunk max)` (plain reductions, which schedules vectorize), folded into the
+    /// running pair `(m, s)` as `s ← s·e^(m − m′) + sum·e^(cm − m′)` with `m′ = max(m, cm)`. A
+    /// factor `e^(a − b)` is 1 when `a = b` (two infinities of one sign make no NaN), a chunk all
+    /// `−∞` adds nothing, and `s·(m − m + 1)` at the end makes it NaN where numpy's is (a
+    /// maximum of ±∞, or NaN).
+    fn define_sum_exp(&mut self, id: NodeId, buffer: BufferId, max: Option<BufferId>) {
+        use ollie_graph::{CmpOp, UnaryOp};
+        let m = max.unwrap_or_else(|| self.per_result(id, "m"));
+        let (cm, cs) = (self.per_result(id, "cm"), self.per_result(id, "cs"));
+        let size = chunk_of(self.graph.ty(self.graph.node(id).args[0]).shape[*self.reduced_axes(id).last().expect("an axis")]);
+        // e^(a − b), 1 when a = b.
+        let factor = |a: Expr, b: Expr| {
+            Expr::Select(Box::new(Expr::Compare(CmpOp::Eq, Box::new(a.clone()), Box::new(b.clone()))), Box::new(Expr::Const(1.0)), Box::new(Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, a, b)))))
+        };
+        self.one_pass(
+            id,
+            |o| vec![store(m, o, Expr::Const(f64::NEG_INFINITY)), store(buffer, o, Expr::Const(0.0))],
+            |l, o, element, _| {
+                let mut stmts = vec![store(cm, o, Expr::Const(f64::NEG_INFINITY))];
+                stmts.extend(l.nest_over(&[size], |l, j| vec![store(cm, o, bin(B::Max, load(cm, o), element(l, &j[0])))]));
+                stmts.push(store(cs, o, Expr::Const(0.0)));
+                stmts.extend(l.nest_over(&[size], |l, j| {
+                    let term = Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, element(l, &j[0]), load(cm, o))));
+                    vec![store(cs, o, bin(B::Add, load(cs, o), term))]
+                }));
+                let new_max = bin(B::Max, load(m, o), load(cm, o));
+                let kept = bin(B::Mul, load(buffer, o), factor(load(m, o), new_max.clone()));
+                let all_minus_infinity = Expr::Compare(CmpOp::Eq, Box::new(load(cm, o)), Box::new(Expr::Const(f64::NEG_INFINITY)));
+                let added = Expr::Select(Box::new(all_minus_infinity), Box::new(Expr::Const(0.0)), Box::new(bin(B::Mul, load(cs, o), factor(load(cm, o), new_max.clone()))));
+                stmts.push(store(buffer, o, bin(B::Add, kept, added)));
+                stmts.push(store(m, o, new_max));
+                stmts
+            },
+            |o| vec![store(buffer, o, bin(B::Mul, load(buffer, o), bin(B::Add, bin(B::Sub, load(m, o), load(m, o)), Expr::Const(1.0))))],
+        );
+    }
+
+    /// Fills `buffer` with `sum_sq_dev` node `id` — and `sum`, when given, with the operand's sum
+    /// over the same axes — in one pass: each chunk's sum and then its `Σ (x − chunk mean)²`
+    /// (plain reductions), merged as Chan, Golub and LeVeque merge partial moments:
+    /// `M ← M + M_c + δ²·n·c/(n + c)` with `δ` the difference of the chunk's mean and the mean
+    /// so far, `n` the elements so far and `c` the chunk's. Every merged term is nonnegative, so
+    /// nothing cancels: unlike `Σx² − (Σx)²/n`, the result is accurate to a few roundings per
+    /// merge whatever the mean. Infinities and NaN make NaN, as numpy's deviations do.
+    fn define_sum_sq_dev(&mut self, id: NodeId, buffer: BufferId, sum: Option<BufferId>) {
+        let total = sum.unwrap_or_else(|| self.per_result(id, "m"));
+        let (cs, cq) = (self.per_result(id, "cs"), self.per_result(id, "cq"));
+        let size = chunk_of(self.graph.ty(self.graph.node(id).args[0]).shape[*self.reduced_axes(id).last().expect("an axis")]);
+        let c = size as f64;
+        self.one_pass(
+            id,
+            |o| vec![store(total, o, Expr::Const(0.0)), store(buffer, o, Expr::Const(0.0))],
+            |l, o, element, before| {
+                let mut stmts = vec![store(cs, o, Expr::Const(0.0))];
+                stmts.extend(l.nest_over(&[size], |l, j| vec![store(cs, o, bin(B::Add, load(cs, o), element(l, &j[0])))]));
+                stmts.push(store(cq, o, Expr::Const(0.0)));
+                let chunk_mean = || bin(B::Div, load(cs, o), Expr::Const(c));
+                stmts.extend(l.nest_over(&[size], |l, j| {
+                    let d = bin(B::Sub, element(l, &j[0]), chunk_mean());
+                    vec![store(cq, o, bin(B::Add, load(cq, o), bin(B::Mul, d.clone(), d)))]
+                }));
+                // n, the elements before this chunk (0 for the first: its δ² is then weighed by 0).
+                let n = || Expr::Index(before.clone());
+                let mean_so_far = bin(B::Div, load(total, o), bin(B::Max, n(), Expr::Const(1.0)));
+                let delta = bin(B::Sub, chunk_mean(), mean_so_far);
+                let weight = bin(B::Div, bin(B::Mul, n(), Expr::Const(c)), bin(B::Add, n(), Expr::Const(c)));
+                let merged = bin(B::Add, bin(B::Add, load(buffer, o), load(cq, o)), bin(B::Mul, bin(B::Mul, delta.clone(), delta), weight));
+                stmts.push(store(buffer, o, merged));
+                stmts.push(store(total, o, bin(B::Add, load(total, o), load(cs, o))));
+                stmts
+            },
+            |_| Vec::new(),
+        );
+    }
+
+    /// The reduced axes of a one-pass reduction.
+    fn reduced_axes(&self, id: NodeId) -> Vec<usize> {
+        match &self.graph.node(id).op {
+            Op::SumExp { axes } | Op::SumSqDev { axes } => axes.clone(),
+            _ => unreachable!("a one-pass reduction"),
+        }
     }
 
     fn fresh(&mut self) -> VarId {
@@ -464,7 +553,7 @@ impl Lowering<'_> {
                     from.iter().map(|&n| if n == 1 { Affine::constant(0) } else { kept.next().expect("unit reshape") }).collect();
                 self.access(arg(0), &inner)
             }
-            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::Einsum(_) | Op::Concat { .. } => {
+            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::SumSqDev { .. } | Op::Einsum(_) | Op::Concat { .. } => {
                 unreachable!("{} is always materialized", node.op.name())
             }
         }

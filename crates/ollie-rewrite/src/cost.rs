@@ -1,7 +1,7 @@
 //! The extraction cost model: an op's floating-point operations plus the bytes it must move
 //! when it is computed into memory of its own (a reduction, scan, contraction or concatenation
 //! reads its operands and writes its result; elementwise ops and views fuse into their users; a
-//! `sum_exp` shares its read with the maximum of the same operand),
+//! `sum_exp` or `sum_sq_dev` shares its read with the maximum or sum of the same operand),
 //! and one unit per node so that, costs equal, the smaller graph wins.
 
 use egg::{CostFunction, Id};
@@ -19,9 +19,9 @@ const NODE: f64 = 1.0;
 pub fn op_cost(op: &Op, args: &[&TensorType], ty: &TensorType) -> f64 {
     let moved = match op {
         Op::Reduce { .. } | Op::Scan { .. } | Op::Einsum(_) | Op::Concat { .. } => args.iter().map(|a| bytes(a)).sum::<f64>() + bytes(ty),
-        // Its operand is read by the pass that finds the maximum, which the rule that makes a
-        // `sum_exp` requires and the lowering fuses with it.
-        Op::SumExp { .. } => bytes(ty),
+        // Its operand is read by the pass that finds the maximum (the sum, for a `sum_sq_dev`),
+        // which the rule that makes it requires and the lowering fuses with it.
+        Op::SumExp { .. } | Op::SumSqDev { .. } => bytes(ty),
         _ => 0.0,
     };
     flops(op, args, ty) + BYTE * moved + NODE

@@ -376,6 +376,65 @@ const CASES: &[Case] = &[
         fires: false,
         at_ones: Some(false),
     },
+    // np.var's form: the deviation times itself, over the last axis.
+    Case {
+        rule: "one-pass-variance",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n}] = reduce_sum[1] %0
+  %2: f32[] = const[{m}.0]
+  %3: f32[{n}] = broadcast %2
+  %4: f32[{n}] = div %1, %3
+  %5: f32[{n},1] = reshape %4
+  %6: f32[{n},{m}] = broadcast %5
+  %7: f32[{n},{m}] = sub %0, %6
+  %8: f32[{n},{m}] = mul %7, %7
+  %9: f32[{n}] = reduce_sum[1] %8
+  %10: f32[{n}] = div %9, %3
+  return %10, %4
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // A layer norm's form: the deviation squared by `**`, over two leading axes.
+    Case {
+        rule: "one-pass-variance",
+        graph: "kernel k(x: f32[{n},{m},{k}]) {
+  %0: f32[{n},{m},{k}] = input[x]
+  %1: f32[{k}] = reduce_sum[0,1] %0
+  %2: f32[] = const[{nm}.0]
+  %3: f32[{k}] = broadcast %2
+  %4: f32[{k}] = div %1, %3
+  %5: f32[{n},{m},{k}] = broadcast %4
+  %6: f32[{n},{m},{k}] = sub %0, %5
+  %7: f32[] = const[2.0]
+  %8: f32[{n},{m},{k}] = broadcast %7
+  %9: f32[{n},{m},{k}] = pow %6, %8
+  %10: f32[{k}] = reduce_sum[0,1] %9
+  return %10
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // Divided by one less than the count, the subtracted value is no mean.
+    Case {
+        rule: "one-pass-variance",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n}] = reduce_sum[1] %0
+  %2: f32[] = const[{k}.5]
+  %3: f32[{n}] = broadcast %2
+  %4: f32[{n}] = div %1, %3
+  %5: f32[{n},1] = reshape %4
+  %6: f32[{n},{m}] = broadcast %5
+  %7: f32[{n},{m}] = sub %0, %6
+  %8: f32[{n},{m}] = mul %7, %7
+  %9: f32[{n}] = reduce_sum[1] %8
+  return %9
+}",
+        fires: false,
+        at_ones: None,
+    },
     Case {
         rule: "transpose-transpose",
         graph: "kernel k(x: f32[{n},{m},{k}]) {
