@@ -211,14 +211,14 @@ impl Lowering<'_> {
 
     /// The nest of a one-pass reduction of node `id` (a `sum_exp` or `sum_sq_dev`): per result
     /// element `o`, `init(o)`; then, around each chunk of the last reduced axis (the other reduced
-    /// axes, then the chunks), `chunk(l, o, element, before)` — `element(l, j)` reads the
-    /// operand at the chunk's `j`-th position, `before` counts the elements of earlier chunks —
-    /// and last `finish(o)`.
+    /// axes, then the chunks), `chunk(l, o, element, before, size)` — `element(l, j)` reads the
+    /// operand at the chunk's `j`-th position, `before` counts the elements of earlier chunks,
+    /// `size` is the chunk's length — and last `finish(o)`.
     fn one_pass(
         &mut self,
         id: NodeId,
         init: impl Fn(&Affine) -> Vec<Stmt>,
-        chunk: impl Fn(&mut Lowering, &Affine, &dyn Fn(&Lowering, &Affine) -> Expr, &Affine) -> Vec<Stmt>,
+        chunk: impl Fn(&mut Lowering, &Affine, &dyn Fn(&Lowering, &Affine) -> Expr, &Affine, usize) -> Vec<Stmt>,
         finish: impl Fn(&Affine) -> Vec<Stmt>,
     ) {
         let node = self.graph.node(id).clone();
@@ -253,7 +253,7 @@ impl Lowering<'_> {
                     l.access(operand, &full)
                 };
                 let before = flat(&around, around_index).scale(size as i64);
-                chunk(l, &o, &element, &before)
+                chunk(l, &o, &element, &before, size)
             }));
             stmts.extend(finish(&o));
             stmts
@@ -278,7 +278,6 @@ impl Lowering<'_> {
         use ollie_graph::{CmpOp, UnaryOp};
         let m = max.unwrap_or_else(|| self.per_result(id, "m"));
         let (cm, cs) = (self.per_result(id, "cm"), self.per_result(id, "cs"));
-        let size = chunk_of(self.graph.ty(self.graph.node(id).args[0]).shape[*self.reduced_axes(id).last().expect("an axis")]);
         // e^(a − b), 1 when a = b.
         let factor = |a: Expr, b: Expr| {
             Expr::Select(Box::new(Expr::Compare(CmpOp::Eq, Box::new(a.clone()), Box::new(b.clone()))), Box::new(Expr::Const(1.0)), Box::new(Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, a, b)))))
@@ -286,7 +285,7 @@ impl Lowering<'_> {
         self.one_pass(
             id,
             |o| vec![store(m, o, Expr::Const(f64::NEG_INFINITY)), store(buffer, o, Expr::Const(0.0))],
-            |l, o, element, _| {
+            |l, o, element, _, size| {
                 let mut stmts = vec![store(cm, o, Expr::Const(f64::NEG_INFINITY))];
                 stmts.extend(l.nest_over(&[size], |l, j| vec![store(cm, o, bin(B::Max, load(cm, o), element(l, &j[0])))]));
                 stmts.push(store(cs, o, Expr::Const(0.0)));
@@ -316,12 +315,11 @@ impl Lowering<'_> {
     fn define_sum_sq_dev(&mut self, id: NodeId, buffer: BufferId, sum: Option<BufferId>) {
         let total = sum.unwrap_or_else(|| self.per_result(id, "m"));
         let (cs, cq) = (self.per_result(id, "cs"), self.per_result(id, "cq"));
-        let size = chunk_of(self.graph.ty(self.graph.node(id).args[0]).shape[*self.reduced_axes(id).last().expect("an axis")]);
-        let c = size as f64;
         self.one_pass(
             id,
             |o| vec![store(total, o, Expr::Const(0.0)), store(buffer, o, Expr::Const(0.0))],
-            |l, o, element, before| {
+            |l, o, element, before, size| {
+                let c = size as f64;
                 let mut stmts = vec![store(cs, o, Expr::Const(0.0))];
                 stmts.extend(l.nest_over(&[size], |l, j| vec![store(cs, o, bin(B::Add, load(cs, o), element(l, &j[0])))]));
                 stmts.push(store(cq, o, Expr::Const(0.0)));
@@ -342,14 +340,6 @@ impl Lowering<'_> {
             },
             |_| Vec::new(),
         );
-    }
-
-    /// The reduced axes of a one-pass reduction.
-    fn reduced_axes(&self, id: NodeId) -> Vec<usize> {
-        match &self.graph.node(id).op {
-            Op::SumExp { axes } | Op::SumSqDev { axes } => axes.clone(),
-            _ => unreachable!("a one-pass reduction"),
-        }
     }
 
     fn fresh(&mut self) -> VarId {

@@ -32,28 +32,41 @@ fn ollie_rewrite_prints_the_scan_a_triangular_product_is() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("rewriting finds 1 variants"), "{}", String::from_utf8_lossy(&missing.stderr));
 }
 
-/// The result of `ollie optimize` on `spec`: its report's summary of the best kernel.
-fn optimize(spec: &str, dims: &[&str], time: &str) -> serde_json::Value {
+/// Runs `ollie optimize` on `spec` into `out` (with `extra` arguments) and returns its report's
+/// summary of the best kernel, after checking its certificate.
+fn optimize_into(out: &Path, spec: &str, dims: &[&str], extra: &[&str]) -> serde_json::Value {
     let cache = cache();
-    let out_dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["optimize", spec, "--time", time, "--seed", "3", "--out", out_dir.path().to_str().unwrap()];
+    let mut args = vec!["optimize", spec, "--seed", "3", "--out", out.to_str().unwrap()];
     for d in dims {
         args.extend(["--dim", d]);
     }
-    let out = ollie(cache.path(), &args);
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("report.json")).unwrap()).unwrap();
-    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("certificate.json")).unwrap()).unwrap();
+    args.extend(extra);
+    let run = ollie(cache.path(), &args);
+    assert!(run.status.success(), "{}\n{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("certificate.json")).unwrap()).unwrap();
     assert_eq!(certificate["accepted"], true, "{certificate}");
     report["best"].clone()
 }
 
-/// 64 rows of 512: the product with the triangle is 33 M multiply-adds, the scan 33 k adds.
+fn optimize(spec: &str, dims: &[&str], time: &str) -> serde_json::Value {
+    optimize_into(tempfile::tempdir().unwrap().path(), spec, dims, &["--time", time])
+}
+
+/// 64 rows of 512: the product with the triangle is 33 M multiply-adds, the scan 33 k adds. The
+/// store keeps the variant: a resumed search reads it back, and `ollie report` shows it.
 #[test]
 fn optimize_adopts_the_scan_for_a_triangular_product() {
-    let best = optimize("bench/suite/prefix_sum.py", &["B=64", "N=512"], "40s");
+    let out = tempfile::tempdir().unwrap();
+    let dims = ["B=64", "N=512"];
+    let best = optimize_into(out.path(), "bench/suite/prefix_sum.py", &dims, &["--time", "30s"]);
     let graph = best["graph"].as_str().unwrap();
     assert!(graph.contains("cumsum[1]") && !graph.contains("einsum"), "the best kernel computes\n{graph}\n{best}");
+    let resumed = optimize_into(out.path(), "bench/suite/prefix_sum.py", &dims, &["--time", "45s", "--resume"]);
+    assert!(resumed["graph"].as_str().unwrap().contains("cumsum[1]"), "{resumed}");
+    let report = ollie(cache().path(), &["report", out.path().to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success() && text.contains("on a rewritten graph"), "{text}");
 }
 
 /// The chain right to left: two matrix-vector products instead of a matrix product.
