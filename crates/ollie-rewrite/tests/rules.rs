@@ -598,3 +598,27 @@ fn the_cheapest_variant_absorbs_the_key_projection_into_the_query() {
     let projected_keys = best.nodes.iter().any(|n| n.ty.shape == [64, 4] || n.ty.shape == [4, 64]);
     assert!(!projected_keys && best.cost().flops < graph.cost().flops / 3.0, "{best}");
 }
+
+/// A chain of seven 64 × 64 matrices and a vector, multiplied left to right: within the default
+/// limits the cheapest variant is seven matrix-vector products, no matrix product left.
+#[test]
+fn a_long_chain_is_reordered_into_matrix_vector_products() {
+    let mut text = String::from("kernel chain(");
+    let names = ["a", "b", "c", "d", "e", "f", "g"];
+    let params: Vec<String> = names.iter().map(|n| format!("{n}: f32[64,64]")).chain(["v: f32[64,1]".to_string()]).collect();
+    text += &format!("{}) {{\n", params.join(", "));
+    for (i, n) in names.iter().enumerate() {
+        text += &format!("  %{i}: f32[64,64] = input[{n}]\n");
+    }
+    text += "  %7: f32[64,1] = input[v]\n  %8: f32[64,64] = einsum[ij,jk->ik] %0, %1\n";
+    for i in 9..14 {
+        text += &format!("  %{i}: f32[64,64] = einsum[ij,jk->ik] %{}, %{}\n", i - 1, i - 7);
+    }
+    text += "  %14: f32[64,1] = einsum[ij,jk->ik] %13, %7\n  return %14\n}\n";
+    let graph = parse(&text).unwrap();
+    let rewritten = ollie_rewrite::variants(&graph);
+    let best = &rewritten.variants[0].graph;
+    let products = best.nodes.iter().filter(|n| matches!(n.op, ollie_graph::Op::Einsum(_))).count();
+    let matrix_products = best.nodes.iter().filter(|n| matches!(n.op, ollie_graph::Op::Einsum(_)) && n.ty.shape == [64, 64]).count();
+    assert!(products == 7 && matrix_products == 0, "{} ({})\n{best}", rewritten.stop, rewritten.nodes);
+}

@@ -8,9 +8,11 @@ use ollie_graph::{EinsumSpec, Op, ReduceOp};
 use super::{nodes, Rule, Topic};
 use crate::lang::{add, EGraph, ENode};
 
-/// The most operands a merged einsum may have: enough for a chain of four, few enough that the
-/// orders of its splits stay countable.
-const MAX_OPERANDS: usize = 4;
+/// The most operands a merged einsum may have. Three make reassociation a local step (`(ab)c` is
+/// merged and split again as `a(bc)`), which repeated reaches every order of a longer chain; more
+/// only multiply the e-nodes (a chain of eight 64 × 64 matrices and a vector: 20 k e-nodes in
+/// 0.2 s with three, the node limit at three iterations with four, and the same cheapest order).
+const MAX_OPERANDS: usize = 3;
 
 pub(super) const RULES: &[Rule] = &[
     Rule {
