@@ -141,14 +141,12 @@ pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> 
     let extractor = Extractor::new(egraph, cost::Model { egraph });
     let best = |c: Id| Some(extractor.find_best_node(c).clone());
     let mut found: Vec<Variant> = Vec::new();
-    let mut seen = vec![original];
+    let mut seen = std::collections::HashSet::from([original]);
     let mut consider = |g: Option<Graph>| {
         let Some(g) = g else { return };
-        let text = g.to_string();
-        if seen.contains(&text) {
+        if !seen.insert(g.to_string()) {
             return;
         }
-        seen.push(text);
         let cost = graph_cost(&g);
         found.push(Variant { graph: g, cost });
     };
