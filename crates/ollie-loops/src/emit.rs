@@ -368,8 +368,13 @@ impl<'a> Emitter<'a> {
     /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, vector math
     /// (`vector_math.c`) for float exp, log, tanh, sqrt, fabs and powers 2 to 4, values that do
     /// not move with `var` broadcast, anything else built lane by lane from the scalar form.
+    ///
+    /// An invariant that calls the math library is vector math too, on broadcast operands, where
+    /// vector math computes all of it: pure code that GCC hoists out of the loop, where a libm
+    /// call (`logf` of a row's sum, in a log-softmax) would stay in it, once per vector, for the
+    /// `errno` it may set.
     fn vector_expr(&self, e: &Expr, var: VarId, w: u32) -> String {
-        if !e.depends_on(var) {
+        if !e.depends_on(var) && (self.wide || invariant_math(e) != Some(true)) {
             return format!("ollie_splat{w}({})", self.expr(e));
         }
         let v = |x: &Expr| self.vector_expr(x, var, w);
@@ -417,6 +422,21 @@ impl<'a> Emitter<'a> {
             let text = if text.contains(['.', 'e']) { text } else { format!("{text}.0") };
             if v < 0.0 { format!("({text}{f})") } else { format!("{text}{f}") }
         }
+    }
+}
+
+/// How `vector_expr` computes `e` when nothing in it moves with the vector loop: `None` when some
+/// part of it has no vector form (it is then built lane by lane), else whether it calls a math
+/// function (exp, log, tanh, sqrt).
+fn invariant_math(e: &Expr) -> Option<bool> {
+    match e {
+        Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => Some(false),
+        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt, a) => invariant_math(a).map(|_| true),
+        Expr::Unary(UnaryOp::Neg | UnaryOp::Abs, a) => invariant_math(a),
+        Expr::Binary(BinaryOp::Pow, a, b) if matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => invariant_math(a),
+        Expr::Binary(op, a, b) if arithmetic(*op).is_some() || matches!(op, BinaryOp::Max | BinaryOp::Min) => Some(invariant_math(a)? | invariant_math(b)?),
+        Expr::Select(c, a, b) => Some(invariant_math(c)? | invariant_math(a)? | invariant_math(b)?),
+        _ => None,
     }
 }
 

@@ -144,3 +144,22 @@ fn vectorize_emits_vector_code_with_a_scalar_tail() {
     assert_eq!(reason("vectorize i7 3"), "cannot vectorize i7 3: the vector width must be 2, 4, 8 or 16");
     assert_eq!(reason("vectorize i7 16"), "cannot vectorize i7 16: the loop has fewer iterations than vector lanes");
 }
+
+/// A value a vector loop does not move, computed by a math function (a log-softmax's `log` of the
+/// row's sum), is vector math on broadcast operands — pure code that GCC hoists — never a libm call
+/// inside the loop, which `errno` would keep there, once per vector.
+#[test]
+fn invariant_math_in_a_vector_loop_is_vector_math() {
+    let source = "import numpy as np\n\ndef f(x: \"f32[4, 32]\") -> \"f32[4, 32]\":\n    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))\n";
+    let nest = lower(&ollie_spec::compile(source, &Default::default()).unwrap().graph).unwrap();
+    let Some(ollie_loops::Stmt::Loop { body, .. }) = nest.body.last() else { panic!("the output's nest comes last:\n{nest}") };
+    let Some(ollie_loops::Stmt::Loop { var, .. }) = body.last() else { panic!("a loop over the row:\n{nest}") };
+    let mut vectorized = nest.clone();
+    ollie_loops::apply_step(&mut vectorized, &Step::Vectorize { var: *var, width: 16 }).unwrap();
+    let c = ollie_loops::emit_c(&vectorized);
+    let body = &c[c.find("void f(").expect("the kernel")..];
+    assert!(body.contains("ollie_vlog16(ollie_splat16(") && !body.contains("logf("), "{body}");
+    // Where the loop stays scalar, the scalar call is right.
+    let c = ollie_loops::emit_c(&nest);
+    assert!(c[c.find("void f(").unwrap()..].contains("logf("), "{c}");
+}
