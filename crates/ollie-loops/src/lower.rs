@@ -103,10 +103,27 @@ fn partners(graph: &Graph) -> Vec<Option<NodeId>> {
     partner
 }
 
-/// The length of the chunks a one-pass reduction reduces its last axis in: the largest divisor
-/// of `n` up to 2048 (8 KiB of floats: a chunk's maximum and then its sum read it from the first-level cache).
+/// The length of the chunks a one-pass variance reduces its last axis in: the largest divisor
+/// of `n` up to 2048 (8 KiB of floats: a chunk's sum and then its squared deviations read it
+/// from the first-level cache).
 fn chunk_of(n: usize) -> usize {
     (1..=n.min(2048)).rev().find(|c| n % c == 0).unwrap_or(1)
+}
+
+/// The running state of a `sum_exp` has this many lanes at most: a vector of floats as wide as
+/// x86 has (AVX-512; where vectors are narrower, vectorizing a loop over the lanes makes two).
+const SUM_EXP_LANES: usize = 16;
+
+/// A `sum_exp` rescales its state once per this many elements at most.
+const SUM_EXP_CHUNK: usize = 256;
+
+/// The lanes of a `sum_exp`'s state over an axis of `n` (the largest power of two up to
+/// [`SUM_EXP_LANES`] dividing it) and its chunk: the most elements up to [`SUM_EXP_CHUNK`] that
+/// are a whole number of rows of lanes dividing `n`.
+fn sum_exp_lanes(n: usize) -> (usize, usize) {
+    let lanes = (0..=SUM_EXP_LANES.trailing_zeros()).rev().map(|p| 1usize << p).find(|&l| n.is_multiple_of(l)).unwrap_or(1);
+    let rows = (1..=SUM_EXP_CHUNK / lanes).rev().find(|&k| (n / lanes).is_multiple_of(k)).unwrap_or(1);
+    (lanes, rows * lanes)
 }
 
 use ollie_graph::BinaryOp as B;
@@ -210,16 +227,17 @@ impl Lowering<'_> {
     }
 
     /// The nest of a one-pass reduction of node `id` (a `sum_exp` or `sum_sq_dev`): per result
-    /// element `o`, `init(o)`; then, around each chunk of the last reduced axis (the other reduced
-    /// axes, then the chunks), `chunk(l, o, element, before, size)` — `element(l, j)` reads the
-    /// operand at the chunk's `j`-th position, `before` counts the elements of earlier chunks,
-    /// `size` is the chunk's length — and last `finish(o)`.
+    /// element `o`, `init(l, o)`; then, around each chunk of `size` elements of the last reduced
+    /// axis (the other reduced axes, then the chunks), `chunk(l, o, element, before, size)` —
+    /// `element(l, j)` reads the operand at the chunk's `j`-th position, `before` counts the
+    /// elements of earlier chunks — and last `finish(l, o)`.
     fn one_pass(
         &mut self,
         id: NodeId,
-        init: impl Fn(&Affine) -> Vec<Stmt>,
+        size: impl Fn(usize) -> usize,
+        init: impl Fn(&mut Lowering, &Affine) -> Vec<Stmt>,
         chunk: impl Fn(&mut Lowering, &Affine, &dyn Fn(&Lowering, &Affine) -> Expr, &Affine, usize) -> Vec<Stmt>,
-        finish: impl Fn(&Affine) -> Vec<Stmt>,
+        finish: impl Fn(&mut Lowering, &Affine) -> Vec<Stmt>,
     ) {
         let node = self.graph.node(id).clone();
         let axes = match &node.op {
@@ -230,12 +248,12 @@ impl Lowering<'_> {
         let shape = node.ty.shape.clone();
         let in_shape = self.graph.ty(operand).shape.clone();
         let last = *axes.last().expect("a reduced axis");
-        let size = chunk_of(in_shape[last]);
+        let size = size(in_shape[last]);
         let mut around: Vec<usize> = axes[..axes.len() - 1].iter().map(|&a| in_shape[a]).collect();
         around.push(in_shape[last] / size);
         let body = self.nest_over(&shape, |l, out_index| {
             let o = flat(&shape, out_index);
-            let mut stmts = init(&o);
+            let mut stmts = init(l, &o);
             stmts.extend(l.nest_over(&around, |l, around_index| {
                 let element = |l: &Lowering, j: &Affine| -> Expr {
                     let (mut outer, mut red) = (out_index.iter(), around_index.iter());
@@ -255,7 +273,7 @@ impl Lowering<'_> {
                 let before = flat(&around, around_index).scale(size as i64);
                 chunk(l, &o, &element, &before, size)
             }));
-            stmts.extend(finish(&o));
+            stmts.extend(finish(l, &o));
             stmts
         });
         self.nest.body.extend(body);
@@ -268,40 +286,76 @@ impl Lowering<'_> {
     }
 
     /// Fills `buffer` with `sum_exp` node `id` — and `max`, when given, with the maximum it
-    /// reduced alongside — in one pass over the operand: each chunk's maximum and then its sum
-    /// of `exp(x − chunk max)` (plain reductions, which schedules vectorize), folded into the
-    /// running pair `(m, s)` as `s ← s·e^(m − m′) + sum·e^(cm − m′)` with `m′ = max(m, cm)`. A
-    /// factor `e^(a − b)` is 1 when `a = b` (two infinities of one sign make no NaN), a chunk all
-    /// `−∞` adds nothing, and `s·(m − m + 1)` at the end makes it NaN where numpy's is (a
-    /// maximum of ±∞, or NaN).
+    /// reduced alongside — in one pass over the operand, the online normalizer kept per lane:
+    /// each lane `l` of the state (as many as [`sum_exp_lanes`] gives, one vector) holds the
+    /// running maximum `m_l` of its elements and `s_l = Σ exp(x − m_l)` over them. Per chunk, a
+    /// maximum per lane `c_l` of the chunk's rows of lanes; `s_l ← s_l·e^(m_l − m′_l)` with
+    /// `m′_l = max(m_l, c_l)`; then the chunk's terms `exp(x − m′_l)` added — the chunk read
+    /// twice from the first-level cache, every loop over the lanes a vector operation, no
+    /// reduction across lanes before the end: `M = max_l m_l`, `S = Σ_l s_l·e^(m_l − M)`.
+    ///
+    /// Each `m` is first raised to the dtype's lowest finite value (`lo`): a lane whose
+    /// elements so far are all `−∞` then gives `e^(lo − lo) = 1` for its rescale and
+    /// `exp(−∞ − lo) = 0` for its terms (never `−∞ − (−∞)`), while a finite or `+∞` maximum,
+    /// or NaN, is unchanged — `+∞ − (+∞)` makes NaN where numpy's terms are NaN. A rescale by
+    /// `e^0` is exactly 1; others err by a few roundings each, of random sign like the sum's.
+    /// `S·(M − M + 1)` makes it NaN where numpy's is (a maximum of ±∞, or NaN).
     fn define_sum_exp(&mut self, id: NodeId, buffer: BufferId, max: Option<BufferId>) {
-        use ollie_graph::{CmpOp, UnaryOp};
-        let m = max.unwrap_or_else(|| self.per_result(id, "m"));
-        let (cm, cs) = (self.per_result(id, "cm"), self.per_result(id, "cs"));
-        // e^(a − b), 1 when a = b.
-        let factor = |a: Expr, b: Expr| {
-            Expr::Select(Box::new(Expr::Compare(CmpOp::Eq, Box::new(a.clone()), Box::new(b.clone()))), Box::new(Expr::Const(1.0)), Box::new(Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, a, b)))))
+        use ollie_graph::UnaryOp;
+        let big_m = max.unwrap_or_else(|| self.per_result(id, "m"));
+        let ty = self.graph.ty(id).clone();
+        let operand = self.graph.node(id).args[0];
+        let n = match &self.graph.node(id).op {
+            Op::SumExp { axes } => self.graph.ty(operand).shape[*axes.last().expect("a reduced axis")],
+            _ => unreachable!("a sum_exp"),
         };
+        let (lanes, _) = sum_exp_lanes(n);
+        let mut lane_shape = ty.shape.clone();
+        lane_shape.push(lanes);
+        let mut state = |prefix: &str| self.add_buffer(format!("{prefix}{}", id.0), BufferKind::Temp, ty.dtype, lane_shape.clone());
+        let (m, s, cm) = (state("lm"), state("ls"), state("cm"));
+        let lowest = Expr::Const(if ty.dtype == ollie_graph::DType::F64 { f64::MIN } else { f32::MIN as f64 });
+        let lo = move |e: Expr| bin(B::Max, e, lowest.clone());
+        let exp = |e: Expr| Expr::Unary(UnaryOp::Exp, Box::new(e));
+        // Lane `j` of result `o`'s state.
+        let at = move |o: &Affine, j: &Affine| o.scale(lanes as i64).add_scaled(j, 1);
+        let minus_infinity = Expr::Const(f64::NEG_INFINITY);
         self.one_pass(
             id,
-            |o| vec![store(m, o, Expr::Const(f64::NEG_INFINITY)), store(buffer, o, Expr::Const(0.0))],
+            |n| sum_exp_lanes(n).1,
+            |l, o| l.nest_over(&[lanes], |_, j| vec![store(m, &at(o, &j[0]), minus_infinity.clone()), store(s, &at(o, &j[0]), Expr::Const(0.0))]),
             |l, o, element, _, size| {
-                let mut stmts = vec![store(cm, o, Expr::Const(f64::NEG_INFINITY))];
-                stmts.extend(l.nest_over(&[size], |l, j| vec![store(cm, o, bin(B::Max, load(cm, o), element(l, &j[0])))]));
-                stmts.push(store(cs, o, Expr::Const(0.0)));
-                stmts.extend(l.nest_over(&[size], |l, j| {
-                    let term = Expr::Unary(UnaryOp::Exp, Box::new(bin(B::Sub, element(l, &j[0]), load(cm, o))));
-                    vec![store(cs, o, bin(B::Add, load(cs, o), term))]
+                let mut stmts = l.nest_over(&[lanes], |_, j| vec![store(cm, &at(o, &j[0]), minus_infinity.clone())]);
+                // The chunk's row `r`, lane `j`.
+                let lane = |l: &Lowering, rj: &[Affine]| element(l, &rj[0].scale(lanes as i64).add_scaled(&rj[1], 1));
+                stmts.extend(l.nest_over(&[size / lanes, lanes], |l, rj| {
+                    let a = at(o, &rj[1]);
+                    vec![store(cm, &a, bin(B::Max, load(cm, &a), lane(l, rj)))]
                 }));
-                let new_max = bin(B::Max, load(m, o), load(cm, o));
-                let kept = bin(B::Mul, load(buffer, o), factor(load(m, o), new_max.clone()));
-                let all_minus_infinity = Expr::Compare(CmpOp::Eq, Box::new(load(cm, o)), Box::new(Expr::Const(f64::NEG_INFINITY)));
-                let added = Expr::Select(Box::new(all_minus_infinity), Box::new(Expr::Const(0.0)), Box::new(bin(B::Mul, load(cs, o), factor(load(cm, o), new_max.clone()))));
-                stmts.push(store(buffer, o, bin(B::Add, kept, added)));
-                stmts.push(store(m, o, new_max));
+                stmts.extend(l.nest_over(&[lanes], |_, j| {
+                    let a = at(o, &j[0]);
+                    let raised = bin(B::Max, load(m, &a), load(cm, &a));
+                    vec![store(s, &a, bin(B::Mul, load(s, &a), exp(bin(B::Sub, lo(load(m, &a)), lo(raised.clone()))))), store(m, &a, raised)]
+                }));
+                stmts.extend(l.nest_over(&[size / lanes, lanes], |l, rj| {
+                    let a = at(o, &rj[1]);
+                    vec![store(s, &a, bin(B::Add, load(s, &a), exp(bin(B::Sub, lane(l, rj), lo(load(m, &a))))))]
+                }));
                 stmts
             },
-            |o| vec![store(buffer, o, bin(B::Mul, load(buffer, o), bin(B::Add, bin(B::Sub, load(m, o), load(m, o)), Expr::Const(1.0))))],
+            |l, o| {
+                let mut stmts = vec![store(big_m, o, minus_infinity.clone())];
+                stmts.extend(l.nest_over(&[lanes], |_, j| vec![store(big_m, o, bin(B::Max, load(big_m, o), load(m, &at(o, &j[0]))))]));
+                // Each lane rescaled to `M` (a loop over the lanes, a vector operation), then summed.
+                stmts.extend(l.nest_over(&[lanes], |_, j| {
+                    let a = at(o, &j[0]);
+                    vec![store(s, &a, bin(B::Mul, load(s, &a), exp(bin(B::Sub, lo(load(m, &a)), lo(load(big_m, o))))))]
+                }));
+                stmts.push(store(buffer, o, Expr::Const(0.0)));
+                stmts.extend(l.nest_over(&[lanes], |_, j| vec![store(buffer, o, bin(B::Add, load(buffer, o), load(s, &at(o, &j[0]))))]));
+                stmts.push(store(buffer, o, bin(B::Mul, load(buffer, o), bin(B::Add, bin(B::Sub, load(big_m, o), load(big_m, o)), Expr::Const(1.0)))));
+                stmts
+            },
         );
     }
 
@@ -317,7 +371,8 @@ impl Lowering<'_> {
         let (cs, cq) = (self.per_result(id, "cs"), self.per_result(id, "cq"));
         self.one_pass(
             id,
-            |o| vec![store(total, o, Expr::Const(0.0)), store(buffer, o, Expr::Const(0.0))],
+            chunk_of,
+            |_, o| vec![store(total, o, Expr::Const(0.0)), store(buffer, o, Expr::Const(0.0))],
             |l, o, element, before, size| {
                 let c = size as f64;
                 let mut stmts = vec![store(cs, o, Expr::Const(0.0))];
@@ -338,7 +393,7 @@ impl Lowering<'_> {
                 stmts.push(store(total, o, bin(B::Add, load(total, o), load(cs, o))));
                 stmts
             },
-            |_| Vec::new(),
+            |_, _| Vec::new(),
         );
     }
 
