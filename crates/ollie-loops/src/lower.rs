@@ -294,7 +294,7 @@ impl Lowering<'_> {
     /// twice from the first-level cache, every loop over the lanes a vector operation, no
     /// reduction across lanes before the end: `M = max_l m_l`, `S = Σ_l s_l·e^(m_l − M)`.
     ///
-    /// Each `m` is first raised to the dtype's lowest finite value (`lo`): a lane whose
+    /// Each `m` is first raised to the lowest finite value the kernel computes in (`lo`): a lane whose
     /// elements so far are all `−∞` then gives `e^(lo − lo) = 1` for its rescale and
     /// `exp(−∞ − lo) = 0` for its terms (never `−∞ − (−∞)`), while a finite or `+∞` maximum,
     /// or NaN, is unchanged — `+∞ − (+∞)` makes NaN where numpy's terms are NaN. A rescale by
@@ -314,7 +314,9 @@ impl Lowering<'_> {
         lane_shape.push(lanes);
         let mut state = |prefix: &str| self.add_buffer(format!("{prefix}{}", id.0), BufferKind::Temp, ty.dtype, lane_shape.clone());
         let (m, s, cm) = (state("lm"), state("ls"), state("cm"));
-        let lowest = Expr::Const(if ty.dtype == ollie_graph::DType::F64 { f64::MIN } else { f32::MIN as f64 });
+        // The lowest finite value of the type the kernel computes in (the emitter's: double when
+        // any parameter or result is f64, all of whose buffers are made by now).
+        let lowest = Expr::Const(if self.nest.computes_in_f64() { f64::MIN } else { f32::MIN as f64 });
         let lo = move |e: Expr| bin(B::Max, e, lowest.clone());
         let exp = |e: Expr| Expr::Unary(UnaryOp::Exp, Box::new(e));
         // Lane `j` of result `o`'s state.
