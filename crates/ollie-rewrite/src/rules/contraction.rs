@@ -151,13 +151,19 @@ fn presum(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
             continue;
         }
         let Some(summed) = add(egraph, Op::Reduce { op: ReduceOp::Sum, axes: private.clone() }, vec![node.args[p]]) else { continue };
-        let mut inputs = spec.inputs.clone();
-        inputs[p] = (0..spec.inputs[p].len()).filter(|a| !private.contains(a)).map(|a| spec.inputs[p][a]).collect();
-        let mut args = node.args.clone();
-        args[p] = summed;
-        out.extend(add(egraph, Op::Einsum(EinsumSpec { inputs, output: spec.output.clone() }), args));
+        let labels = (0..spec.inputs[p].len()).filter(|a| !private.contains(a)).map(|a| spec.inputs[p][a]).collect();
+        out.extend(with_operand(egraph, &spec, node, p, labels, summed));
     }
     out
+}
+
+/// Contraction `node` (of `spec`) with operand `p` replaced by `arg`, whose axes are `labels`.
+fn with_operand(egraph: &mut EGraph, spec: &EinsumSpec, node: &ENode, p: usize, labels: Vec<u8>, arg: Id) -> Option<Id> {
+    let mut inputs = spec.inputs.clone();
+    inputs[p] = labels;
+    let mut args = node.args.clone();
+    args[p] = arg;
+    add(egraph, Op::Einsum(EinsumSpec { inputs, output: spec.output.clone() }), args)
 }
 
 fn transpose_operand(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
@@ -171,11 +177,7 @@ fn transpose_operand(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
             for (i, &q) in perm.iter().enumerate() {
                 labels[q] = spec.inputs[p][i];
             }
-            let mut inputs = spec.inputs.clone();
-            inputs[p] = labels;
-            let mut args = node.args.clone();
-            args[p] = inner.args[0];
-            out.extend(add(egraph, Op::Einsum(EinsumSpec { inputs, output: spec.output.clone() }), args));
+            out.extend(with_operand(egraph, &spec, node, p, labels, inner.args[0]));
         }
     }
     out
