@@ -120,7 +120,11 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let compiler = Compiler { timeout: Duration::from_secs(20), ..Compiler::new(Compiler::default_cache_dir()) };
     let baseline = setup::compile_naive(&compiler, graph)?;
     let patient = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
-    let (machine, floor) = setup::roofline_floor(graph)?;
+    // Rewriting saturates once (a few seconds at most): its variants floor the roofline and feed
+    // the `rewrite` proposer.
+    let rewritten = ollie_rewrite::variants(graph);
+    tracing::info!(variants = rewritten.variants.len(), stop = %rewritten.stop, fired = ?rewritten.fired, "rewriting saturated");
+    let (machine, floor) = setup::roofline_floor_of(graph, &rewritten)?;
     std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
     let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
 
@@ -201,12 +205,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let target = crate::sketch_target(machine.float_lanes());
     let mut mutate = Mutate::new(naive.clone()).with_tiles(target);
     let mut sketch = Sketch::new(&naive, &target);
-    // Saturation takes a few seconds at most; a search without the proposer skips it.
-    let mut rewrite = o.proposers.iter().any(|n| n == "rewrite").then(|| {
-        let (variants, rewritten) = Rewrite::variants_of(graph);
-        tracing::info!(variants = variants.len(), stop = %rewritten.stop, fired = ?rewritten.fired, "rewriting saturated");
-        Rewrite::new(naive.clone(), variants, &target)
-    });
+    let mut rewrite = o.proposers.iter().any(|n| n == "rewrite").then(|| Rewrite::new(naive.clone(), Rewrite::lowered(&rewritten), &target));
     let (mut llm, llm_watch) = match o.llm.clone() {
         Some(options) => {
             let calls = store.llm_calls(run.id).context("reading the store")?;

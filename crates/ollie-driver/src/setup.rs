@@ -24,9 +24,14 @@ pub fn machine_ceilings(refresh: bool, config: &MachineConfig) -> Result<(Machin
 /// as a product with a triangle of ones is floored as the running sum it is, so that its fast
 /// kernels are neither refused as too fast nor reported at many times the roofline.
 pub fn roofline_floor(graph: &Graph) -> Result<(Machine, Floor), Error> {
+    roofline_floor_of(graph, &ollie_rewrite::variants(graph))
+}
+
+/// [`roofline_floor`] with the variants rewriting found already at hand.
+pub fn roofline_floor_of(graph: &Graph, rewritten: &ollie_rewrite::Rewritten) -> Result<(Machine, Floor), Error> {
     let (machine, _, _) = machine_ceilings(false, &MachineConfig::default())?;
     let cost = graph.cost();
-    let flops = ollie_rewrite::variants(graph).variants.iter().map(|v| v.graph.cost().flops).fold(cost.flops, f64::min);
+    let flops = rewritten.variants.iter().map(|v| v.graph.cost().flops).fold(cost.flops, f64::min);
     let floor = machine.floor(flops, cost.min_bytes).context("no machine ceilings")?;
     Ok((machine, floor))
 }

@@ -8,7 +8,6 @@
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use ollie_graph::Graph;
 use ollie_loops::LoopNest;
 
 use crate::offers::Offers;
@@ -49,11 +48,10 @@ impl Rewrite {
         Rewrite { naive, variants, offers: Offers::new(pending) }
     }
 
-    /// The lowered variants of `graph` that [`ollie_rewrite::variants`] finds, with what
-    /// saturation reported.
-    pub fn variants_of(graph: &Graph) -> (Vec<Variant>, ollie_rewrite::Rewritten) {
-        let rewritten = ollie_rewrite::variants(graph);
-        let variants = rewritten
+    /// The variants [`ollie_rewrite::variants`] found, lowered (one that does not lower is left
+    /// out, with a warning).
+    pub fn lowered(rewritten: &ollie_rewrite::Rewritten) -> Vec<Variant> {
+        rewritten
             .variants
             .iter()
             .filter_map(|v| match Variant::new(v.graph.clone()) {
@@ -63,8 +61,7 @@ impl Rewrite {
                     None
                 }
             })
-            .collect();
-        (variants, rewritten)
+            .collect()
     }
 
     /// `current`'s schedule on another graph, where it replays.
