@@ -48,17 +48,8 @@ pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f6
         Op::SumSqDev { .. } => 3.0 * args[0].num_elements() as f64 - out,
         Op::Scan { axis, .. } => out - (out / ty.shape[*axis].max(1) as f64),
         Op::Einsum(spec) => {
-            let mut size = [1usize; 128];
-            for (labels, a) in spec.inputs.iter().zip(args) {
-                for (&l, &n) in labels.iter().zip(&a.shape) {
-                    size[l as usize] = n;
-                }
-            }
-            let mut labels: Vec<u8> = spec.inputs.iter().flatten().copied().collect();
-            labels.sort_unstable();
-            labels.dedup();
-            let terms: f64 = labels.iter().map(|&l| size[l as usize] as f64).product();
-            terms * spec.inputs.len() as f64
+            let shapes: Vec<&[usize]> = args.iter().map(|a| a.shape.as_slice()).collect();
+            spec.extent(&shapes, |_| true) as f64 * spec.inputs.len() as f64
         }
         _ => 0.0,
     }

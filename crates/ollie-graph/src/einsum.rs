@@ -51,6 +51,19 @@ impl EinsumSpec {
         EinsumSpec { inputs, output }
     }
 
+    /// The product of the extents of the labels `which` keeps (each label once), for operands of
+    /// shapes `shapes`: with every label, the terms of the contraction; with the labels not in
+    /// the output, the length of each output element's sum.
+    pub fn extent(&self, shapes: &[&[usize]], which: impl Fn(u8) -> bool) -> usize {
+        let mut size = [None; 128];
+        for (labels, shape) in self.inputs.iter().zip(shapes) {
+            for (&l, &n) in labels.iter().zip(shape.iter()) {
+                size[l as usize] = Some(n);
+            }
+        }
+        (0..128u8).filter(|&l| which(l)).filter_map(|l| size[l as usize]).product()
+    }
+
     fn check_labels(&self) -> Result<(), String> {
         for labels in self.inputs.iter().chain([&self.output]) {
             if let Some(l) = labels.iter().find(|&l| labels.iter().filter(|&m| m == l).count() > 1) {

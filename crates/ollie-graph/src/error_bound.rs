@@ -130,16 +130,8 @@ fn summed(op: &Op, v: &[ArrayViewD<f64>]) -> usize {
         // The longest of its running sums.
         Op::Scan { axis, .. } => v[0].shape()[*axis],
         Op::Einsum(spec) => {
-            let mut size = [1usize; 128];
-            for (labels, t) in spec.inputs.iter().zip(v) {
-                for (&l, &n) in labels.iter().zip(t.shape()) {
-                    size[l as usize] = n;
-                }
-            }
-            let mut labels: Vec<u8> = spec.inputs.iter().flatten().copied().filter(|l| !spec.output.contains(l)).collect();
-            labels.sort_unstable();
-            labels.dedup();
-            labels.iter().map(|&l| size[l as usize]).product()
+            let shapes: Vec<&[usize]> = v.iter().map(|t| t.shape()).collect();
+            spec.extent(&shapes, |l| !spec.output.contains(&l))
         }
         _ => 1,
     }
