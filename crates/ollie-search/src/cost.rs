@@ -7,7 +7,7 @@ use ollie_loops::{BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 use smartcore::ensemble::random_forest_regressor::{RandomForestRegressor, RandomForestRegressorParameters};
 use smartcore::linalg::basic::matrix::DenseMatrix;
 
-use crate::Kernel;
+use crate::{Form, Kernel};
 
 /// The features' names, in the order [`features`] gives them.
 pub const FEATURES: &[&str] = &[
@@ -140,13 +140,12 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
 /// The features of `kernel` (a schedule replayed on `naive`, or a kernel written whole, which is
 /// described by the naive nest and its flags), in the order of [`FEATURES`].
 pub fn features(kernel: &Kernel, naive: &LoopNest) -> Vec<f64> {
-    let (nest, flags, steps, written) = match (kernel.scheduled(naive), kernel) {
-        (Some((s, naive)), _) => match s.apply(naive) {
-            Ok(nest) => (nest, &s.flags, s.steps.len(), false),
-            Err(_) => (naive.clone(), &s.flags, s.steps.len(), false),
+    let (nest, flags, steps, written) = match kernel.form(naive) {
+        Form::Scheduled { schedule: s, naive } => match s.apply(naive) {
+            Ok(nest) => (nest, &s.flags[..], s.steps.len(), false),
+            Err(_) => (naive.clone(), &s.flags[..], s.steps.len(), false),
         },
-        (None, Kernel::Written { flags, .. }) => (naive.clone(), flags, 0, true),
-        (None, _) => unreachable!("only written kernels have no schedule"),
+        Form::Written { flags, .. } => (naive.clone(), flags, 0, true),
     };
     let mut c = Counts::default();
     let top = Around { trips: 1.0, innermost: None, parallel: false, vector: None, simd: false, unrolled: false };

@@ -96,14 +96,28 @@ pub enum StoredError {
     Lower(#[from] ollie_loops::LowerError),
 }
 
+/// What a kernel is made of, whichever graph it computes: a schedule and the naive nest it
+/// replays on, or a source written whole.
+pub enum Form<'a> {
+    Scheduled { schedule: &'a Schedule, naive: &'a LoopNest },
+    Written { source: &'a str, flags: &'a [String] },
+}
+
 impl Kernel {
-    /// The schedule and the naive nest it replays on (`naive`, the spec's, or the variant's);
-    /// `None` for a written kernel.
-    pub fn scheduled<'a>(&'a self, naive: &'a LoopNest) -> Option<(&'a Schedule, &'a LoopNest)> {
+    /// The kernel's form; `naive` is the spec's naive nest (a variant brings its own).
+    pub fn form<'a>(&'a self, naive: &'a LoopNest) -> Form<'a> {
         match self {
-            Kernel::Scheduled(schedule) => Some((schedule, naive)),
-            Kernel::Rewritten { variant, schedule } => Some((schedule, variant.naive())),
-            Kernel::Written { .. } => None,
+            Kernel::Scheduled(schedule) => Form::Scheduled { schedule, naive },
+            Kernel::Rewritten { variant, schedule } => Form::Scheduled { schedule, naive: variant.naive() },
+            Kernel::Written { source, flags } => Form::Written { source, flags },
+        }
+    }
+
+    /// The schedule and the naive nest it replays on; `None` for a written kernel.
+    pub fn scheduled<'a>(&'a self, naive: &'a LoopNest) -> Option<(&'a Schedule, &'a LoopNest)> {
+        match self.form(naive) {
+            Form::Scheduled { schedule, naive } => Some((schedule, naive)),
+            Form::Written { .. } => None,
         }
     }
 
@@ -126,16 +140,13 @@ impl Kernel {
     /// The C source and compile flags: a schedule applied to its naive nest (`naive` is the
     /// spec's), checked and emitted; a written kernel as it is.
     pub fn emit(&self, naive: &LoopNest) -> Result<(String, Vec<String>), EmitError> {
-        match self.scheduled(naive) {
-            Some((schedule, naive)) => {
+        match self.form(naive) {
+            Form::Scheduled { schedule, naive } => {
                 let nest = schedule.apply(naive)?;
                 ollie_loops::check(&nest)?;
                 Ok((ollie_loops::emit_c(&nest), schedule.compile_flags(&nest)))
             }
-            None => match self {
-                Kernel::Written { source, flags } => Ok((source.clone(), flags.clone())),
-                _ => unreachable!("only written kernels have no schedule"),
-            },
+            Form::Written { source, flags } => Ok((source.to_string(), flags.to_vec())),
         }
     }
 

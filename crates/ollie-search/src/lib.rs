@@ -15,7 +15,7 @@ mod rewrite;
 mod search;
 mod sketch;
 
-pub use kernel::{EmitError, Kernel, StoredError, Variant};
+pub use kernel::{EmitError, Form, Kernel, StoredError, Variant};
 pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
 pub use rewrite::Rewrite;
 pub use sketch::{sketches, Caches, Sketch, Target};

@@ -8,7 +8,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use crate::sketch::Target;
-use crate::{Kernel, Proposal, Propose};
+use crate::{Form, Kernel, Proposal, Propose};
 
 /// Compiler flags the proposer chooses among; every schedule starts from [`BASE_FLAGS`].
 pub const BASE_FLAGS: &[&str] = &["-O3", "-march=native"];
@@ -272,19 +272,18 @@ impl<N> Propose<Kernel, N> for Mutate {
     }
 
     fn propose(&mut self, current: &Kernel, rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
-        let next = match (current.scheduled(&self.naive), current) {
-            (Some((schedule, naive)), _) => self.schedule(naive, schedule, rng).map(|s| current.with_schedule(s)),
-            (None, Kernel::Written { source, flags }) => {
-                let mut next = flags.clone();
+        let next = match current.form(&self.naive) {
+            Form::Scheduled { schedule, naive } => self.schedule(naive, schedule, rng).map(|s| current.with_schedule(s)),
+            Form::Written { source, flags } => {
+                let mut next = flags.to_vec();
                 for _ in 0..8 {
                     mutate_flags(&mut next, rng);
-                    if next != *flags {
+                    if next != flags {
                         break;
                     }
                 }
-                (next != *flags).then(|| Kernel::Written { source: source.clone(), flags: next })
+                (next != flags).then(|| Kernel::Written { source: source.to_string(), flags: next })
             }
-            (None, _) => None,
         };
         next.map_or(Proposal::NotNow, Proposal::Candidate)
     }
