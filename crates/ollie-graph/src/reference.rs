@@ -153,31 +153,21 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
         }
         Op::Reduce { op, axes } => {
             let a = args.pop().unwrap();
-            let mut out: Option<Tensor> = None;
-            for &axis in axes.iter().rev() {
-                let from = out.as_ref().map_or(a.view(), |o| o.view());
-                out = Some(reduce_axis(from, *op, Axis(axis)));
+            if axes.is_empty() {
+                return a;
             }
-            out.unwrap_or_else(|| a.into_owned())
+            reduce_axes(a.view(), *op, axes, false)
         }
         Op::Scan { axis, reverse, exclusive } => scan(args[0].view(), *axis, *reverse, *exclusive),
         Op::SumExp { axes } => {
             let a = args.pop().unwrap();
             let m = max_keepdims(a.view(), axes);
             let e = Zip::from(&a).and_broadcast(&m).map_collect(|&x, &m| (x - m).exp());
-            let mut out = e;
-            for &axis in axes.iter().rev() {
-                out = reduce_axis(out.view(), ReduceOp::Sum, Axis(axis));
-            }
-            out
+            reduce_axes(e.view(), ReduceOp::Sum, axes, false)
         }
         Op::SumSqDev { axes } => {
             let a = args.pop().unwrap();
-            let mut out = sum_sq_dev_terms(a.view(), axes);
-            for &axis in axes.iter().rev() {
-                out = reduce_axis(out.view(), ReduceOp::Sum, Axis(axis));
-            }
-            out
+            reduce_axes(sum_sq_dev_terms(a.view(), axes).view(), ReduceOp::Sum, axes, false)
         }
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
     };
@@ -186,21 +176,13 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
 
 /// The maximum over `axes` (NaN if any element is), keeping them as axes of size 1.
 pub(crate) fn max_keepdims(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
-    let mut m = a.to_owned();
-    for &axis in axes.iter().rev() {
-        m = reduce_axis(m.view(), ReduceOp::Max, Axis(axis)).insert_axis(Axis(axis));
-    }
-    m
+    reduce_axes(a, ReduceOp::Max, axes, true)
 }
 
 /// `x − mean x` over `axes`, at the operand's shape.
 pub(crate) fn deviations(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
     let n: usize = axes.iter().map(|&ax| a.shape()[ax]).product();
-    let mut mean = a.to_owned();
-    for &axis in axes.iter().rev() {
-        mean = reduce_axis(mean.view(), ReduceOp::Sum, Axis(axis)).insert_axis(Axis(axis));
-    }
-    let mean = mean / n as f64;
+    let mean = reduce_axes(a.view(), ReduceOp::Sum, axes, true) / n as f64;
     Zip::from(&a).and_broadcast(&mean).map_collect(|&x, &m| x - m)
 }
 
@@ -230,10 +212,38 @@ pub(crate) fn scan(a: ArrayViewD<f64>, axis: usize, reverse: bool, exclusive: bo
     out
 }
 
+/// Reduces `axes` of `a` (ascending), the last first; `keep` keeps each as an axis of size 1.
+fn reduce_axes(a: ArrayViewD<f64>, op: ReduceOp, axes: &[usize], keep: bool) -> Tensor {
+    let mut out: Option<Tensor> = None;
+    for &axis in axes.iter().rev() {
+        let from = out.as_ref().map_or(a.view(), |o| o.view());
+        let reduced = reduce_axis(from, op, Axis(axis));
+        out = Some(if keep { reduced.insert_axis(Axis(axis)) } else { reduced });
+    }
+    out.unwrap_or_else(|| a.to_owned())
+}
+
+/// Reduces `axis` of `a`. Folding subview by subview (ndarray's `fold_axis`) pays for a view
+/// per step of the axis — seconds for a reduction over millions of elements into a few — so
+/// where the axis is the contiguous one, or the views would be small, each lane is folded
+/// instead (along the memory when contiguous; strided reads of a few lanes cost less than
+/// millions of views otherwise).
 fn reduce_axis(a: ArrayViewD<f64>, op: ReduceOp, axis: Axis) -> Tensor {
+    let (init, step): (f64, fn(f64, f64) -> f64) = match op {
+        ReduceOp::Sum => (0.0, |s, x| s + x),
+        ReduceOp::Max => (f64::NEG_INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }),
+        ReduceOp::Min => (f64::INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }),
+    };
+    let view_elements = a.len().checked_div(a.len_of(axis)).unwrap_or(0);
+    if a.stride_of(axis).unsigned_abs() == 1 || view_elements < SMALL_VIEW {
+        return Zip::from(a.lanes(axis)).map_collect(|lane| if op == ReduceOp::Sum { lane.sum() } else { lane.fold(init, |m, &x| step(m, x)) });
+    }
     match op {
         ReduceOp::Sum => a.sum_axis(axis),
-        ReduceOp::Max => a.fold_axis(axis, f64::NEG_INFINITY, |&m, &x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }),
-        ReduceOp::Min => a.fold_axis(axis, f64::INFINITY, |&m, &x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }),
+        _ => a.fold_axis(axis, init, |&m, &x| step(m, x)),
     }
 }
+
+/// Subviews of fewer elements than this are too small to fold a reduction by (see
+/// [`reduce_axis`]).
+const SMALL_VIEW: usize = 64;
