@@ -202,6 +202,17 @@ fn flat(shape: &[usize], index: &[Affine]) -> Affine {
     strides(shape).iter().zip(index).fold(Affine::constant(0), |acc, (&s, i)| acc.add_scaled(i, s))
 }
 
+/// The last reduced axis of a one-pass reduction, in chunks (see [`Lowering::one_pass`]).
+struct Chunks<'a> {
+    /// `element(l, c, j)` reads the operand at chunk `c`'s `j`-th element.
+    element: &'a dyn Fn(&Lowering, &Affine, &Affine) -> Expr,
+    /// How many chunks, of how many elements.
+    count: usize,
+    size: usize,
+    /// The chunks of earlier indices of the other reduced axes, counted.
+    first: Affine,
+}
+
 struct Lowering<'g> {
     graph: &'g Graph,
     nest: LoopNest,
@@ -227,16 +238,15 @@ impl Lowering<'_> {
     }
 
     /// The nest of a one-pass reduction of node `id` (a `sum_exp` or `sum_sq_dev`): per result
-    /// element `o`, `init(l, o)`; then, around each chunk of `size` elements of the last reduced
-    /// axis (the other reduced axes, then the chunks), `chunk(l, o, element, before, size)` —
-    /// `element(l, j)` reads the operand at the chunk's `j`-th position, `before` counts the
-    /// elements of earlier chunks — and last `finish(l, o)`.
+    /// element `o`, `init(l, o)`; then, for each index of the other reduced axes, `chunks(l, o,
+    /// c)` — `c` the last reduced axis in chunks of `size` elements, which it loops over itself —
+    /// and last `finish(l, o)`.
     fn one_pass(
         &mut self,
         id: NodeId,
         size: impl Fn(usize) -> usize,
         init: impl Fn(&mut Lowering, &Affine) -> Vec<Stmt>,
-        chunk: impl Fn(&mut Lowering, &Affine, &dyn Fn(&Lowering, &Affine) -> Expr, &Affine, usize) -> Vec<Stmt>,
+        chunks: impl Fn(&mut Lowering, &Affine, &Chunks) -> Vec<Stmt>,
         finish: impl Fn(&mut Lowering, &Affine) -> Vec<Stmt>,
     ) {
         let node = self.graph.node(id).clone();
@@ -249,18 +259,18 @@ impl Lowering<'_> {
         let in_shape = self.graph.ty(operand).shape.clone();
         let last = *axes.last().expect("a reduced axis");
         let size = size(in_shape[last]);
-        let mut around: Vec<usize> = axes[..axes.len() - 1].iter().map(|&a| in_shape[a]).collect();
-        around.push(in_shape[last] / size);
+        let count = in_shape[last] / size;
+        let others: Vec<usize> = axes[..axes.len() - 1].iter().map(|&a| in_shape[a]).collect();
         let body = self.nest_over(&shape, |l, out_index| {
             let o = flat(&shape, out_index);
             let mut stmts = init(l, &o);
-            stmts.extend(l.nest_over(&around, |l, around_index| {
-                let element = |l: &Lowering, j: &Affine| -> Expr {
-                    let (mut outer, mut red) = (out_index.iter(), around_index.iter());
+            stmts.extend(l.nest_over(&others, |l, other_index| {
+                let element = |l: &Lowering, c: &Affine, j: &Affine| -> Expr {
+                    let (mut outer, mut red) = (out_index.iter(), other_index.iter());
                     let full: Vec<Affine> = (0..in_shape.len())
                         .map(|d| {
                             if d == last {
-                                around_index[around_index.len() - 1].scale(size as i64).add_scaled(j, 1)
+                                c.scale(size as i64).add_scaled(j, 1)
                             } else if axes.contains(&d) {
                                 red.next().unwrap().clone()
                             } else {
@@ -270,8 +280,8 @@ impl Lowering<'_> {
                         .collect();
                     l.access(operand, &full)
                 };
-                let before = flat(&around, around_index).scale(size as i64);
-                chunk(l, &o, &element, &before, size)
+                let first = flat(&others, other_index).scale(count as i64);
+                chunks(l, &o, &Chunks { element: &element, count, size, first })
             }));
             stmts.extend(finish(l, &o));
             stmts
@@ -288,11 +298,17 @@ impl Lowering<'_> {
     /// Fills `buffer` with `sum_exp` node `id` — and `max`, when given, with the maximum it
     /// reduced alongside — in one pass over the operand, the online normalizer kept per lane:
     /// each lane `l` of the state (as many as [`sum_exp_lanes`] gives, one vector) holds the
-    /// running maximum `m_l` of its elements and `s_l = Σ exp(x − m_l)` over them. Per chunk, a
-    /// maximum per lane `c_l` of the chunk's rows of lanes; `s_l ← s_l·e^(m_l − m′_l)` with
-    /// `m′_l = max(m_l, c_l)`; then the chunk's terms `exp(x − m′_l)` added — the chunk read
-    /// twice from the first-level cache, every loop over the lanes a vector operation, no
-    /// reduction across lanes before the end: `M = max_l m_l`, `S = Σ_l s_l·e^(m_l − M)`.
+    /// running maximum `m_l` of its elements and `s_l = Σ exp(x − m_l)` over them. Per chunk,
+    /// `s_l ← s_l·e^(m_l − m′_l)` with `m′_l = max(m_l, c_l)`, `c_l` the chunk's maximum in the
+    /// lane, then the chunk's terms `exp(x − m′_l)` added — every loop over the lanes a vector
+    /// operation, no reduction across lanes before the end: `M = max_l m_l`,
+    /// `S = Σ_l s_l·e^(m_l − M)`.
+    ///
+    /// Software-pipelined: the loop adding a chunk's terms also takes the maximum of the next
+    /// chunk (the first chunk's is taken before), so the loads of the next chunk and their
+    /// maximum overlap this chunk's exponentials instead of waiting for them — reading a chunk
+    /// for its maximum and then for its terms in two loops, each of a few vectors, serialized
+    /// the two and ran at half the memory's speed.
     ///
     /// Each `m` is first raised to the lowest finite value the kernel computes in (`lo`): a lane whose
     /// elements so far are all `−∞` then gives `e^(lo − lo) = 1` for its rescale and
@@ -313,7 +329,8 @@ impl Lowering<'_> {
         let mut lane_shape = ty.shape.clone();
         lane_shape.push(lanes);
         let mut state = |prefix: &str| self.add_buffer(format!("{prefix}{}", id.0), BufferKind::Temp, ty.dtype, lane_shape.clone());
-        let (m, s, cm) = (state("lm"), state("ls"), state("cm"));
+        // The running state, this chunk's maximum and the next one's.
+        let (m, s, cm, cn) = (state("lm"), state("ls"), state("cm"), state("cn"));
         // The lowest finite value of the type the kernel computes in (the emitter's: double when
         // any parameter or result is f64, all of whose buffers are made by now).
         let lowest = Expr::Const(if self.nest.computes_in_f64() { f64::MIN } else { f32::MIN as f64 });
@@ -326,23 +343,45 @@ impl Lowering<'_> {
             id,
             |n| sum_exp_lanes(n).1,
             |l, o| l.nest_over(&[lanes], |_, j| vec![store(m, &at(o, &j[0]), minus_infinity.clone()), store(s, &at(o, &j[0]), Expr::Const(0.0))]),
-            |l, o, element, _, size| {
-                let mut stmts = l.nest_over(&[lanes], |_, j| vec![store(cm, &at(o, &j[0]), minus_infinity.clone())]);
-                // The chunk's row `r`, lane `j`.
-                let lane = |l: &Lowering, rj: &[Affine]| element(l, &rj[0].scale(lanes as i64).add_scaled(&rj[1], 1));
-                stmts.extend(l.nest_over(&[size / lanes, lanes], |l, rj| {
-                    let a = at(o, &rj[1]);
-                    vec![store(cm, &a, bin(B::Max, load(cm, &a), lane(l, rj)))]
-                }));
-                stmts.extend(l.nest_over(&[lanes], |_, j| {
-                    let a = at(o, &j[0]);
-                    let raised = bin(B::Max, load(m, &a), load(cm, &a));
-                    vec![store(s, &a, bin(B::Mul, load(s, &a), exp(bin(B::Sub, lo(load(m, &a)), lo(raised.clone()))))), store(m, &a, raised)]
-                }));
-                stmts.extend(l.nest_over(&[size / lanes, lanes], |l, rj| {
-                    let a = at(o, &rj[1]);
-                    vec![store(s, &a, bin(B::Add, load(s, &a), exp(bin(B::Sub, lane(l, rj), lo(load(m, &a))))))]
-                }));
+            |l, o, chunks| {
+                let rows = chunks.size / lanes;
+                // Chunk `c`'s row `r`, lane `j`.
+                let lane = |l: &Lowering, c: &Affine, rj: &[Affine]| (chunks.element)(l, c, &rj[0].scale(lanes as i64).add_scaled(&rj[1], 1));
+                // `into` ← −∞, then the maximum of chunk `c` per lane, alongside `more` per lane.
+                let maximum = |l: &mut Lowering, into: BufferId, c: &Affine, more: &dyn Fn(&Lowering, &Affine, &[Affine]) -> Vec<Stmt>| {
+                    let mut stmts = l.nest_over(&[lanes], |_, j| vec![store(into, &at(o, &j[0]), minus_infinity.clone())]);
+                    stmts.extend(l.nest_over(&[rows, lanes], |l, rj| {
+                        let a = at(o, &rj[1]);
+                        let mut body = more(l, &a, rj);
+                        body.push(store(into, &a, bin(B::Max, load(into, &a), lane(l, c, rj))));
+                        body
+                    }));
+                    stmts
+                };
+                // The state raised to chunk `cm`'s maximum.
+                let rescale = |l: &mut Lowering| {
+                    l.nest_over(&[lanes], |_, j| {
+                        let a = at(o, &j[0]);
+                        let raised = bin(B::Max, load(m, &a), load(cm, &a));
+                        vec![store(s, &a, bin(B::Mul, load(s, &a), exp(bin(B::Sub, lo(load(m, &a)), lo(raised.clone()))))), store(m, &a, raised)]
+                    })
+                };
+                // Chunk `c`'s terms, added at row `rj` of its lanes.
+                let term = |l: &Lowering, c: &Affine, a: &Affine, rj: &[Affine]| store(s, a, bin(B::Add, load(s, a), exp(bin(B::Sub, lane(l, c, rj), lo(load(m, a))))));
+                let first = Affine::constant(0);
+                let mut stmts = maximum(l, cm, &first, &|_, _, _| Vec::new());
+                if chunks.count > 1 {
+                    stmts.extend(l.nest_over(&[chunks.count - 1], |l, c| {
+                        let next = c[0].add_scaled(&Affine::constant(1), 1);
+                        let mut stmts = rescale(l);
+                        stmts.extend(maximum(l, cn, &next, &|l, a, rj| vec![term(l, &c[0], a, rj)]));
+                        stmts.extend(l.nest_over(&[lanes], |_, j| vec![store(cm, &at(o, &j[0]), load(cn, &at(o, &j[0])))]));
+                        stmts
+                    }));
+                }
+                let last = Affine::constant(chunks.count as i64 - 1);
+                stmts.extend(rescale(l));
+                stmts.extend(l.nest_over(&[rows, lanes], |l, rj| vec![term(l, &last, &at(o, &rj[1]), rj)]));
                 stmts
             },
             |l, o| {
@@ -375,17 +414,19 @@ impl Lowering<'_> {
             id,
             chunk_of,
             |_, o| vec![store(total, o, Expr::Const(0.0)), store(buffer, o, Expr::Const(0.0))],
-            |l, o, element, before, size| {
+            |l, o, chunks| l.nest_over(&[chunks.count], |l, k| {
+                let (k, size) = (&k[0], chunks.size);
                 let c = size as f64;
                 let mut stmts = vec![store(cs, o, Expr::Const(0.0))];
-                stmts.extend(l.nest_over(&[size], |l, j| vec![store(cs, o, bin(B::Add, load(cs, o), element(l, &j[0])))]));
+                stmts.extend(l.nest_over(&[size], |l, j| vec![store(cs, o, bin(B::Add, load(cs, o), (chunks.element)(l, k, &j[0])))]));
                 stmts.push(store(cq, o, Expr::Const(0.0)));
                 let chunk_mean = || bin(B::Div, load(cs, o), Expr::Const(c));
                 stmts.extend(l.nest_over(&[size], |l, j| {
-                    let d = bin(B::Sub, element(l, &j[0]), chunk_mean());
+                    let d = bin(B::Sub, (chunks.element)(l, k, &j[0]), chunk_mean());
                     vec![store(cq, o, bin(B::Add, load(cq, o), bin(B::Mul, d.clone(), d)))]
                 }));
                 // n, the elements before this chunk (0 for the first: its δ² is then weighed by 0).
+                let before = chunks.first.add_scaled(k, 1).scale(size as i64);
                 let n = || Expr::Index(before.clone());
                 let mean_so_far = bin(B::Div, load(total, o), bin(B::Max, n(), Expr::Const(1.0)));
                 let delta = bin(B::Sub, chunk_mean(), mean_so_far);
@@ -394,7 +435,7 @@ impl Lowering<'_> {
                 stmts.push(store(buffer, o, merged));
                 stmts.push(store(total, o, bin(B::Add, load(total, o), load(cs, o))));
                 stmts
-            },
+            }),
             |_, _| Vec::new(),
         );
     }
