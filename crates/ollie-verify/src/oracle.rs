@@ -56,12 +56,15 @@ pub struct Costs {
     /// Input sets read back from disk, and the seconds that took.
     pub read: usize,
     pub read_seconds: f64,
+    /// Seconds per input set computed, as an earlier run with the same directory recorded it
+    /// (the same graph, naive kernel and build of ollie).
+    pub computed_before: Option<f64>,
 }
 
 impl Costs {
-    /// Seconds per input set computed, if any was.
+    /// Seconds per input set computed, if any was — in this run, or else in an earlier one.
     pub fn per_computed(&self) -> Option<f64> {
-        (self.computed > 0).then(|| self.compute_seconds / self.computed as f64)
+        (self.computed > 0).then(|| self.compute_seconds / self.computed as f64).or(self.computed_before)
     }
 
     /// Seconds per input set read from disk, if any was.
@@ -115,7 +118,9 @@ impl<'a> Oracle<'a> {
         // This build of ollie (its reference interpreter and bounds): the executable's identity.
         let exe = std::env::current_exe().and_then(std::fs::metadata).map(|m| (m.len(), m.modified().ok()));
         context.update(format!("{} {exe:?}", env!("CARGO_PKG_VERSION")));
-        self.disk = Some(Arc::new(Disk::new(dir.to_path_buf(), context.finalize().into(), limit)));
+        let disk = Disk::new(dir.to_path_buf(), context.finalize().into(), limit);
+        self.costs.computed_before = std::fs::read_to_string(disk.cost_path()).ok().and_then(|s| s.trim().parse().ok()).filter(|s: &f64| s.is_finite() && *s >= 0.0);
+        self.disk = Some(Arc::new(disk));
         self
     }
 
@@ -224,6 +229,9 @@ impl<'a> Oracle<'a> {
             tracing::debug!(seconds = fetched.seconds, "expected outputs computed");
             if let Some(d) = &self.disk {
                 d.write(key, expected.clone());
+                // What a set costs to compute, for the estimates of a later run that reads these
+                // sets back but must compute others (its final verification's, say).
+                let _ = std::fs::write(d.cost_path(), format!("{}\n", self.costs.compute_seconds / self.costs.computed as f64));
             }
         } else {
             self.costs.read += 1;
@@ -373,6 +381,12 @@ impl Disk {
         name.update(key.to_le_bytes());
         let hex: String = name.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
         self.dir.join(format!("{hex}.expected"))
+    }
+
+    /// Where the seconds an input set took to compute are kept.
+    fn cost_path(&self) -> PathBuf {
+        let hex: String = sha2::Sha256::digest(self.context).iter().take(16).map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{hex}.cost"))
     }
 
     fn plan_path(&self, plan: &str) -> PathBuf {

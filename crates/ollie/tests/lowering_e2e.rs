@@ -369,7 +369,8 @@ fn the_oracle_keeps_within_its_byte_budget() {
 }
 
 /// Expected outputs kept on disk are read back by a later oracle instead of computed, give the
-/// same verdict and figures, and a damaged file is computed anew, never trusted.
+/// same verdict and figures, and a damaged file is computed anew, never trusted; what a set cost
+/// to compute is remembered beside them.
 #[test]
 fn the_oracle_reads_its_files_back_and_recomputes_damaged_ones() {
     let (graph, cache, library) = naive_softmax();
@@ -390,6 +391,12 @@ fn the_oracle_reads_its_files_back_and_recomputes_damaged_ones() {
     let (second, _, again) = verify();
     assert_eq!((second.computed, second.read), (0, sets), "{second:?}");
     assert_eq!(again, figures, "the same figures from the files");
+    // What a set cost to compute is remembered for a later run's estimates (its final
+    // verification computes sets the search's never did): the first run's own average.
+    assert_eq!(first.computed_before, None, "{first:?}");
+    let average = first.compute_seconds / first.computed as f64;
+    assert!(second.computed_before.is_some_and(|s| (s - average).abs() <= 1e-9 * average), "{second:?} after {first:?}");
+    assert_eq!(second.per_computed(), second.computed_before);
     // One file truncated, another with a flipped bit: both are computed anew.
     let damaged = files();
     let bytes = std::fs::read(&damaged[0]).unwrap();
