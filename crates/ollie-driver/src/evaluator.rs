@@ -361,8 +361,9 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             let verification = self.estimate_verification(&verify);
             // The final phase as it would be with this candidate taken (perhaps as the best).
             let best = note.timing.map_or(self.best_seconds, |t| t.estimate.min(self.best_seconds));
-            if Instant::now() + Duration::from_secs_f64(verification + self.estimate_reserve(best)) > deadline {
-                tracing::debug!(verification, reserve = self.estimate_reserve(best), left = deadline.saturating_duration_since(Instant::now()).as_secs_f64(), "out of time");
+            let reserve = self.estimate_reserve(best);
+            if Instant::now() + Duration::from_secs_f64(verification + reserve) > deadline {
+                tracing::debug!(verification, reserve, left = deadline.saturating_duration_since(Instant::now()).as_secs_f64(), "out of time");
                 note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {verification:.0} s) would not end before the final phase must start")));
                 note.timing = None;
                 note.reserve = self.estimate_reserve(self.best_seconds);
