@@ -85,6 +85,11 @@ pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> B
 /// Counterexamples tried first by every verification, at most.
 const MAX_SAVED: usize = 8;
 
+/// How far apart a chain estimate and the time just measured may be, as a factor, before the
+/// measurement wins (see [`Evaluator::chain_estimate`]): more than the load of a shared machine
+/// moves a kernel's time, less than a broken measurement does.
+const DRIFT: f64 = 4.0;
+
 /// Builds started ahead of their turn ([`Evaluate::prefetch`]), each on a thread of its own;
 /// joined when their kernel is needed, or when the search is over.
 #[derive(Default)]
@@ -226,15 +231,15 @@ impl<'a> Evaluator<'a> {
         let started = Instant::now();
         let timed = ollie_verify::bench_with(&mut self.oracle, &[library, &current_library], &config)?;
         tracing::debug!(seconds = started.elapsed().as_secs_f64(), pairs = timed.ratios.as_ref().map_or(0, |r| r.samples.len()), "timed");
-        match (&timed.kernels[0], &timed.ratios) {
-            (Ok(t), Some(ratio)) => {
-                let estimate = self.seconds.get(current).copied().unwrap_or(t.median) * ratio.median;
+        match (&timed.kernels[0], &timed.kernels[1], &timed.ratios) {
+            (Ok(t), Ok(now), Some(ratio)) => {
+                let estimate = self.chain_estimate(current, t.median, now.median, ratio.median);
                 self.seconds.insert(candidate.clone(), estimate);
                 self.model.add(features(candidate, self.naive), estimate.ln());
                 note.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
             }
-            (Err(r), _) => note.rejected = Some((Reason::from(r), r.to_string())),
-            (Ok(_), None) => anyhow::bail!("the current kernel failed while timing"),
+            (Err(r), _, _) => note.rejected = Some((Reason::from(r), r.to_string())),
+            _ => anyhow::bail!("the current kernel failed while timing"),
         }
         Ok(note)
     }
@@ -257,6 +262,19 @@ impl<'a> Evaluator<'a> {
             note.counterexample = Some(inputs);
         }
         Ok(false)
+    }
+
+    /// A candidate's time on the chain's scale: the current kernel's estimate times the
+    /// interleaved ratio — unless what was just measured disagrees with them by more than a
+    /// shared machine's drift ([`DRIFT`]): then the current kernel's median of these pairs is the
+    /// scale, and the ratio of the two medians the ratio. Compounded unchecked, a few ratios
+    /// wrecked by a descheduled thread (0.009 between two kernels of 19 µs each) sank the
+    /// scale of a prefix-sum search 10¹⁶-fold in 200 steps, until slow kernels ranked first.
+    fn chain_estimate(&self, current: &Kernel, candidate: f64, now: f64, ratio: f64) -> f64 {
+        let within = |a: f64, b: f64| a > 0.0 && b > 0.0 && (a / b).max(b / a) <= DRIFT;
+        let scale = self.seconds.get(current).copied().filter(|&s| within(s, now)).unwrap_or(now);
+        let medians = candidate / now;
+        scale * if within(ratio, medians) { ratio } else { medians }
     }
 
     /// What verifying in full with `config` will take: each test costs what one of the
