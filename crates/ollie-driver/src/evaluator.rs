@@ -448,4 +448,40 @@ mod tests {
         // Not a defect: the same kernel is judged again later, not rejected as before.
         assert!(evaluator.rejected.is_empty());
     }
+
+    /// The chain's scale follows the interleaved ratio while it agrees with what the pairs
+    /// measured, within 4×; beyond, the measurement wins — the current kernel's median as the
+    /// scale, the ratio of the two medians as the ratio.
+    #[test]
+    fn a_chain_estimate_far_from_what_was_measured_is_rebased_on_the_measurement() {
+        let source = "import numpy as np\n\ndef double(x: \"f32[64]\"):\n    return x * 2.0\n";
+        let graph = ollie_spec::compile(source, &ollie_spec::Options::default()).unwrap().graph;
+        let naive = ollie_loops::lower(&graph).unwrap();
+        let runner = ollie_runner::Runner::new("/nonexistent/ollie", Duration::from_secs(1));
+        let compiler = Compiler::new(std::env::temp_dir().join("ollie-driver-test"));
+        let oracle = Oracle::new(&graph, &runner, Path::new("/nonexistent/libnaive.so"));
+        let current = Kernel::Scheduled(ollie_search::initial_schedule());
+        let start = Start {
+            seconds: vec![(current.clone(), 2e-5)],
+            verify: VerifyConfig::default(),
+            bench_seed: 0,
+            fastest: 0.0,
+            final_config: VerifyConfig::default(),
+            naive_seconds: 1e-3,
+            best_seconds: 1e-3,
+            max_rank: 1,
+            deadline: None,
+        };
+        let evaluator = Evaluator::new(&naive, &compiler, oracle, start);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b;
+        // Agreeing: the chain's estimate times the ratio (the load moved the medians 2×).
+        assert!(close(evaluator.chain_estimate(&current, 3.6e-5, 4e-5, 0.8), 1.6e-5));
+        // A wrecked ratio (0.009 between two kernels of about 19 µs): the medians' ratio.
+        assert!(close(evaluator.chain_estimate(&current, 1.9e-5, 2e-5, 0.009), 1.9e-5));
+        // A chain scale 10× below the current kernel's median now: re-based on the median.
+        assert!(close(evaluator.chain_estimate(&current, 1e-4, 2e-4, 0.5), 1e-4));
+        // A current kernel the chain has no estimate of: its median.
+        let other = Kernel::Written { source: String::new(), flags: Vec::new() };
+        assert!(close(evaluator.chain_estimate(&other, 1e-4, 2e-4, 0.5), 1e-4));
+    }
 }
