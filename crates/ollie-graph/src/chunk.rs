@@ -267,11 +267,14 @@ impl Chunks {
         Ok(chunk)
     }
 
-    /// The row ranges of chunks of about `elements` input elements each (at least one row, and
-    /// at least two chunks when there are two rows: both cores work).
+    /// The row ranges of chunks of about `elements` input elements each — or, where the inputs
+    /// every chunk takes whole are larger than that, of about as many as those (each chunk
+    /// copies them: the rows of `a` in `a @ b`, `b` whole) — at least one row, and at least two
+    /// chunks when there are two rows: both cores work.
     pub fn ranges(&self, graph: &Graph, elements: usize) -> Vec<Range<usize>> {
         let per_row: usize = graph.params.iter().zip(&self.split).filter(|(_, &s)| s).map(|(p, _)| p.ty.shape[1..].iter().product::<usize>()).sum();
-        let len = (elements / per_row.max(1)).clamp(1, self.rows.div_ceil(2).max(1));
+        let whole: usize = graph.params.iter().zip(&self.split).filter(|(_, &s)| !s).map(|(p, _)| p.ty.num_elements()).sum();
+        let len = (elements.max(whole) / per_row.max(1)).clamp(1, self.rows.div_ceil(2).max(1));
         (0..self.rows).step_by(len).map(|s| s..(s + len).min(self.rows)).collect()
     }
 }

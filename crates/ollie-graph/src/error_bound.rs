@@ -171,7 +171,7 @@ fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[
             let spread = sum_over(d.mapv(f64::abs), axes);
             Some(value.mapv(|f| (sum_factor(n) + 3.0) * f.abs()) + &(spread * mean_error * 2.0))
         }
-        Op::Einsum(spec) => Some(apply(op, &abs.iter().map(|t| t.view()).collect::<Vec<_>>(), &[]) * einsum_roundings(spec, summed(op, v))),
+        Op::Einsum(spec) => Some(crate::einsum::evaluate_magnitudes(spec, &abs.iter().map(|t| t.view()).collect::<Vec<_>>()) * einsum_roundings(spec, summed(op, v))),
         _ => None,
     }
 }
@@ -251,13 +251,13 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             ReduceOp::Max | ReduceOp::Min => apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &ev[..1], inputs),
         },
         // For `Σ Π xⱼ`: each erring operand's error weighted by the other factors' magnitudes.
-        Op::Einsum(_) => {
+        Op::Einsum(spec) => {
             let mut bound: Option<Tensor> = None;
             for (j, ej) in e.iter().enumerate() {
                 let Some(ej) = ej else { continue };
                 let mut operands: Vec<ArrayViewD<f64>> = abs.iter().map(|t| t.view()).collect();
                 operands[j] = ej.view();
-                let term = apply(op, &operands, inputs);
+                let term = crate::einsum::evaluate_magnitudes(spec, &operands);
                 bound = Some(match bound {
                     Some(b) => b + term,
                     None => term,
