@@ -75,6 +75,10 @@ pub struct Runner {
     pub timeout: Duration,
 }
 
+/// How long a worker may take to start and load its kernel, at least (a call's own limit may be
+/// far shorter).
+const LOAD_TIME: Duration = Duration::from_secs(10);
+
 /// The address space a worker may map (kernel temporaries included): 16 GiB.
 const ADDRESS_SPACE: u64 = 16 << 30;
 
@@ -198,7 +202,8 @@ impl Runner {
             text
         });
         let mut session = Session { child, commands, replies, map, layout, specs, inputs: inputs.len(), timeout: self.timeout, log: Some(log), workdir, paused: false, timed: false };
-        match session.await_reply(b'r')? {
+        // Loading takes what it takes whatever a call may: at least `LOAD_TIME`.
+        match session.await_reply(b'r', self.timeout.max(LOAD_TIME))? {
             None => {
                 session.poison_outputs();
                 Ok(Ok(session))
@@ -432,7 +437,7 @@ impl Session {
             // The worker is gone already; its status says why.
             return Ok(Call::Died(self.death()?));
         }
-        match self.await_reply(b'd')? {
+        match self.await_reply(b'd', self.timeout)? {
             None => {
                 if u64::from_le_bytes(self.map[header::RETURNED..header::RETURNED + 8].try_into().unwrap()) != RETURNED {
                     return Ok(Call::Died(Outcome::Failed { reason: "the worker replied before the kernel returned".into() }));
@@ -445,14 +450,14 @@ impl Session {
     }
 
     /// Waits for `expected` on the reply pipe; `Some(outcome)` if the worker died or timed out.
-    fn await_reply(&mut self, expected: u8) -> Result<Option<Outcome>, RunnerError> {
-        let deadline = Instant::now() + self.timeout;
+    fn await_reply(&mut self, expected: u8, limit: Duration) -> Result<Option<Outcome>, RunnerError> {
+        let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                return Ok(Some(Outcome::Timeout { limit: self.timeout }));
+                return Ok(Some(Outcome::Timeout { limit }));
             }
             let mut fds = [rustix::event::PollFd::new(&self.replies, rustix::event::PollFlags::IN)];
             let timeout = rustix::event::Timespec::try_from(left.min(Duration::from_millis(100))).expect("a short duration");
