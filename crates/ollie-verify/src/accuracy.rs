@@ -136,13 +136,17 @@ impl Target {
     pub fn new(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &Tensor) -> Target {
         let flat = |t: &Tensor| t.as_standard_layout().iter().copied().collect::<Vec<f64>>();
         let b = flat(b);
-        Target::from_reference(tolerance, r, bound, &b)
+        Target::from_reference(tolerance, r, bound, Some(&b[..]))
     }
 
     /// [`Target::new`] with the naive kernel's output `b` as it lies in memory (float32 or
-    /// float64, in standard order).
-    pub(crate) fn from_reference<B: Copy + Into<f64>>(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: &[B]) -> Target {
-        assert_eq!(r.len(), b.len(), "the naive output has the reference's size");
+    /// float64, in standard order) — or, without one, the a-priori target: the reference
+    /// rounded to the output's dtype stands for `b` elementwise (`|b − r|` is then as small as
+    /// any kernel's rounding can make it), and the normwise bound is `α·(max(‖r₃₂ − r‖, u·‖E‖)
+    /// + λ·‖A‖)`, the a-priori bound's norm, in place of the naive kernel's measured error
+    /// (which the elementwise rule then implies).
+    pub(crate) fn from_reference<B: Copy + Into<f64>>(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: Option<&[B]>) -> Target {
+        assert!(b.is_none_or(|b| b.len() == r.len()), "the naive output has the reference's size");
         let (r, m, a) = (r.as_standard_layout(), bound.rounding.as_standard_layout(), bound.underflow.as_standard_layout());
         let slice = |t: &ndarray::CowArray<'_, f64, ndarray::IxDyn>| -> Vec<f64> { t.iter().copied().collect() };
         let (rs, ms, as_) = (r.as_slice().map(Cow::Borrowed), m.as_slice().map(Cow::Borrowed), a.as_slice().map(Cow::Borrowed));
@@ -166,14 +170,16 @@ impl Target {
     /// the float64 ones, and at most an eighth stricter: the naive kernel's own float32 output is at
     /// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
     /// than `|y − r|`.
-    fn fold<B: Copy + Into<f64>>(tolerance: Tolerance, shape: &[usize], r: &[f64], m: &[f64], a: &[f64], b: &[B], narrow: bool) -> Option<Target> {
+    fn fold<B: Copy + Into<f64>>(tolerance: Tolerance, shape: &[usize], r: &[f64], m: &[f64], a: &[f64], b: Option<&[B]>, narrow: bool) -> Option<Target> {
         let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda } = tolerance;
         let n = r.len();
         let (mut wide, mut thin) = if narrow { (Vec::new(), vec![0f32; 2 * n]) } else { ([r, &vec![0.0; n]].concat(), Vec::new()) };
         let mut specials = Vec::new();
-        let (mut base2, mut ref2, mut under2, mut moved2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        for (i, (((&rv, &mv), &av), &bv)) in r.iter().zip(m).zip(a).zip(b).enumerate() {
-            let bv: f64 = bv.into();
+        let (mut base2, mut ref2, mut under2, mut moved2, mut bound2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        // Without the naive output, the reference rounded to the output's dtype stands for it.
+        let rounded = |rv: f64| if tolerance == Tolerance::F32 { f64::from(rv as f32) } else { rv };
+        for (i, ((&rv, &mv), &av)) in r.iter().zip(m).zip(a).enumerate() {
+            let bv: f64 = b.map_or_else(|| rounded(rv), |b| b[i].into());
             let t = if !rv.is_finite() || !bv.is_finite() {
                 specials.push(Special { index: i, reference: rv, baseline: bv });
                 f64::NAN
@@ -181,6 +187,7 @@ impl Target {
                 let bound = alpha * ((bv - rv).abs().max(u * mv) + lambda * av);
                 base2 += (bv - rv) * (bv - rv);
                 ref2 += rv * rv;
+                bound2 += mv * mv;
                 under2 += av * av;
                 // A bound that is NaN (an infinite derivative times a zero bound) constrains nothing.
                 if bound.is_nan() { f64::INFINITY } else { bound }
@@ -206,7 +213,9 @@ impl Target {
                 f32_at_most(lowered)
             };
         }
-        let norm_bound = alpha * (base2.sqrt().max(u * ref2.sqrt()) + lambda * under2.sqrt());
+        // The naive kernel's error overall, or without it the a-priori bound's norm.
+        let base = if b.is_some() { base2.sqrt() } else { base2.sqrt().max(u * bound2.sqrt()) };
+        let norm_bound = alpha * (base.max(u * ref2.sqrt()) + lambda * under2.sqrt());
         let shape = shape.to_vec();
         if !narrow {
             return Some(Target { shape, values: Values::F64(wide), specials, norm_bound });
@@ -381,7 +390,7 @@ mod tests {
         let bound = ErrorBound { rounding: t(e), underflow: t(a) };
         let (r, b) = (t(r), t(b));
         let slice = |t: &Tensor| t.as_slice().unwrap().to_vec();
-        let wide = Target::fold(Tolerance::F32, &[n], &slice(&r), &slice(&bound.rounding), &slice(&bound.underflow), &slice(&b), false).unwrap();
+        let wide = Target::fold(Tolerance::F32, &[n], &slice(&r), &slice(&bound.rounding), &slice(&bound.underflow), Some(&slice(&b)[..]), false).unwrap();
         let narrow = Target::new(Tolerance::F32, &r, &bound, &b);
         (r, narrow, wide)
     }
@@ -414,5 +423,32 @@ mod tests {
             }
             assert!(accepted > 0 && both > 0);
         }
+    }
+
+    /// Without the naive output, every elementwise bound is at most what any float32 naive
+    /// output would give (the rounded reference is the closest float32 to it), and the normwise
+    /// bound is the a-priori bound's norm.
+    #[test]
+    fn the_a_priori_target_is_never_looser_elementwise() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let n = 4000;
+        let t = |v: Vec<f64>| Tensor::from_shape_vec(vec![n], v).unwrap();
+        let r: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-140..120))).collect();
+        let e: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..8.0)).collect();
+        let bound = ErrorBound { rounding: t(e.clone()), underflow: t((0..n).map(|_| rng.random_range(0.0..2.0)).collect()) };
+        let r = t(r);
+        let a_priori = Target::from_reference::<f64>(Tolerance::F32, &r, &bound, None);
+        let Values::F32(ours) = &a_priori.values else { unreachable!() };
+        for _ in 0..8 {
+            // Any float32 output near the reference, as a naive kernel's might be.
+            let b: Vec<f32> = r.iter().map(|&x| (x as f32) * (1.0 + rng.random_range(-8.0..8.0) * f32::EPSILON)).collect();
+            let naive = Target::from_reference(Tolerance::F32, &r, &bound, Some(&b[..]));
+            let Values::F32(theirs) = &naive.values else { unreachable!() };
+            for i in n..2 * n {
+                assert!(ours[i].is_nan() || ours[i] <= theirs[i] || theirs[i].is_nan(), "element {}: {} above {}", i - n, ours[i], theirs[i]);
+            }
+        }
+        let norm_e = e.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!(a_priori.norm_bound >= Tolerance::F32.alpha * Tolerance::F32.unit_roundoff * norm_e * 0.99, "the a-priori bound's norm");
     }
 }

@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::inputs::InputSet;
-use crate::oracle::{Expected, Oracle};
+use crate::oracle::{Baseline, Expected, Oracle};
 use crate::verify::{checked_call, rejection, Rejection, TestId, VerifyError};
 use std::sync::Arc;
 
@@ -27,6 +27,9 @@ pub struct BenchConfig {
     pub floor: Option<f64>,
     /// With two kernels, fewer than `calls` pairs when they settle the question earlier.
     pub early: Option<EarlyStop>,
+    /// A shorter time limit than the runner's for the first kernel's calls: a candidate far
+    /// slower than the kernel it is timed against is of no use, and is stopped early.
+    pub first_limit: Option<std::time::Duration>,
 }
 
 /// When interleaved timing of two kernels may stop before its `calls` pairs: after at least
@@ -35,11 +38,15 @@ pub struct BenchConfig {
 /// small to matter; more pairs would not make it clear), or once the timed calls have taken
 /// `seconds` together; and after [`CLEAR_PAIRS`] already, if every ratio is beyond [`CLEAR`]
 /// the same way (more than the noise of this machine), or after [`FAR_PAIRS`], if beyond
-/// [`FAR`].
+/// [`FAR`]. A `patient` stop (the final timing, whose ratio is the reported speedup) waits for
+/// `seconds` to be spent, then stops as soon as one of those holds: as many pairs as the time
+/// allows, a settled ratio at least. Timing one kernel alone stops once its timed calls have
+/// taken `seconds`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EarlyStop {
     pub min_pairs: usize,
     pub seconds: f64,
+    pub patient: bool,
 }
 
 impl EarlyStop {
@@ -48,6 +55,9 @@ impl EarlyStop {
     pub fn settled(&self, ratios: &[f64], spent: f64) -> bool {
         // Every pair far apart the same way: clear before the usual minimum.
         let apart = |pairs: usize, by: f64| ratios.len() >= pairs && (ratios.iter().all(|&r| r > by) || ratios.iter().all(|&r| r < 1.0 / by));
+        if self.patient {
+            return spent >= self.seconds && (apart(FAR_PAIRS, FAR) || apart(CLEAR_PAIRS, CLEAR) || ratios.len() >= self.min_pairs);
+        }
         apart(FAR_PAIRS, FAR)
             || apart(CLEAR_PAIRS, CLEAR)
             || ratios.len() >= self.min_pairs && {
@@ -82,7 +92,7 @@ pub fn median_interval(samples: &[f64]) -> (f64, f64) {
 
 impl Default for BenchConfig {
     fn default() -> BenchConfig {
-        BenchConfig { seed: 0, sets: 4, warmups: 3, calls: 21, floor: None, early: None }
+        BenchConfig { seed: 0, sets: 4, warmups: 3, calls: 21, floor: None, early: None, first_limit: None }
     }
 }
 
@@ -124,8 +134,29 @@ struct Set {
     expected: Arc<Expected>,
 }
 
+/// Gets the expected outputs of the input sets a timing with `config` rotates through ready in
+/// `oracle` (computed, or read from its directory), so that what they cost is paid, and known,
+/// before anything is timed.
+pub fn prepare(oracle: &mut Oracle, config: &BenchConfig) -> Result<(), VerifyError> {
+    prepare_sets(oracle, config).map(drop)
+}
+
+/// The sets a timing with `config` rotates through, their expected outputs ready, and the first.
+fn prepare_sets(oracle: &mut Oracle, config: &BenchConfig) -> Result<(Vec<Set>, Arc<InputSet>), VerifyError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut sets = Vec::new();
+    let mut first = None;
+    for _ in 0..config.sets.max(1) {
+        let seed: u64 = rng.random();
+        let values = oracle.timing_set(seed);
+        sets.push(Set { seed, expected: oracle.expected(&values)? });
+        first.get_or_insert(values);
+    }
+    Ok((sets, first.expect("at least one set")))
+}
+
 /// Times the kernels in `libraries` (all implementing `graph`), interleaved.
-pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
+pub fn bench(graph: &Graph, runner: &Runner, baseline: Baseline, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
     bench_with(&mut Oracle::new(graph, runner, baseline), libraries, config)
 }
 
@@ -133,20 +164,13 @@ pub fn bench(graph: &Graph, runner: &Runner, baseline: &Path, libraries: &[&Path
 pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig) -> Result<BenchReport, VerifyError> {
     let (graph, runner) = (oracle.graph, oracle.runner);
     let (inputs, outputs) = BufferSpec::of(graph);
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut sets = Vec::new();
+    let (sets, first) = prepare_sets(oracle, config)?;
     // The set the calls are on now: the first, kept from here.
-    let mut current: Option<(usize, Arc<InputSet>)> = None;
-    for i in 0..config.sets.max(1) {
-        let seed: u64 = rng.random();
-        let values = oracle.timing_set(seed);
-        sets.push(Set { seed, expected: oracle.expected(&values)? });
-        if i == 0 {
-            current = Some((0, values));
-        }
-    }
+    let mut current: Option<(usize, Arc<InputSet>)> = Some((0, first));
     let mut sessions: Vec<Result<Session, Rejection>> = Vec::new();
-    for lib in libraries {
+    let first = config.first_limit.map(|limit| Runner { timeout: limit.min(runner.timeout), ..runner.clone() });
+    for (k, lib) in libraries.iter().enumerate() {
+        let runner = first.as_ref().filter(|_| k == 0).unwrap_or(runner);
         sessions.push(match runner.start_for_timing(lib, &graph.name, &inputs, &outputs)? {
             Ok(s) => Ok(s),
             Err(outcome) => Err(rejection(&outcome, None)),
@@ -210,12 +234,21 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
                 Err(r) => sessions[k] = Err(r),
             }
         }
-        if let [Some(a), Some(b)] = times[..] {
-            ratios.push(a / b);
-            spent += a + b;
-            if config.early.is_some_and(|early| early.settled(&ratios, spent)) {
-                break;
+        match times[..] {
+            [Some(a), Some(b)] => {
+                ratios.push(a / b);
+                spent += a + b;
+                if config.early.is_some_and(|early| early.settled(&ratios, spent)) {
+                    break;
+                }
             }
+            [Some(a)] => {
+                spent += a;
+                if config.early.is_some_and(|early| spent >= early.seconds) {
+                    break;
+                }
+            }
+            _ => {}
         }
     }
     let kernels = sessions
@@ -239,7 +272,7 @@ mod tests {
 
     #[test]
     fn timing_stops_once_the_pairs_settle_which_is_faster() {
-        let early = EarlyStop { min_pairs: 5, seconds: 10.0 };
+        let early = EarlyStop { min_pairs: 5, seconds: 10.0, patient: false };
         // Very far apart: two pairs; far apart: three; else the minimum of five.
         assert!(!early.settled(&[2.0], 0.0));
         assert!(early.settled(&[2.0, 1.6], 0.0) && early.settled(&[0.5, 0.6], 0.0));
@@ -253,6 +286,12 @@ mod tests {
         assert!(!early.settled(&[1.05, 0.97, 1.10, 1.01, 0.99], 0.0));
         assert!(early.settled(&[1.05, 0.97, 1.10, 1.01, 0.99], 10.0));
         assert!(!early.settled(&[1.05, 0.97, 1.10, 1.01], 10.0), "never before the minimum, unless far apart");
+        // Patient: nothing stops it before its time is spent; then the same rules, and the
+        // minimum of pairs whatever their interval.
+        let patient = EarlyStop { patient: true, ..early };
+        assert!(!patient.settled(&[2.0, 1.6], 9.0) && !patient.settled(&[1.05, 1.02, 1.10, 1.01, 1.03], 9.0));
+        assert!(patient.settled(&[2.0, 1.6], 10.0) && patient.settled(&[1.2, 1.3, 1.2], 10.0));
+        assert!(!patient.settled(&[2.0, 1.4], 10.0) && patient.settled(&[1.05, 0.97, 1.10, 1.01, 0.99], 10.0));
     }
 
     #[test]

@@ -118,7 +118,7 @@ impl InputSet {
     }
 
     /// Writes the values into `session`'s input buffers.
-    pub(crate) fn load(&self, session: &mut Session) -> Result<(), RunnerError> {
+    pub fn load(&self, session: &mut Session) -> Result<(), RunnerError> {
         for (k, v) in self.values.iter().enumerate() {
             session.set_input_bytes(k, v.bytes())?;
         }

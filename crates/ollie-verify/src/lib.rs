@@ -13,9 +13,9 @@ mod values;
 mod verify;
 
 pub use accuracy::{judge, Figures, Inaccuracy, Target, Tolerance};
-pub use bench::{bench, bench_with, median_interval, BenchConfig, BenchReport, EarlyStop, Timing};
+pub use bench::{bench, bench_with, prepare, median_interval, BenchConfig, BenchReport, EarlyStop, Timing, FAR_PAIRS};
 pub use family::Family;
 pub use inputs::InputSet;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
-pub use oracle::{memory_needed, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};
+pub use oracle::{memory_needed, Baseline, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};
 pub use verify::{verify, verify_with, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};

@@ -30,11 +30,37 @@ pub const ORACLE_BYTES: usize = 256 << 20;
 /// beyond it, the files used longest ago are removed.
 pub const DISK_BYTES: u64 = 8 << 30;
 
+/// What a candidate's error is measured against besides the float64 reference: the naive
+/// kernel's own output `b` on the same inputs (its float32 error, which the accuracy rule lets a
+/// candidate make α times over), or — where running the naive kernel on every input set costs
+/// more than can be paid — nothing but the a-priori bound: the reference rounded to the
+/// output's dtype stands for `b` (no float32 output is closer to the reference, so every
+/// elementwise bound is as strict or stricter than the naive kernel's would make it), and the
+/// normwise rule takes the a-priori bound's norm for the naive kernel's measured error (see
+/// [`crate::Target`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Baseline {
+    /// The naive kernel's library.
+    Naive(PathBuf),
+    /// The reference rounded to each output's dtype.
+    Rounded,
+}
+
+impl Baseline {
+    /// How certificates and reports name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Baseline::Naive(_) => "naive-kernel",
+            Baseline::Rounded => "rounded-reference",
+        }
+    }
+}
+
 /// Remembers, by input, what a correct call must produce.
 pub struct Oracle<'a> {
     pub(crate) graph: &'a Graph,
     pub(crate) runner: &'a Runner,
-    baseline: PathBuf,
+    pub(crate) baseline: Baseline,
     session: Option<Session>,
     /// By the input set's key: the expected outputs and when they were last used.
     cache: HashMap<u128, (Arc<Expected>, u64)>,
@@ -87,13 +113,13 @@ struct Disk {
 }
 
 impl<'a> Oracle<'a> {
-    pub fn new(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> Oracle<'a> {
+    pub fn new(graph: &'a Graph, runner: &'a Runner, baseline: Baseline) -> Oracle<'a> {
         Oracle::with_capacity(graph, runner, baseline, ORACLE_BYTES)
     }
 
     /// An oracle that keeps at most `capacity` bytes of expected outputs in memory.
-    pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: &Path, capacity: usize) -> Oracle<'a> {
-        Oracle { graph, runner, baseline: baseline.to_path_buf(), session: None, cache: HashMap::new(), capacity, clock: 0, disk: None, costs: Costs::default(), timing: None }
+    pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: Baseline, capacity: usize) -> Oracle<'a> {
+        Oracle { graph, runner, baseline, session: None, cache: HashMap::new(), capacity, clock: 0, disk: None, costs: Costs::default(), timing: None }
     }
 
     /// Also keeps every input set's expected outputs as a file in `dir` (at most `limit` bytes
@@ -108,12 +134,15 @@ impl<'a> Oracle<'a> {
         let mut context = sha2::Sha256::new();
         context.update(FORMAT);
         context.update(self.graph.to_string());
-        match std::fs::read(&self.baseline) {
-            Ok(library) => context.update(sha2::Sha256::digest(&library)),
-            Err(e) => {
-                tracing::warn!("expected outputs stay in memory: cannot read the naive kernel: {e}");
-                return self;
-            }
+        match &self.baseline {
+            Baseline::Naive(path) => match std::fs::read(path) {
+                Ok(library) => context.update(sha2::Sha256::digest(&library)),
+                Err(e) => {
+                    tracing::warn!("expected outputs stay in memory: cannot read the naive kernel: {e}");
+                    return self;
+                }
+            },
+            Baseline::Rounded => context.update(Baseline::Rounded.name()),
         }
         // This build of ollie (its reference interpreter and bounds): the executable's identity.
         let exe = std::env::current_exe().and_then(std::fs::metadata).map(|m| (m.len(), m.modified().ok()));
@@ -130,6 +159,11 @@ impl<'a> Oracle<'a> {
         if let Some(d) = &self.disk {
             d.settle();
         }
+    }
+
+    /// What candidates' errors are measured against besides the reference.
+    pub fn baseline(&self) -> &Baseline {
+        &self.baseline
     }
 
     /// What computing and reading expected outputs has cost so far.
@@ -248,17 +282,19 @@ impl<'a> Oracle<'a> {
     }
 }
 
-/// Evaluates the reference on `set` and runs the naive kernel in `baseline` on it, in `session`
-/// (its own sandboxed process, started on first use and kept; dropped if the kernel failed).
-fn compute(graph: &Graph, runner: &Runner, baseline: &Path, session: &mut Option<Session>, set: &InputSet) -> Result<Expected, VerifyError> {
+/// Evaluates the reference on `set` and, with the naive kernel as the baseline, runs it on the
+/// set in `session` (its own sandboxed process, started on first use and kept; dropped if the
+/// kernel failed).
+fn compute(graph: &Graph, runner: &Runner, baseline: &Baseline, session: &mut Option<Session>, set: &InputSet) -> Result<Expected, VerifyError> {
+    let Baseline::Naive(library) = baseline else { return Expected::new(graph, None, set) };
     if session.is_none() {
         let (inputs, outputs) = BufferSpec::of(graph);
-        match runner.start(baseline, &graph.name, &inputs, &outputs)? {
+        match runner.start(library, &graph.name, &inputs, &outputs)? {
             Ok(s) => *session = Some(s),
-            Err(outcome) => return Err(VerifyError::Baseline(outcome.summary())),
+            Err(outcome) => return Err(VerifyError::baseline(&outcome)),
         }
     }
-    let result = Expected::new(graph, session.as_mut().expect("started above"), set);
+    let result = Expected::new(graph, session.as_mut(), set);
     if result.is_err() {
         *session = None;
     }
@@ -269,7 +305,7 @@ fn compute(graph: &Graph, runner: &Runner, baseline: &Path, session: &mut Option
 pub(crate) struct Ahead<'a> {
     graph: &'a Graph,
     runner: &'a Runner,
-    baseline: PathBuf,
+    baseline: Baseline,
     session: Option<Session>,
     /// Whether `session` was started here, not lent.
     started: bool,
@@ -321,13 +357,20 @@ impl Expected {
         self.targets.iter().map(Target::bytes).sum()
     }
 
-    /// Evaluates the reference on `set` and runs the naive kernel in `base` on it.
-    fn new(graph: &Graph, base: &mut Session, set: &InputSet) -> Result<Expected, VerifyError> {
-        set.load(base)?;
-        base.poison_outputs();
-        if let Call::Died(outcome) = base.call()? {
-            return Err(VerifyError::Baseline(outcome.summary()));
-        }
+    /// Evaluates the reference on `set` and runs the naive kernel in `base` on it; without one,
+    /// the reference rounded to each output's dtype stands for the naive output.
+    fn new(graph: &Graph, base: Option<&mut Session>, set: &InputSet) -> Result<Expected, VerifyError> {
+        let base = match base {
+            Some(base) => {
+                set.load(base)?;
+                base.poison_outputs();
+                if let Call::Died(outcome) = base.call()? {
+                    return Err(VerifyError::baseline(&outcome));
+                }
+                Some(&*base)
+            }
+            None => None,
+        };
         let started = std::time::Instant::now();
         // A few rows at a time where the graph allows: float64 copies of the inputs by the chunk.
         let (reference, bounds) = ollie_graph::evaluate_with_error_bounds_chunked(graph, ollie_graph::CHUNK_ELEMENTS, |k, rows| set.tensor(k, rows))?;
@@ -338,9 +381,10 @@ impl Expected {
             .enumerate()
             .map(|(k, &o)| {
                 let tolerance = if graph.ty(o).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
-                match base.output_data(k) {
-                    OutputData::F32(bytes) => Target::from_reference(tolerance, &reference[k], &bounds[k], &cast::<f32>(bytes)),
-                    OutputData::F64(bytes) => Target::from_reference(tolerance, &reference[k], &bounds[k], &cast::<f64>(bytes)),
+                match base.map(|b| b.output_data(k)) {
+                    Some(OutputData::F32(bytes)) => Target::from_reference(tolerance, &reference[k], &bounds[k], Some(&cast::<f32>(bytes)[..])),
+                    Some(OutputData::F64(bytes)) => Target::from_reference(tolerance, &reference[k], &bounds[k], Some(&cast::<f64>(bytes)[..])),
+                    None => Target::from_reference::<f64>(tolerance, &reference[k], &bounds[k], None),
                 }
             })
             .collect();

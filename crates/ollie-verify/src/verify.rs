@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::accuracy::{Figures, Inaccuracy, Tolerance};
 use crate::family::Family;
 use crate::inputs::{Change, InputSet};
-use crate::oracle::{Expected, Fetched, Oracle};
+use crate::oracle::{Baseline, Expected, Fetched, Oracle};
 use crate::values::cast;
 
 
@@ -35,6 +35,10 @@ pub struct VerifyConfig {
     pub floor: Option<f64>,
     /// Only these families (a search's quick screen); `None`: every family.
     pub families: Option<Vec<Family>>,
+    /// When the verification must end: no input set is begun that would not be done by then
+    /// (judged by what the sets so far took), though the first always is. The certificate says
+    /// how many of the planned tests ran.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl VerifyConfig {
@@ -55,7 +59,7 @@ impl VerifyConfig {
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new(), floor: None, families: None }
+        VerifyConfig { seed: 0, sets_per_family: 2, reread_delay: Duration::from_millis(20), saved: Vec::new(), floor: None, families: None, deadline: None }
     }
 }
 
@@ -161,6 +165,11 @@ pub struct Certificate {
     pub kernel: String,
     pub seed: u64,
     pub alpha: f64,
+    /// What the errors were measured against besides the reference ([`Baseline::name`]).
+    pub baseline: &'static str,
+    /// The tests the plan held; fewer ran when its deadline came first (`tests` lists those that
+    /// ran, in order).
+    pub planned: usize,
     pub tests: Vec<TestRecord>,
 }
 
@@ -191,12 +200,26 @@ pub enum VerifyError {
     Runner(#[from] RunnerError),
     #[error("the naive kernel failed, which is a bug in ollie: {0}")]
     Baseline(String),
+    /// The naive kernel outlived the runner's time limit: the problem is larger than the limit
+    /// allows, not a bug.
+    #[error("the naive kernel did not return within the time limit of {limit:.3} s a call")]
+    BaselineTimeout { limit: f64 },
     #[error("the reference failed: {0}")]
     Reference(#[from] ollie_graph::GraphError),
 }
 
-/// Verifies the kernel in `candidate` against `graph`, with the naive kernel in `baseline`.
-pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
+impl VerifyError {
+    /// The naive kernel's call ended in `outcome`.
+    pub(crate) fn baseline(outcome: &Outcome) -> VerifyError {
+        match outcome {
+            Outcome::Timeout { limit } => VerifyError::BaselineTimeout { limit: limit.as_secs_f64() },
+            other => VerifyError::Baseline(other.summary()),
+        }
+    }
+}
+
+/// Verifies the kernel in `candidate` against `graph`, with `baseline`.
+pub fn verify(graph: &Graph, runner: &Runner, baseline: Baseline, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
     let mut oracle = Oracle::new(graph, runner, baseline);
     verify_with(&mut oracle, candidate, config)
 }
@@ -205,7 +228,7 @@ pub fn verify(graph: &Graph, runner: &Runner, baseline: &Path, candidate: &Path,
 pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig) -> Result<Report, VerifyError> {
     let graph = oracle.graph;
     let (inputs, outputs) = BufferSpec::of(graph);
-    let mut certificate = Certificate { kernel: graph.name.clone(), seed: config.seed, alpha: Tolerance::F32.alpha, tests: Vec::new() };
+    let mut certificate = Certificate { kernel: graph.name.clone(), seed: config.seed, alpha: Tolerance::F32.alpha, baseline: oracle.baseline.name(), planned: 0, tests: Vec::new() };
     let reject = |certificate: Certificate, rejection: Rejection, inputs: Option<Vec<Tensor>>| {
         Ok(Report { accepted: false, rejection: Some(rejection), certificate, counterexample: inputs })
     };
@@ -216,19 +239,34 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
     let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     // Saved counterexamples first, then every family: fresh inputs, then one element changed.
+    // Each family's seeds are drawn in turn, and the sets run round by round — the first of every
+    // family, then the second —, so that a verification cut short by its deadline has covered
+    // every family it could.
     let mut plan: Vec<(Option<Family>, u64)> = (0..config.saved.len()).map(|i| (None, i as u64)).collect();
-    for family in config.families.clone().unwrap_or_else(|| Family::all(max_rank)) {
-        for _ in 0..config.sets_per_family {
-            plan.push((Some(family), rng.random()));
-        }
+    let families = config.families.clone().unwrap_or_else(|| Family::all(max_rank));
+    let seeds: Vec<Vec<u64>> = families.iter().map(|_| (0..config.sets_per_family).map(|_| rng.random()).collect()).collect();
+    for round in 0..config.sets_per_family {
+        plan.extend(families.iter().zip(&seeds).map(|(&family, seeds)| (Some(family), seeds[round])));
     }
+    certificate.planned = config.input_sets(max_rank);
+    let (deadline, sets) = (config.deadline, plan.len());
     // The next set is made, and its expected outputs read from disk or computed, on another core
     // while the candidate runs on this one: at most two sets are alive.
     let (params, saved, mut ahead) = (&graph.params, &config.saved, oracle.ahead());
     std::thread::scope(|scope| {
         let (sender, prepared) = std::sync::mpsc::sync_channel::<Prepared>(0);
         let helper = scope.spawn(move || {
+            // What getting a set ready took last: one that could not be ready and tested by the
+            // deadline (twice that, from now) is not begun (the first always is): the
+            // verification waits for a set begun before it ends.
+            let mut took: Option<Duration> = None;
             for (family, seed) in plan {
+                if let (Some(deadline), Some(took)) = (deadline, took) {
+                    if std::time::Instant::now() + 2 * took > deadline {
+                        break;
+                    }
+                }
+                let started = std::time::Instant::now();
                 let mut set = match family {
                     Some(f) => f.inputs(params, seed),
                     None => InputSet::from_tensors(params, &saved[seed as usize]),
@@ -246,6 +284,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
                     None => (None, None),
                 };
                 let prepared = Prepared { family, seed, set, change, fetched: [fresh, changed], sums: [Some(sums), changed_sums] };
+                took = Some(started.elapsed());
                 if sender.send(prepared).is_err() {
                     break;
                 }
@@ -257,23 +296,45 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
         // Dropping the receiver (in `run_plan`) stops the helper.
         oracle.rejoin(helper.join().expect("preparing input sets does not panic"));
         match result? {
-            Some((rejection, inputs)) => reject(certificate, rejection, Some(inputs)),
-            None => {
-                oracle.remember_plan(&config.plan());
+            Ended::Rejected(rejection, inputs) => reject(certificate, rejection, Some(inputs)),
+            Ended::Passed { sets: ran } => {
+                if ran == sets {
+                    oracle.remember_plan(&config.plan());
+                }
                 Ok(Report { accepted: true, rejection: None, certificate, counterexample: None })
             }
         }
     })
 }
 
-/// Calls the candidate on every set `prepared` sends, checking each call, each passed test
-/// into `certificate`; the first rejection, with the inputs it was found on, if there is one.
-fn run_plan(oracle: &mut Oracle, cand: &mut Session, prepared: std::sync::mpsc::Receiver<Prepared>, config: &VerifyConfig, certificate: &mut Certificate) -> Result<Option<(Rejection, Vec<Tensor>)>, VerifyError> {
+/// How a plan's run ended.
+enum Ended {
+    /// The first rejection, with the inputs it was found on.
+    Rejected(Rejection, Vec<Tensor>),
+    /// Every test that ran passed: the input sets of the plan that ran (fewer than all when the
+    /// deadline came).
+    Passed { sets: usize },
+}
+
+/// Calls the candidate on every set `prepared` sends until the deadline, checking each call,
+/// each passed test into `certificate`.
+fn run_plan(oracle: &mut Oracle, cand: &mut Session, prepared: std::sync::mpsc::Receiver<Prepared>, config: &VerifyConfig, certificate: &mut Certificate) -> Result<Ended, VerifyError> {
+    let mut sets = 0;
     let mut calls = 0;
     // The last call's expected outputs (shared with the oracle, not copied) and its outputs'
     // checksums.
     let mut previous: Option<(Arc<Expected>, Vec<u64>)> = None;
+    // The longest an input set (its calls and checks, and any expected outputs computed in its
+    // turn) took so far: a set that would not be done by the deadline is not begun.
+    let mut longest: Option<Duration> = None;
     for Prepared { family, seed, mut set, change, fetched, sums } in prepared {
+        if let (Some(deadline), Some(longest)) = (config.deadline, longest) {
+            if std::time::Instant::now() + longest > deadline {
+                tracing::debug!(ran = certificate.tests.len(), planned = certificate.planned, "the verification's deadline came");
+                break;
+            }
+        }
+        let started = std::time::Instant::now();
         let family = family.map_or_else(|| "saved-counterexample".to_string(), |f| f.to_string());
         for ((kind, fetched), sums) in ["fresh", "one-element-changed"].into_iter().zip(fetched).zip(sums) {
             // Fresh inputs are written whole; the changed copy only where it differs from the
@@ -297,11 +358,13 @@ fn run_plan(oracle: &mut Oracle, cand: &mut Session, prepared: std::sync::mpsc::
                     });
                     previous = Some((expected.clone(), checked.checksums));
                 }
-                Err(rejection) => return Ok(Some((rejection, set.to_tensors()))),
+                Err(rejection) => return Ok(Ended::Rejected(rejection, set.to_tensors())),
             }
         }
+        longest = longest.max(Some(started.elapsed()));
+        sets += 1;
     }
-    Ok(None)
+    Ok(Ended::Passed { sets })
 }
 
 /// Mixed into an input set's seed for the choice of the element its second call changes.

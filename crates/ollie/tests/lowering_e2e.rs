@@ -221,7 +221,7 @@ fn naive_kernels_pass_the_verifier() {
         // (gcc 12 at plain -O2 hits an internal compiler error on comparisons.py's kernel.)
         let library = compile(&c, &["-O3", "-march=native"], cache.path())?;
         let config = ollie_verify::VerifyConfig { seed: 3, sets_per_family: 1, ..Default::default() };
-        match ollie_verify::verify(&graph, &runner, &library, &library, &config) {
+        match ollie_verify::verify(&graph, &runner, ollie_verify::Baseline::Naive(library.clone()), &library, &config) {
             Ok(report) if report.accepted => Ok(()),
             Ok(report) => Err(format!("{:?}", report.rejection)),
             Err(e) => Err(e.to_string()),
@@ -359,10 +359,10 @@ fn the_oracle_keeps_within_its_byte_budget() {
     // float32 output, kept in float32.
     let set = 2 * 8 * 300 * 4;
     let config = ollie_verify::VerifyConfig { seed: 5, sets_per_family: 1, ..Default::default() };
-    let mut small = ollie_verify::Oracle::with_capacity(&graph, &runner, &library, 3 * set);
+    let mut small = ollie_verify::Oracle::with_capacity(&graph, &runner, ollie_verify::Baseline::Naive(library.clone()), 3 * set);
     assert!(ollie_verify::verify_with(&mut small, &library, &config).unwrap().accepted);
     assert_eq!(small.bytes(), 3 * set, "the three most recent sets");
-    let mut large = ollie_verify::Oracle::with_capacity(&graph, &runner, &library, 1000 * set);
+    let mut large = ollie_verify::Oracle::with_capacity(&graph, &runner, ollie_verify::Baseline::Naive(library.clone()), 1000 * set);
     let report = ollie_verify::verify_with(&mut large, &library, &config).unwrap();
     // Every call on new inputs (fresh, or one element changed) is an input set of its own.
     assert_eq!(large.bytes(), report.certificate.tests.len() * set);
@@ -378,7 +378,7 @@ fn the_oracle_reads_its_files_back_and_recomputes_damaged_ones() {
     let dir = cache.path().join("expected");
     let config = ollie_verify::VerifyConfig { seed: 9, sets_per_family: 1, ..Default::default() };
     let verify = || {
-        let mut oracle = ollie_verify::Oracle::new(&graph, &runner, &library).keep_on_disk(&dir, ollie_verify::DISK_BYTES);
+        let mut oracle = ollie_verify::Oracle::new(&graph, &runner, ollie_verify::Baseline::Naive(library.clone())).keep_on_disk(&dir, ollie_verify::DISK_BYTES);
         let report = ollie_verify::verify_with(&mut oracle, &library, &config).unwrap();
         assert!(report.accepted, "{:?}", report.rejection);
         (oracle.costs(), oracle.knows_plan(&config.plan()), report.certificate.tests.iter().map(|t| (t.worst_elementwise.clone(), t.normwise.clone())).collect::<Vec<_>>())
@@ -472,4 +472,51 @@ fn the_online_normalizer_agrees_with_the_reference_at_every_lane_count_and_speci
         }
     }
     assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The plan runs round by round: the first set of every family, then the second; a verification
+/// with a deadline already past runs its first set (fresh and changed) and stops, saying how many
+/// tests it planned, and leaves its plan unmarked (not every set is on disk).
+#[test]
+fn a_verification_runs_every_familys_first_set_first_and_stops_at_its_deadline() {
+    let (graph, cache, library) = naive_softmax();
+    let runner = runner();
+    let dir = cache.path().join("expected");
+    let config = ollie_verify::VerifyConfig { seed: 13, ..Default::default() };
+    let mut oracle = ollie_verify::Oracle::new(&graph, &runner, ollie_verify::Baseline::Naive(library.clone())).keep_on_disk(&dir, ollie_verify::DISK_BYTES);
+    let whole = ollie_verify::verify_with(&mut oracle, &library, &config).unwrap();
+    let families = ollie_verify::Family::all(2).len();
+    assert!(whole.accepted && whole.certificate.tests.len() == whole.certificate.planned && whole.certificate.planned == 4 * families, "{:?}", whole.certificate);
+    let order: Vec<String> = whole.certificate.tests.iter().step_by(2).map(|t| t.id.family.clone()).collect();
+    let first_round: std::collections::BTreeSet<&String> = order[..families].iter().collect();
+    assert_eq!(first_round.len(), families, "every family before any family's second set: {order:?}");
+    assert_eq!(order[..families], order[families..], "the second round in the same order");
+    let cut = ollie_verify::VerifyConfig { seed: 14, deadline: Some(std::time::Instant::now()), ..Default::default() };
+    let mut oracle = ollie_verify::Oracle::new(&graph, &runner, ollie_verify::Baseline::Naive(library.clone())).keep_on_disk(&dir, ollie_verify::DISK_BYTES);
+    let partial = ollie_verify::verify_with(&mut oracle, &library, &cut).unwrap();
+    assert!(partial.accepted, "{:?}", partial.rejection);
+    assert_eq!((partial.certificate.tests.len(), partial.certificate.planned), (2, 4 * families));
+    assert_eq!((partial.certificate.tests[0].id.kind.as_str(), partial.certificate.tests[1].id.kind.as_str()), ("fresh", "one-element-changed"));
+    assert!(!oracle.knows_plan(&cut.plan()), "a plan cut short is not marked as run");
+}
+
+/// Against the rounded reference (no naive kernel is run: its library here does not exist),
+/// the naive kernel's own outputs pass, the certificate names the baseline, and a kernel a
+/// thousand ulps off fails: the rule still binds.
+#[test]
+fn the_rounded_reference_judges_without_running_the_naive_kernel() {
+    let (graph, _cache, library) = naive_softmax();
+    let runner = runner();
+    let config = ollie_verify::VerifyConfig { seed: 21, sets_per_family: 1, ..Default::default() };
+    let mut oracle = ollie_verify::Oracle::new(&graph, &runner, ollie_verify::Baseline::Rounded);
+    let report = ollie_verify::verify_with(&mut oracle, &library, &config).unwrap();
+    assert!(report.accepted, "{:?}", report.rejection);
+    assert_eq!(report.certificate.baseline, "rounded-reference");
+    // Every output scaled by 1 + 2^-10: a thousand ulps, far past α·u·E for a softmax.
+    let exact = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap()).replacen("void softmax(", "static void softmax_exact(", 1);
+    let sloppy = exact + "void softmax(const float *restrict x, float *restrict out) {\n  softmax_exact(x, out);\n  for (long i = 0; i < 8 * 300; i++) out[i] *= 1.0009765625f;\n}\n";
+    let cache = tempfile::tempdir().unwrap();
+    let sloppy = compile(&sloppy, &["-O2"], cache.path()).unwrap();
+    let report = ollie_verify::verify_with(&mut oracle, &sloppy, &config).unwrap();
+    assert!(matches!(report.rejection, Some(ollie_verify::Rejection::Inaccurate { .. })), "{:?}", report.rejection);
 }

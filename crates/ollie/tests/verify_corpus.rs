@@ -3,7 +3,9 @@
 //! acceptable reasons), through `ollie check`. `// flags:` lines after it set the compiler
 //! flags; with several, the kernel is checked once with each (a kernel with AVX-512, AVX2 and
 //! scalar paths is checked on every path this machine can run). An accepted kernel must have been
-//! tested on every input family.
+//! tested on every input family. Every case is checked against both baselines: the naive
+//! kernel's outputs and the rounded reference (the a-priori rule a search on a slow naive kernel
+//! uses), and must get its verdict from each.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +19,8 @@ struct Case {
     kernel: PathBuf,
     expected: Vec<String>,
     flags: Option<String>,
+    /// `naive` or `rounded`.
+    baseline: &'static str,
 }
 
 fn cases() -> Vec<Case> {
@@ -40,11 +44,10 @@ fn cases() -> Vec<Case> {
                 None => vec![expect.trim().to_string()],
             };
             let flags: Vec<String> = text.lines().skip(1).map_while(|l| l.strip_prefix("// flags: ")).map(str::to_string).collect();
-            if flags.is_empty() {
-                cases.push(Case { spec: spec.clone(), kernel, expected, flags: None });
-            } else {
-                for f in flags {
-                    cases.push(Case { spec: spec.clone(), kernel: kernel.clone(), expected: expected.clone(), flags: Some(f) });
+            let flags: Vec<Option<String>> = if flags.is_empty() { vec![None] } else { flags.into_iter().map(Some).collect() };
+            for flags in flags {
+                for baseline in ["naive", "rounded"] {
+                    cases.push(Case { spec: spec.clone(), kernel: kernel.clone(), expected: expected.clone(), flags: flags.clone(), baseline });
                 }
             }
         }
@@ -56,8 +59,8 @@ fn cases() -> Vec<Case> {
 impl Case {
     fn name(&self) -> String {
         match &self.flags {
-            Some(f) => format!("{} [{f}]", self.kernel.display()),
-            None => self.kernel.display().to_string(),
+            Some(f) => format!("{} [{f}] against the {} baseline", self.kernel.display(), self.baseline),
+            None => format!("{} against the {} baseline", self.kernel.display(), self.baseline),
         }
     }
 }
@@ -65,11 +68,11 @@ impl Case {
 /// Runs `ollie check`; returns "accepted" or the rejection's kind.
 fn verdict(case: &Case, out: &Path) -> Result<String, String> {
     let variant = case.flags.as_deref().unwrap_or("").replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-    let certificate = out.join(format!("{}{variant}.json", case.kernel.file_stem().unwrap().to_string_lossy()));
+    let certificate = out.join(format!("{}{variant}-{}.json", case.kernel.file_stem().unwrap().to_string_lossy(), case.baseline));
     let mut command = Command::new(env!("CARGO_BIN_EXE_ollie"));
     // Counterexamples go to a private cache, not the user's.
     command.env("XDG_CACHE_HOME", out.join("cache"));
-    command.arg("check").arg(&case.spec).arg(&case.kernel).args(["--seed", "42", "--timeout", "3", "--json", "--certificate"]).arg(&certificate);
+    command.arg("check").arg(&case.spec).arg(&case.kernel).args(["--seed", "42", "--timeout", "3", "--baseline", case.baseline, "--json", "--certificate"]).arg(&certificate);
     if let Some(flags) = &case.flags {
         command.arg(format!("--flags={flags}"));
     }
@@ -89,6 +92,11 @@ fn verdict(case: &Case, out: &Path) -> Result<String, String> {
                 return Err(format!("accepted without a test on the {family} family: {tested:?}"));
             }
         }
+    }
+    let baseline = report["certificate"]["baseline"].as_str().unwrap_or("none");
+    let expected = if case.baseline == "naive" { "naive-kernel" } else { "rounded-reference" };
+    if !(baseline == expected || (!accepted && baseline == "none")) {
+        return Err(format!("the certificate names the baseline {baseline}, not {expected}"));
     }
     Ok(if accepted { "accepted".to_string() } else { report["rejection"]["kind"].as_str().unwrap().to_string() })
 }
