@@ -19,6 +19,11 @@ impl Offers {
         self.pending.is_empty()
     }
 
+    /// Whether `kernel` is still to be measured.
+    pub(crate) fn holds(&self, kernel: &Kernel) -> bool {
+        self.pending.contains(kernel)
+    }
+
     /// The next pending kernel, or `NotNow` once this round has had each.
     pub(crate) fn offer(&mut self) -> Proposal<Kernel> {
         if self.offered >= self.pending.len() {

@@ -17,18 +17,25 @@ use crate::{initial_schedule, Event, Kernel, Proposal, Propose, Variant};
 /// Sketches offered per variant, besides its naive nest.
 const SKETCHES: usize = 3;
 
+/// A variant whose cost is at most this share of the spec's (rewriting's model of FLOPs and
+/// bytes) leads: its first sketch is measured before anything else.
+const FAR_CHEAPER: f64 = 0.1;
+
 pub struct Rewrite {
     /// The spec's own naive nest.
     naive: LoopNest,
     variants: Vec<Variant>,
     /// Kernels not yet measured.
     offers: Offers,
+    /// The first sketches of the variants far cheaper than the spec.
+    leads: Vec<Kernel>,
 }
 
 impl Rewrite {
-    /// Proposes kernels for `variants` (cheapest first) of the graph whose naive nest is
-    /// `naive`, sketched for `target`.
-    pub fn new(naive: LoopNest, variants: Vec<Variant>, target: &Target) -> Rewrite {
+    /// Proposes kernels for `variants` (cheapest first, each with its cost as a share of the
+    /// spec's) of the graph whose naive nest is `naive`, sketched for `target`.
+    pub fn new(naive: LoopNest, variants: Vec<(Variant, f64)>, target: &Target) -> Rewrite {
+        let (variants, shares): (Vec<Variant>, Vec<f64>) = variants.into_iter().unzip();
         let per_variant: Vec<Vec<Kernel>> = variants
             .iter()
             .map(|v| {
@@ -44,18 +51,19 @@ impl Rewrite {
         for rank in 0..=SKETCHES {
             pending.extend(per_variant.iter().filter_map(|ks| ks.get(rank).cloned()));
         }
+        let leads = per_variant.iter().zip(&shares).filter(|(_, &share)| share <= FAR_CHEAPER).filter_map(|(ks, _)| ks.first().cloned()).collect();
         tracing::debug!(variants = variants.len(), kernels = pending.len(), "rewrite proposer ready");
-        Rewrite { naive, variants, offers: Offers::new(pending) }
+        Rewrite { naive, variants, offers: Offers::new(pending), leads }
     }
 
     /// The variants [`ollie_rewrite::variants`] found, lowered (one that does not lower is left
-    /// out, with a warning).
-    pub fn lowered(rewritten: &ollie_rewrite::Rewritten) -> Vec<Variant> {
+    /// out, with a warning), each with its cost as a share of the spec's.
+    pub fn lowered(rewritten: &ollie_rewrite::Rewritten) -> Vec<(Variant, f64)> {
         rewritten
             .variants
             .iter()
             .filter_map(|v| match Variant::new(v.graph.clone()) {
-                Ok(v) => Some(v),
+                Ok(lowered) => Some((lowered, v.cost / rewritten.original_cost)),
                 Err(e) => {
                     tracing::warn!(error = %e, "a rewritten graph does not lower; left out");
                     None
@@ -95,5 +103,10 @@ impl<N> Propose<Kernel, N> for Rewrite {
 
     fn observe(&mut self, event: &Event<Kernel, N>) {
         self.offers.seen(&event.candidate);
+    }
+
+    /// Leads while a far cheaper variant's first sketch has not been measured.
+    fn leading(&self, _current: &Kernel) -> bool {
+        self.leads.iter().any(|k| self.offers.holds(k))
     }
 }

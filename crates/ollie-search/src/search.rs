@@ -17,6 +17,13 @@ pub trait Propose<C, N> {
     fn costly(&self) -> bool {
         false
     }
+    /// Whether its next proposal from `current` is expected to be far faster than anything the
+    /// others offer (a sketch while the chain is still at the naive kernel; a graph rewriting
+    /// made orders of magnitude cheaper): it is then asked first in a round, whatever the
+    /// bandit's weights, and its proposal is measured first.
+    fn leading(&self, _current: &C) -> bool {
+        false
+    }
 }
 
 /// A proposer's answer.
@@ -231,6 +238,22 @@ impl<C: Clone> Search<C> {
         let mut proposed: Vec<(usize, C)> = Vec::new();
         // Proposers with nothing to offer in this round.
         let mut idle: Vec<bool> = exhausted.iter().zip(proposers.iter()).map(|(&e, p)| e || (!costly && p.costly())).collect();
+        // Leading proposers first, once each: their proposals head the round.
+        let mut leads = 0;
+        for k in 0..proposers.len() {
+            if idle[k] || !proposers[k].leading(&self.current) {
+                continue;
+            }
+            match proposers[k].propose(&self.current, &mut self.rng) {
+                Proposal::Candidate(candidate) => proposed.push((k, candidate)),
+                Proposal::NotNow => idle[k] = true,
+                Proposal::Exhausted => {
+                    exhausted[k] = true;
+                    idle[k] = true;
+                }
+            }
+            leads = proposed.len();
+        }
         while proposed.len() < self.config.pool.max(wanted) {
             let Some(k) = self.choose_proposer(&idle) else { break };
             match proposers[k].propose(&self.current, &mut self.rng) {
@@ -246,31 +269,29 @@ impl<C: Clone> Search<C> {
         if proposed.is_empty() {
             return proposed;
         }
-        self.choose(proposed, wanted, proposers, evaluator)
+        self.choose(proposed, leads, wanted, proposers, evaluator)
     }
 
-    /// The `wanted` proposals to measure: a costly proposer's first, then the most promising by
-    /// the evaluator's ranking (in the order proposed while it cannot rank).
-    fn choose<E: Evaluate<C>>(&mut self, mut proposed: Vec<(usize, C)>, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<(usize, C)> {
+    /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
+    /// proposals (a leading proposer's), then the most promising by the evaluator's ranking (in
+    /// the order proposed while it cannot rank).
+    fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<(usize, C)> {
         // A costly proposal is never dropped: the round grows to hold them all.
         let wanted = wanted.max(proposed.iter().filter(|(k, _)| proposers[*k].costly()).count());
         if proposed.len() <= wanted {
             return proposed;
         }
         let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
-        if let Some(predicted) = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len()) {
-            let mut order: Vec<usize> = (0..proposed.len()).collect();
-            let key = |i: usize| if proposers[proposed[i].0].costly() { f64::NEG_INFINITY } else { predicted[i] };
-            order.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
-            let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();
-            proposed = order.into_iter().map(|i| slots[i].take().expect("each index once")).collect();
-        } else {
-            // Unranked: costly proposals first, the rest in the order proposed.
-            proposed.sort_by_key(|(k, _)| !proposers[*k].costly());
-        }
-        tracing::debug!(proposed = proposed.len(), wanted, "chose the most promising proposals");
-        proposed.truncate(wanted);
-        proposed
+        let predicted = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len());
+        // Costly first, then leading, then by predicted time (or as proposed).
+        let class = |i: usize| if proposers[proposed[i].0].costly() { 0 } else { usize::from(i >= leads) + 1 };
+        let mut order: Vec<usize> = (0..proposed.len()).collect();
+        order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
+        let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();
+        let mut chosen: Vec<(usize, C)> = order.into_iter().map(|i| slots[i].take().expect("each index once")).collect();
+        tracing::debug!(proposed = chosen.len(), wanted, leads, ranked = predicted.is_some(), "chose the most promising proposals");
+        chosen.truncate(wanted);
+        chosen
     }
 
     /// Evaluates one candidate and moves the chain: the first tier, the Metropolis–Hastings

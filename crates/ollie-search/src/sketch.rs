@@ -517,4 +517,10 @@ impl<N> Propose<Kernel, N> for Sketch {
     fn observe(&mut self, event: &Event<Kernel, N>) {
         self.offers.seen(&event.candidate);
     }
+
+    /// While the chain is at the naive kernel, a sketch beats any one mutation of it: the search
+    /// starts from one.
+    fn leading(&self, current: &Kernel) -> bool {
+        !self.offers.is_empty() && *current == Kernel::Scheduled(crate::initial_schedule())
+    }
 }

@@ -291,3 +291,50 @@ fn costly_proposers_are_not_asked_ahead_and_none_of_their_proposals_is_lost() {
     assert_eq!(measured, costly.offered, "every costly proposal was measured");
     assert!(evaluator.log.iter().filter(|e| e.0 == "ahead").all(|e| !e.1.contains(&1000)), "none was drawn ahead");
 }
+
+/// Leads while the chain is at 0: offers 40 (far better than a step from 0), the bandit aside.
+#[derive(Default)]
+struct Leader {
+    offered: usize,
+}
+impl Propose<i64, Why> for Leader {
+    fn name(&self) -> &str {
+        "leader"
+    }
+    fn propose(&mut self, _: &i64, _: &mut ChaCha8Rng) -> Proposal<i64> {
+        self.offered += 1;
+        Proposal::Candidate(40)
+    }
+    fn leading(&self, current: &i64) -> bool {
+        *current == 0
+    }
+}
+
+/// [`Ranked`] with its ranking upside down: it predicts the worst proposal the fastest.
+#[derive(Default)]
+struct Contrary(Ranked);
+impl Evaluate<i64> for Contrary {
+    type Note = Why;
+    fn rank(&mut self, proposals: &[i64]) -> Option<Vec<f64>> {
+        self.0.rank(proposals).map(|p| p.into_iter().map(|t| -t).collect())
+    }
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
+        self.0.evaluate(c, current)
+    }
+}
+
+/// A leading proposer is asked first and its proposal measured first, even where the ranking
+/// prefers every other proposal; once it stops leading (the chain left 0), the ranking decides.
+#[test]
+fn a_leading_proposal_is_measured_first() {
+    let config = SearchConfig { seed: 4, max_evaluations: 20, batch: 1, pool: 4, ..Default::default() };
+    let mut search = Search::new(config, 0i64, 43.0);
+    let mut contrary = Contrary::default();
+    let mut events = Vec::new();
+    let (mut steps, mut leader) = (Steps, Leader::default());
+    search.run(&mut [&mut steps, &mut leader], &mut contrary, |_| false, |e| events.push((e.proposer, e.candidate)));
+    assert_eq!(events[0], ("leader".to_string(), 40), "{events:?}");
+    assert_eq!(contrary.0.rounds[0][0], 40, "asked before the bandit draws: {:?}", contrary.0.rounds[0]);
+    // Once the chain has left 0, nothing leads: the contrary ranking picks what it likes.
+    assert!(contrary.0.rounds[1..].iter().zip(&contrary.0.measured[1..]).any(|(round, m)| round[0] != *m), "{:?}", contrary.0.rounds);
+}
