@@ -14,9 +14,9 @@ use ollie_runner::Compiler;
 use ollie_search::cost::{features, CostModel};
 use ollie_search::{Evaluate, Evaluation, Kernel};
 use ollie_store::TimingRecord;
-use ollie_verify::{BenchConfig, EarlyStop, Oracle, VerifyConfig};
+use ollie_verify::{BenchConfig, EarlyStop, Oracle, Timing, VerifyConfig, FAR_PAIRS};
 
-use crate::finish::FINAL_TIMING;
+use crate::finish::FinalTiming;
 use crate::Reason;
 
 /// What the evaluator learned about a candidate, carried by the search's step to the store and
@@ -85,6 +85,16 @@ pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> B
 /// Counterexamples tried first by every verification, at most.
 const MAX_SAVED: usize = 8;
 
+/// A verification that cannot run whole in the time left runs the input sets that fit within
+/// these shares of the budget (the search's second tier; the final one), if that holds at least
+/// [`MIN_TESTS`] of its tests: one input set and its copy with one element changed.
+const TIER2_SHARE: f64 = 0.25;
+const FINAL_SHARE: f64 = 1.0 / 3.0;
+const MIN_TESTS: usize = 2;
+
+/// How many times the current kernel's time a candidate's call may take in the first tier.
+const SLOWER: f64 = 4.0;
+
 /// How far apart a chain estimate and the time just measured may be, as a factor, before the
 /// measurement wins (see [`Evaluator::chain_estimate`]): more than the load of a shared machine
 /// moves a kernel's time, less than a broken measurement does.
@@ -142,6 +152,11 @@ pub(crate) struct Evaluator<'a> {
     /// The fastest kernel verified in full (on the chain's scale): the one the final phase will
     /// time first.
     best_seconds: f64,
+    /// Whether computing a set's expected outputs runs the naive kernel (its outputs are the
+    /// baseline), the whole budget, and how the final phase will time.
+    naive_runs: bool,
+    budget: f64,
+    timing: FinalTiming,
 }
 
 /// Where the evaluator starts: the kernels the chain holds and the verifications it runs.
@@ -159,6 +174,12 @@ pub(crate) struct Start {
     pub best_seconds: f64,
     /// When the whole command must be done.
     pub deadline: Option<Instant>,
+    /// Whether computing a set's expected outputs runs the naive kernel (its outputs are the
+    /// baseline).
+    pub naive_runs: bool,
+    /// The whole budget, in seconds.
+    pub budget: f64,
+    pub timing: FinalTiming,
 }
 
 impl<'a> Evaluator<'a> {
@@ -186,6 +207,9 @@ impl<'a> Evaluator<'a> {
             naive_seconds: start.naive_seconds,
             max_rank: start.max_rank,
             best_seconds: start.best_seconds,
+            naive_runs: start.naive_runs,
+            budget: start.budget,
+            timing: start.timing,
         }
     }
 
@@ -226,20 +250,34 @@ impl<'a> Evaluator<'a> {
         // more candidates judged less finely.
         let guess = self.seconds.get(current).copied().unwrap_or(1e-3).max(self.fastest);
         let left = self.deadline.map_or(f64::INFINITY, |d| d.saturating_duration_since(Instant::now()).as_secs_f64() - self.estimate_reserve(self.best_seconds));
-        let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).min(left / 8.0).max(0.05) };
-        let config = BenchConfig { seed: self.bench_seed, sets: 1, warmups: 1, calls: 21, floor: Some(self.fastest), early: Some(early) };
+        let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).min(left / 8.0).max(0.05), patient: false };
         let started = Instant::now();
-        let timed = ollie_verify::bench_with(&mut self.oracle, &[library, &current_library], &config)?;
-        tracing::debug!(seconds = started.elapsed().as_secs_f64(), pairs = timed.ratios.as_ref().map_or(0, |r| r.samples.len()), "timed");
-        match (&timed.kernels[0], &timed.kernels[1], &timed.ratios) {
-            (Ok(t), Ok(now), Some(ratio)) => {
-                let estimate = self.chain_estimate(current, t.median, now.median, ratio.median);
+        // Pairing costs a warm-up and at least two pairs of the current kernel's calls; where that
+        // is more than the first tier may spend (a naive kernel of seconds a call), the candidate
+        // is timed alone and its ratio is against the current kernel's estimate.
+        let alone = (1 + FAR_PAIRS) as f64 * guess > early.seconds;
+        let libraries: Vec<&Path> = if alone { vec![library] } else { vec![library, &current_library] };
+        // Alone, a few calls tell a kernel far faster than the current one (the only kind worth
+        // taking from a kernel that slow).
+        // Paired, a call of the candidate taking more than four times the current kernel's is
+        // stopped: such a candidate would not be taken.
+        let first_limit = (!alone).then(|| Duration::from_secs_f64((SLOWER * guess).max(0.25)));
+        let config = BenchConfig { seed: self.bench_seed, sets: 1, warmups: 1, calls: if alone { 3 } else { 21 }, floor: Some(self.fastest), early: Some(early), first_limit };
+        let timed = ollie_verify::bench_with(&mut self.oracle, &libraries, &config)?;
+        tracing::debug!(seconds = started.elapsed().as_secs_f64(), alone, pairs = timed.ratios.as_ref().map_or(0, |r| r.samples.len()), "timed");
+        let measured = match (&timed.kernels[..], &timed.ratios) {
+            ([Ok(t)], _) => Ok((t.clone(), t.median, Timing::from_samples(t.samples.iter().map(|s| s / guess).collect()))),
+            ([Ok(t), Ok(now)], Some(ratio)) => Ok((t.clone(), self.chain_estimate(current, t.median, now.median, ratio.median), ratio.clone())),
+            ([Err(r), ..], _) => Err(r),
+            _ => anyhow::bail!("the current kernel failed while timing"),
+        };
+        match measured {
+            Ok((t, estimate, ratio)) => {
                 self.seconds.insert(candidate.clone(), estimate);
                 self.model.add(features(candidate, self.naive), estimate.ln());
                 note.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
             }
-            (Err(r), _, _) => note.rejected = Some((Reason::from(r), r.to_string())),
-            _ => anyhow::bail!("the current kernel failed while timing"),
+            Err(r) => note.rejected = Some((Reason::from(r), r.to_string())),
         }
         Ok(note)
     }
@@ -277,34 +315,82 @@ impl<'a> Evaluator<'a> {
         scale * if within(ratio, medians) { ratio } else { medians }
     }
 
-    /// What verifying in full with `config` will take: each test costs what one of the
-    /// search's full verifications did (making the inputs, their expected outputs computed —
-    /// or read back, if that plan ran to its end before — the call and its checks), or else what
-    /// the oracle's sets have cost and a call.
-    fn estimate_verification(&self, config: &VerifyConfig) -> f64 {
+    /// What verifying in full with `config` a kernel taking `seconds` a call will take: its
+    /// tests, and what each costs — what a test of one of the search's full verifications did
+    /// (making the inputs, their expected outputs computed — or read back, if that plan ran to
+    /// its end before — the call and its checks), or else what the oracle's sets have cost and a
+    /// call.
+    fn estimate_verification(&self, config: &VerifyConfig, seconds: f64) -> (usize, f64) {
         let costs = self.oracle.costs();
         let read = costs.per_read().unwrap_or(0.0);
-        // Before any set was computed in this run: at least two calls of the naive kernel's
-        // time (its own call, and about as much for the reference and its bounds).
-        let computed = costs.per_computed().unwrap_or((10.0 * read).max(read + 2.0 * self.naive_seconds));
+        // Before any set was computed in this run: at least its reference, and the naive
+        // kernel's call where its outputs are the baseline.
+        let naive = if self.naive_runs { 2.0 * self.naive_seconds } else { 0.0 };
+        let computed = costs.per_computed().unwrap_or((10.0 * read).max(read + naive));
         let known = self.oracle.knows_plan(&config.plan());
         let per_set = if known { read } else { computed };
-        let per_test = self.per_test[usize::from(known)].unwrap_or(per_set + read + self.best_seconds);
-        config.input_sets(self.max_rank) as f64 * per_test
+        let per_test = self.per_test[usize::from(known)].unwrap_or(per_set + read + seconds);
+        (config.input_sets(self.max_rank), per_test)
+    }
+
+    /// The seconds a verification with `config` may take when it cannot run whole in the
+    /// `left` seconds it has: the sets that fit in `share` of the budget (and in `left`), if they
+    /// hold at least [`MIN_TESTS`]; `None` where it runs whole, as it does when it fits.
+    /// `Err(seconds)`: not even that fits, and the whole would take `seconds`.
+    fn allowance(&self, config: &VerifyConfig, seconds: f64, left: f64, share: f64) -> Result<Option<f64>, f64> {
+        let (tests, per_test) = self.estimate_verification(config, seconds);
+        let whole = tests as f64 * per_test;
+        if whole <= left {
+            return Ok(None);
+        }
+        let allowed = left.min(share * self.budget);
+        if allowed < MIN_TESTS.min(tests) as f64 * per_test { Err(whole) } else { Ok(Some(allowed)) }
     }
 
     /// Estimates what the final phase will take with the fastest verified kernel taking `best`
-    /// seconds: its final timing against the naive kernel (the sets computed) and its final
-    /// verification — should it not be faster there or fail, the naive kernel is the result
+    /// seconds: its final timing against the naive kernel (or alone, where pairing costs too
+    /// much) and its final verification — whole, or the share of the budget it may take when the
+    /// whole does not fit; should it not be faster there or fail, the naive kernel is the result
     /// with the time that timing measured; or, when nothing beat the naive kernel, the naive
-    /// kernel's timing alone (the naive kernel is never re-verified: its outputs are the
+    /// kernel's timing alone where it is cheap (the naive kernel is never re-verified: it is the
     /// baseline).
     fn estimate_reserve(&self, best: f64) -> f64 {
-        let sets = FINAL_TIMING.sets as f64 * self.oracle.costs().per_computed().unwrap_or(0.0);
-        let calls = (FINAL_TIMING.warmups + FINAL_TIMING.calls) as f64;
         let evict = self.eviction_seconds();
-        let phase = if best < self.naive_seconds { calls * (best + self.naive_seconds + 2.0 * evict) + self.estimate_verification(&self.final_config) } else { calls * (self.naive_seconds + evict) };
-        sets + phase + 1.0
+        let phase = if best < self.naive_seconds {
+            let (tests, per_test) = self.estimate_verification(&self.final_config, best);
+            let verification = (tests as f64 * per_test).min((FINAL_SHARE * self.budget).max(MIN_TESTS.min(tests) as f64 * per_test));
+            self.timing.cost(best, evict) + verification
+        } else {
+            self.timing.naive_cost(evict).unwrap_or(0.0)
+        };
+        phase + 1.0
+    }
+
+    /// What verifying with the search's configuration will cost, and the budget that would let
+    /// the search verify every candidate it takes in full and the final phase verify the result
+    /// in full — for the user, before the search begins, where the budget is too small for that.
+    pub fn plan(&self) -> Option<String> {
+        // A kernel as fast as the machine allows: the inputs and expected outputs are the cost.
+        let (tests, per_test) = self.estimate_verification(&self.verify, self.fastest);
+        let (final_tests, final_per_test) = self.estimate_verification(&self.final_config, self.fastest);
+        let (search, last) = (tests as f64 * per_test, final_tests as f64 * final_per_test);
+        let left = self.deadline.map_or(f64::INFINITY, |d| d.saturating_duration_since(Instant::now()).as_secs_f64());
+        let timing = self.timing.cost(self.naive_seconds.min(self.best_seconds), self.eviction_seconds());
+        if search + last + timing <= left / 2.0 {
+            return None;
+        }
+        let needed = self.budget - left + 2.0 * (search + last + timing);
+        Some(format!(
+            "a full verification needs about {search:.0} s ({tests} tests at {per_test:.2} s each, their expected outputs computed once) and the final one about {last:.0} s ({final_tests} tests): with --time {:.0}s, candidates the search takes and its result are verified on as many input sets as fit (every family's first set first), and the report says how many; --time {:.0}s would fit them whole",
+            self.budget,
+            needed.ceil()
+        ))
+    }
+
+    /// Gets the expected outputs of the input set the first tier times on ready (reading or
+    /// computing them), so that what a set costs is known before the first candidate.
+    pub fn prime(&mut self) -> Result<(), ollie_verify::VerifyError> {
+        ollie_verify::prepare(&mut self.oracle, &BenchConfig { seed: self.bench_seed, sets: 1, ..BenchConfig::default() })
     }
 
     /// Wall seconds a timed call spends before the kernel runs, flushing the kernel's buffers
@@ -374,18 +460,26 @@ impl Evaluate<Kernel> for Evaluator<'_> {
     /// The second tier: the whole protocol, for a candidate the chain is about to take — unless
     /// it would not end before the final phase must start.
     fn confirm(&mut self, candidate: &Kernel, note: &mut Note) -> bool {
-        let verify = self.verify.clone();
+        let mut verify = self.verify.clone();
         if let Some(deadline) = self.deadline {
-            let verification = self.estimate_verification(&verify);
             // The final phase as it would be with this candidate taken (perhaps as the best).
             let best = note.timing.map_or(self.best_seconds, |t| t.estimate.min(self.best_seconds));
             let reserve = self.estimate_reserve(best);
-            if Instant::now() + Duration::from_secs_f64(verification + reserve) > deadline {
-                tracing::debug!(verification, reserve, left = deadline.saturating_duration_since(Instant::now()).as_secs_f64(), "out of time");
-                note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {verification:.0} s) would not end before the final phase must start")));
-                note.timing = None;
-                note.reserve = self.estimate_reserve(self.best_seconds);
-                return false;
+            let left = deadline.saturating_duration_since(Instant::now()).as_secs_f64() - reserve;
+            let seconds = note.timing.map_or(self.best_seconds, |t| t.seconds);
+            match self.allowance(&verify, seconds, left, TIER2_SHARE) {
+                Ok(None) => {}
+                Ok(Some(allowed)) => {
+                    tracing::debug!(allowed, left, "the full verification does not fit: the sets that do");
+                    verify.deadline = Some(Instant::now() + Duration::from_secs_f64(allowed));
+                }
+                Err(verification) => {
+                    tracing::debug!(verification, reserve, left, "out of time");
+                    note.rejected = Some((Reason::OutOfTime, format!("its full verification (about {verification:.0} s), or enough of it, would not end before the final phase must start")));
+                    note.timing = None;
+                    note.reserve = self.estimate_reserve(self.best_seconds);
+                    return false;
+                }
             }
         }
         let passed = match self.build(candidate).library {
@@ -414,6 +508,25 @@ impl Evaluate<Kernel> for Evaluator<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ollie_verify::Baseline;
+
+    /// Where the tests' evaluator starts: `kernel` timed at `seconds`, the naive kernel at 1 ms.
+    fn start(kernel: &Kernel, seconds: f64, deadline: Option<Instant>) -> Start {
+        Start {
+            seconds: vec![(kernel.clone(), seconds)],
+            verify: VerifyConfig::default(),
+            bench_seed: 0,
+            fastest: 0.0,
+            final_config: VerifyConfig::default(),
+            naive_seconds: 1e-3,
+            best_seconds: 1e-3,
+            max_rank: 1,
+            deadline,
+            naive_runs: true,
+            budget: 60.0,
+            timing: FinalTiming::new(1e-3, 60.0),
+        }
+    }
 
     /// A candidate the chain would take, when the session's deadline leaves no time for its full
     /// verification, is declined as `out-of-time` before anything runs (no worker is started:
@@ -425,20 +538,9 @@ mod tests {
         let naive = ollie_loops::lower(&graph).unwrap();
         let runner = ollie_runner::Runner::new("/nonexistent/ollie", Duration::from_secs(1));
         let compiler = Compiler::new(std::env::temp_dir().join("ollie-driver-test"));
-        let oracle = Oracle::new(&graph, &runner, Path::new("/nonexistent/libnaive.so"));
+        let oracle = Oracle::new(&graph, &runner, Baseline::Naive("/nonexistent/libnaive.so".into()));
         let kernel = Kernel::Scheduled(ollie_search::initial_schedule());
-        let start = |deadline| Start {
-            seconds: vec![(kernel.clone(), 1e-3)],
-            verify: VerifyConfig::default(),
-            bench_seed: 0,
-            fastest: 0.0,
-            final_config: VerifyConfig::default(),
-            naive_seconds: 1e-3,
-            best_seconds: 1e-3,
-            max_rank: 1,
-            deadline,
-        };
-        let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start(Some(Instant::now())));
+        let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start(&kernel, 1e-3, Some(Instant::now())));
         let timing = TimingRecord { estimate: 1e-3, seconds: 1e-3, p10: 1e-3, p90: 1e-3, ratio: 0.5, ratio_p10: 0.5, ratio_p90: 0.5 };
         let mut note = Note { timing: Some(timing), ..Note::default() };
         assert!(!evaluator.confirm(&kernel, &mut note));
@@ -459,20 +561,9 @@ mod tests {
         let naive = ollie_loops::lower(&graph).unwrap();
         let runner = ollie_runner::Runner::new("/nonexistent/ollie", Duration::from_secs(1));
         let compiler = Compiler::new(std::env::temp_dir().join("ollie-driver-test"));
-        let oracle = Oracle::new(&graph, &runner, Path::new("/nonexistent/libnaive.so"));
+        let oracle = Oracle::new(&graph, &runner, Baseline::Naive("/nonexistent/libnaive.so".into()));
         let current = Kernel::Scheduled(ollie_search::initial_schedule());
-        let start = Start {
-            seconds: vec![(current.clone(), 2e-5)],
-            verify: VerifyConfig::default(),
-            bench_seed: 0,
-            fastest: 0.0,
-            final_config: VerifyConfig::default(),
-            naive_seconds: 1e-3,
-            best_seconds: 1e-3,
-            max_rank: 1,
-            deadline: None,
-        };
-        let evaluator = Evaluator::new(&naive, &compiler, oracle, start);
+        let evaluator = Evaluator::new(&naive, &compiler, oracle, start(&current, 2e-5, None));
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b;
         // Agreeing: the chain's estimate times the ratio (the load moved the medians 2×).
         assert!(close(evaluator.chain_estimate(&current, 3.6e-5, 4e-5, 0.8), 1.6e-5));

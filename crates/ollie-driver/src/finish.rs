@@ -1,6 +1,7 @@
-//! The final phase of a search: the fastest candidates timed against the naive kernel over 21
-//! interleaved pairs and re-verified on inputs the search never saw until one is faster and
-//! passes (else the naive kernel is the result), and every output written.
+//! The final phase of a search: the fastest candidates timed against the naive kernel —
+//! interleaved pairs while its calls are cheap, else alone against its measured time — and
+//! re-verified on inputs the search never saw (as many as the budget leaves time for) until one
+//! is faster and passes (else the naive kernel is the result), and every output written.
 
 use std::path::Path;
 
@@ -9,10 +10,11 @@ use ollie_graph::Graph;
 use ollie_loops::LoopNest;
 use ollie_runner::{Compiler, Floor, Machine};
 use ollie_store::{Candidate, CandidateId, RunId, Store};
-use ollie_verify::{BenchConfig, Oracle, Timing, VerifyConfig};
+use ollie_verify::{BenchConfig, EarlyStop, Oracle, Timing, VerifyConfig, FAR_PAIRS};
 
 use crate::evaluator::{build, Built};
 use crate::optimize::stored_kernel;
+use crate::naive::NaiveCost;
 use crate::{report, setup, Error};
 
 /// The final verification: every family, two input sets each, from the spec's seed (inputs the
@@ -21,8 +23,54 @@ pub(crate) fn final_verification(graph: &Graph, floor: &Floor) -> VerifyConfig {
     VerifyConfig { seed: setup::spec_seed(graph), floor: Some(floor.fastest), ..VerifyConfig::default() }
 }
 
-/// The final timing against the naive kernel, as reported: 21 interleaved pairs.
-pub(crate) const FINAL_TIMING: BenchConfig = BenchConfig { seed: 0, sets: 4, warmups: 2, calls: 21, floor: None, early: None };
+/// The final timing against the naive kernel, as reported: up to 21 interleaved pairs on the
+/// final verification's two normal input sets (their expected outputs serve both).
+const FINAL_TIMING: BenchConfig = BenchConfig { seed: 0, sets: 2, warmups: 2, calls: 21, floor: None, early: None, first_limit: None };
+
+/// How the final phase times a kernel, given the naive kernel's time and the whole budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct FinalTiming {
+    /// The pairs (or, alone, the calls) go on until they have taken this long, then until the
+    /// ratio is settled (see [`EarlyStop`]'s patient stop), 21 at most.
+    pub seconds: f64,
+    /// Interleaved with the naive kernel: its warm-ups and the fewest pairs that can settle a
+    /// ratio fit in `seconds`. Else the kernel is timed alone, and its ratio is against the
+    /// naive kernel's time as measured before the search (an estimate: the report says so).
+    pub paired: bool,
+    naive: f64,
+}
+
+impl FinalTiming {
+    pub fn new(naive: f64, budget: f64) -> FinalTiming {
+        let seconds = (budget / 20.0).clamp(1.0, 30.0);
+        let paired = (FINAL_TIMING.warmups + FAR_PAIRS) as f64 * naive <= seconds;
+        FinalTiming { seconds, paired, naive }
+    }
+
+    /// The timing's configuration on the final verification's input sets (`seed`): its two
+    /// normal sets, or the first alone where computing a set's expected outputs (`per_set`
+    /// seconds) costs more than half the timing itself.
+    pub fn config(&self, seed: u64, floor: &Floor, per_set: f64) -> BenchConfig {
+        let sets = if per_set > self.seconds / 2.0 { 1 } else { FINAL_TIMING.sets };
+        BenchConfig { seed, sets, floor: Some(floor.fastest), early: Some(EarlyStop { min_pairs: 5, seconds: self.seconds, patient: true }), ..FINAL_TIMING }
+    }
+
+    /// What timing a kernel of `best` seconds takes, each call costing `evict` more (the flush
+    /// of its buffers): its warm-ups, then calls (and the naive kernel's, if paired) until
+    /// [`FinalTiming::seconds`] are spent and a few more settle the ratio, 21 at most.
+    pub fn cost(&self, best: f64, evict: f64) -> f64 {
+        let per = if self.paired { best + self.naive + 2.0 * evict } else { best + evict };
+        let calls = FINAL_TIMING.calls as f64 * per;
+        FINAL_TIMING.warmups as f64 * per + calls.min(self.seconds + FAR_PAIRS as f64 * per)
+    }
+
+    /// What timing the naive kernel alone as the result takes, if it is timed at all: where it is
+    /// too slow to pair with, it is too slow to time again, and its time measured before the
+    /// search is the result's.
+    pub fn naive_cost(&self, evict: f64) -> Option<f64> {
+        self.paired.then(|| FinalTiming { paired: false, ..*self }.cost(self.naive, evict))
+    }
+}
 
 pub(crate) struct FinishContext<'a> {
     pub graph: &'a Graph,
@@ -35,8 +83,12 @@ pub(crate) struct FinishContext<'a> {
     pub store: &'a mut Store,
     pub run: RunId,
     pub elapsed: f64,
-    /// When the command must be done: past it, no further candidate is tried.
+    /// When the command must be done: past it, no further candidate is tried, and the final
+    /// verification runs the input sets that fit before it (the first always).
     pub deadline: std::time::Instant,
+    /// The naive kernel's time as measured before the search, and how.
+    pub cost: &'a NaiveCost,
+    pub timing: FinalTiming,
 }
 
 /// Times the fastest candidates against the naive kernel and re-verifies them on inputs the
@@ -47,8 +99,9 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
     let estimate = |c: &Candidate| c.timing.map_or(f64::INFINITY, |t| t.estimate);
     timed.sort_by(|a, b| estimate(&a.1).total_cmp(&estimate(&b.1)));
-    let config = final_verification(cx.graph, cx.floor);
+    let config = VerifyConfig { deadline: Some(cx.deadline), ..final_verification(cx.graph, cx.floor) };
     let seed = config.seed;
+    let name = &cx.graph.name;
     // The fastest few, each timed against the naive kernel and then re-verified on those inputs:
     // the first not slower than naive that passes is the result (the naive kernel always
     // qualifies, last).
@@ -58,6 +111,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     // The naive kernel's time as the last final timing of another candidate measured it.
     let mut naive_timed: Option<(CandidateId, Timing)> = None;
     let mut chosen = None;
+    let bench = cx.timing.config(seed, cx.floor, oracle.costs().per_computed().unwrap_or(0.0));
     for (tried, (id, c)) in timed.iter().filter(|(_, c)| c.proposer != "naive" && estimate(c) < naive_estimate).take(3).chain(naive_candidate.iter()).enumerate() {
         // The budget covers the whole command: once it is spent, the naive kernel is the result.
         let is_naive = c.proposer == "naive";
@@ -73,38 +127,52 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
                 continue;
             }
         };
-        let bench = BenchConfig { seed, floor: Some(cx.floor.fastest), ..FINAL_TIMING };
         let started = std::time::Instant::now();
         if is_naive {
             // The naive kernel as the result: its time from a candidate's final timing if one was
-            // made, else timed alone (against itself it would take twice as long to measure a
-            // ratio of one). It is not re-verified: its outputs are what every candidate was
-            // judged against, so it passes by construction.
+            // made, else timed alone where that is cheap (against itself it would take twice as
+            // long to measure a ratio of one), else as measured before the search. It is not
+            // re-verified: it is ollie's own lowering of the spec, the baseline of the rule.
             let (timing, with) = match naive_timed.take() {
                 Some((with, timing)) => (timing, Some(with)),
-                None => {
-                    let timing = ollie_verify::bench_with(&mut oracle, &[cx.baseline], &bench).context("timing the naive kernel")?;
+                None if cx.timing.paired => {
+                    let timing = ollie_verify::bench_with(&mut oracle, &[cx.baseline], &bench).map_err(|e| cx.cost.verify_error(name, e, "timing the naive kernel"))?;
                     match &timing.kernels[0] {
                         Ok(n) => (n.clone(), None),
                         Err(r) => return Err(anyhow::anyhow!("the naive kernel failed while timing: {r}").into()),
                     }
                 }
+                None => (Timing::from_samples(vec![cx.cost.seconds]), None),
             };
             tracing::debug!(seconds = started.elapsed().as_secs_f64(), "final timing of the naive kernel");
             chosen = Some(Chosen { id: *id, candidate: c, built, library, verified: None, naive: timing.median, best: timing, ratio: Timing::from_samples(vec![1.0]), naive_timed_with: with });
             break;
         }
-        let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).context("timing the best kernel against the naive one")?;
-        let (best, naive, ratio) = match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
-            (Ok(b), Ok(n), Some(r)) => (b.clone(), n.clone(), r.clone()),
-            (Err(r), _, _) => {
-                say(format!("candidate {} failed while timing: {r}", id.0));
-                continue;
+        let (best, naive, ratio) = if cx.timing.paired {
+            let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).map_err(|e| cx.cost.verify_error(name, e, "timing the best kernel against the naive one"))?;
+            match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+                (Ok(b), Ok(n), Some(r)) => (b.clone(), n.clone(), r.clone()),
+                (Err(r), _, _) => {
+                    say(format!("candidate {} failed while timing: {r}", id.0));
+                    continue;
+                }
+                _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
             }
-            _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+        } else {
+            // Alone, against the naive kernel's time before the search.
+            let timing = ollie_verify::bench_with(&mut oracle, &[&library], &bench).map_err(|e| cx.cost.verify_error(name, e, "timing the best kernel"))?;
+            match &timing.kernels[0] {
+                Ok(b) => (b.clone(), Timing::from_samples(vec![cx.cost.seconds]), Timing::from_samples(b.samples.iter().map(|t| t / cx.cost.seconds).collect())),
+                Err(r) => {
+                    say(format!("candidate {} failed while timing: {r}", id.0));
+                    continue;
+                }
+            }
         };
-        tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), "final timing");
-        naive_timed = Some((*id, naive.clone()));
+        tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), paired = cx.timing.paired, "final timing");
+        if cx.timing.paired {
+            naive_timed = Some((*id, naive.clone()));
+        }
         if ratio.median > 1.0 {
             say(format!("candidate {} is not faster than the naive kernel in the final timing ({:.2}x its time)", id.0, ratio.median));
             continue;
@@ -112,7 +180,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         // Verified only once it is known to be the result if it passes (the timing is the
         // cheaper; its calls are checked on normal inputs, and nothing is written out unverified).
         let started = std::time::Instant::now();
-        let report = ollie_verify::verify_with(&mut oracle, &library, &config).context("re-verifying the best kernel")?;
+        let report = ollie_verify::verify_with(&mut oracle, &library, &config).map_err(|e| cx.cost.verify_error(name, e, "re-verifying the best kernel"))?;
         tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), calls = report.certificate.tests.len(), "final verification");
         if let Some(r) = &report.rejection {
             say(format!("candidate {} failed re-verification: {r}", id.0));
@@ -125,6 +193,7 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         return Err(anyhow::anyhow!("no candidate passed re-verification and the naive kernel was not among the timed ones").into());
     };
     let naive_is_best = verified.is_none();
+    let tests = verified.as_ref().map(|r| (r.certificate.tests.len(), r.certificate.planned));
     let summary = report::Summary {
         candidate: id.0,
         schedule: c.schedule.clone(),
@@ -138,13 +207,15 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
         speedup: 1.0 / ratio.median,
         speedup_p10: 1.0 / ratio.p90,
         speedup_p90: 1.0 / ratio.p10,
-        pairs: if naive_is_best { 0 } else { ratio.samples.len() },
+        pairs: if naive_is_best || !cx.timing.paired { 0 } else { ratio.samples.len() },
         verify_seed: seed,
         search_seconds: cx.elapsed,
         naive_is_best,
         naive_timed_with: naive_timed_with.map(|c| c.0),
-    };
-    cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
+        naive: Some(report::NaiveTime { seconds: cx.cost.seconds, how: cx.cost.how(), estimated: cx.cost.estimated(), paired: cx.timing.paired }),
+        baseline: oracle.baseline().name().to_string(),
+        tests,
+    };    cx.store.finish(cx.run, cx.elapsed, &serde_json::to_string(&summary).expect("serializable")).context("writing the store")?;
     let prototype = ollie_loops::prototype(cx.naive);
     let files = report::Files { source: &built.source, prototype: &prototype, library: &library, verified: verified.as_ref() };
     let run = cx.store.run(cx.run).context("reading the store")?;

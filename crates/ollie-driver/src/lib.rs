@@ -9,6 +9,7 @@ mod evaluator;
 mod finish;
 pub mod inputs;
 pub mod llm;
+pub mod naive;
 pub mod optimize;
 mod progress;
 pub mod report;

@@ -13,11 +13,12 @@ use ollie_graph::{Graph, Tensor};
 use ollie_runner::{Compiler, Runner};
 use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Rewrite, Search, SearchConfig, Sketch};
 use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Store, TimingRecord};
-use ollie_verify::{BenchConfig, Oracle, VerifyConfig};
+use ollie_verify::{Baseline, VerifyConfig};
 use sha2::Digest;
 
 use crate::evaluator::{Evaluator, Start};
-use crate::finish::{final_verification, finish, FinishContext};
+use crate::finish::{final_verification, finish, FinalTiming, FinishContext};
+use crate::naive::{self, NaiveCost};
 use crate::llm::{LlmOptions, LlmProposer, LlmWatch, Setup};
 use crate::progress::Progress;
 use crate::{counterexamples, report, setup, user_error, Error, Note, Reason};
@@ -44,8 +45,9 @@ pub struct Options {
     pub resume: bool,
     /// The seed of the proposals (a fresh one if `None`).
     pub seed: Option<u64>,
-    /// Seconds a single call of a candidate may take, at most.
-    pub timeout: f64,
+    /// Seconds a single call may take, at most (`None`: derived from the naive kernel's time,
+    /// see [`NaiveCost::candidate_limit`]).
+    pub timeout: Option<f64>,
     /// The proposers to use, names from [`PROPOSERS`], and the LLM's options if `llm` is among them.
     pub proposers: Vec<String>,
     pub llm: Option<LlmOptions>,
@@ -58,9 +60,6 @@ const POOL: usize = 6;
 
 /// Mixed into the spec's seed for the search's own input sets.
 const SEARCH_SETS: u64 = 0x5ea7_c4ed_0f5e_75e7;
-
-/// Mixed into that for the input set the search times on (the naive kernel first).
-const TIMING_SET: u64 = 0x5eed;
 
 /// Counterexamples tried first by every verification, at most: half from `ollie check`, half
 /// this run's own.
@@ -119,20 +118,23 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // A candidate's compilation gets 20 s: gcc sometimes never finishes on a generated nest.
     let compiler = Compiler { timeout: Duration::from_secs(20), ..Compiler::new(Compiler::default_cache_dir()) };
     let baseline = setup::compile_naive(&compiler, graph)?;
-    let patient = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
     // Rewriting saturates once (a few seconds at most): its variants floor the roofline and feed
     // the `rewrite` proposer.
     let rewritten = ollie_rewrite::variants(graph);
     tracing::info!(variants = rewritten.variants.len(), stop = %rewritten.stop, fired = ?rewritten.fired, "rewriting saturated");
     let (machine, floor) = setup::roofline_floor_of(graph, &rewritten)?;
+    // A new run's naive kernel is measured before anything is written (on a slice of its rows
+    // when it is slow): what it costs decides every time limit and whether its outputs are the
+    // accuracy rule's baseline.
+    let measured = if o.resume { None } else { Some(naive::measure(graph, &baseline, &compiler, &machine, o.timeout)?) };
     std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
     let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
 
     // The search's input sets are fixed per spec too (others than the final verification's):
-    // a later search of the same spec reads their expected outputs from disk. The run's seed
-    // drives the proposals.
+    // a later search of the same spec reads their expected outputs from disk. The first tier
+    // times on the first of them (the second tier's normal set). The run's seed drives the
+    // proposals.
     let sets_seed = setup::spec_seed(graph) ^ SEARCH_SETS;
-    let timing_seed = sets_seed ^ TIMING_SET;
     let (run, history) = if o.resume {
         // The latest run of this kernel searched on the same spec text with the same --dim
         // values (the file may be named differently, relative to another directory).
@@ -149,16 +151,17 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         (run, history)
     } else {
         let seed = o.seed.unwrap_or_else(setup::fresh_seed);
-        let naive_seconds = time_alone(&mut setup::oracle(graph, &patient, &baseline), &baseline, timing_seed, floor.fastest)?;
+        let cost = measured.expect("measured for a new run");
+        let against = cost.baseline(&baseline, Some(o.time));
         let llm = o.llm.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
-        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm });
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name() });
         let new = NewRun {
             spec_path: o.spec_path.clone(),
             spec_source: o.spec_source.clone(),
             kernel: graph.name.clone(),
             options: options.to_string(),
             seed,
-            naive_seconds,
+            naive_seconds: cost.seconds,
             floor_seconds: floor.seconds,
         };
         let id = store.create_run(&new, unix_now()).context("writing the store")?;
@@ -177,7 +180,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             accepted: true,
             reason: None,
             detail: None,
-            timing: Some(TimingRecord { estimate: naive_seconds, seconds: naive_seconds, p10: naive_seconds, p90: naive_seconds, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0 }),
+            timing: Some(TimingRecord { estimate: cost.seconds, seconds: cost.seconds, p10: cost.seconds, p90: cost.seconds, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0 }),
             moved: true,
             new_best: true,
         };
@@ -185,12 +188,20 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         let run = store.run(id).context("reading the store")?;
         (run, vec![(cid, start)])
     };
-
-    // A candidate's call may take 20 times the naive kernel's (at least a quarter second, at most
-    // --timeout): anything slower is of no use, and a hung one costs no more.
-    let limit = (20.0 * run.new.naive_seconds).max(0.25).min(o.timeout);
-    let runner = Runner::current_exe(Duration::from_secs_f64(limit)).context("locating ollie's executable")?;
-    let oracle = setup::oracle(graph, &runner, &baseline);
+    // The naive kernel's cost and the baseline as the run's first session found them (a run
+    // stored before either was recorded: measured whole, the naive kernel's outputs).
+    let cost = stored_option::<Option<NaiveCost>>(&run, "naive").unwrap_or(NaiveCost { seconds: run.new.naive_seconds, measured: naive::Measured::Whole { calls: 7 }, worst: run.new.naive_seconds });
+    let against = if stored_option::<String>(&run, "baseline") == Baseline::Rounded.name() { Baseline::Rounded } else { Baseline::Naive(baseline.clone()) };
+    let mut notes = Vec::new();
+    if cost.estimated() || against == Baseline::Rounded {
+        notes.push(format!("the naive kernel takes {} a call ({})", report::seconds(cost.seconds), cost.how()));
+    }
+    if against == Baseline::Rounded {
+        notes.push("computing its outputs on every input set would cost more than half the budget: candidates' errors are measured against the reference rounded to float32 instead (stricter; docs/verification.md)".into());
+    }
+    let runner = Runner::current_exe(cost.candidate_limit(o.timeout, Some(o.time))).context("locating ollie's executable")?;
+    let naive_runs = matches!(against, Baseline::Naive(_));
+    let oracle = setup::oracle(graph, &runner, against);
     // The chain's state, from the store.
     let by_id: HashMap<CandidateId, &Candidate> = history.iter().map(|(id, c)| (*id, c)).collect();
     let kernel_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Error> {
@@ -253,18 +264,26 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     timed.extend([(current.clone(), current_seconds), (best.clone(), best_seconds)]);
     // This session's share of the budget (a resumed run has spent some already).
     let deadline = session + Duration::from_secs_f64((o.time - run.elapsed_seconds).max(0.0));
+    let timing = FinalTiming::new(cost.seconds, o.time);
     let start = Start {
         seconds: timed,
         verify,
-        bench_seed: timing_seed,
+        bench_seed: sets_seed,
         fastest: floor.fastest,
         final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
         best_seconds,
         max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
         deadline: Some(deadline),
+        naive_runs,
+        budget: o.time,
+        timing,
     };
     let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start);
+    // What a set costs is known before the first candidate: if verifying whole does not fit the
+    // budget, the user hears it now.
+    evaluator.prime().map_err(|e| cost.verify_error(&graph.name, e, "computing the expected outputs the search times on"))?;
+    notes.extend(evaluator.plan());
     // Two candidates measured per round (built in parallel), the most promising of six
     // proposals once the cost model has enough timings to rank them; the next round is drawn
     // ahead and built while this one is measured.
@@ -277,6 +296,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     if o.resume {
         progress.say(&format!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds));
     }
+    notes.iter().for_each(|n| progress.say(n));
     let chain = std::cell::RefCell::new(Chain { store, run: &run, session, best_id, current_id, reserve: 0.0, llm: llm_watch, progress, error: None });
     let target = o.roofline_target;
     let stop_reason = search.run(
@@ -310,7 +330,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     tracing::info!(?stop_reason, evaluations = search.evaluations(), "search stopped");
     let elapsed = chain.elapsed();
     let Chain { mut store, progress, .. } = chain;
-    let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed, deadline };
+    let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed, deadline, cost: &cost, timing };
     finish(cx, evaluator.oracle, &|message| progress.say(&message))
 }
 
@@ -419,15 +439,4 @@ pub fn stored_dims(run: &Run) -> Vec<(String, i64)> {
 
 fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
-/// The naive kernel's median time, timed alone on the one input set the search times on (its
-/// expected outputs computed once per spec).
-fn time_alone(oracle: &mut Oracle, library: &std::path::Path, seed: u64, floor: f64) -> Result<f64, Error> {
-    let config = BenchConfig { seed, sets: 1, warmups: 1, calls: 7, floor: Some(floor), early: None };
-    let report = ollie_verify::bench_with(oracle, &[library], &config).context("timing the naive kernel")?;
-    match &report.kernels[0] {
-        Ok(t) => Ok(t.median),
-        Err(r) => Err(anyhow::anyhow!("the naive kernel failed while timing: {r}").into()),
-    }
 }

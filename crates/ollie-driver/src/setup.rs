@@ -1,7 +1,7 @@
 //! What `check`, `bench` and `optimize` set up alike: the naive kernel, the machine's roofline,
 //! the oracle with its disk cache, the seeds, and the memory check before anything runs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use ollie_graph::Graph;
@@ -51,7 +51,7 @@ pub fn fresh_seed() -> u64 {
 
 /// The oracle of `ollie check`, `bench` and `optimize`: expected outputs kept in memory and in
 /// ollie's cache directory (`expected/`), shared by every later command on the same spec.
-pub fn oracle<'a>(graph: &'a Graph, runner: &'a Runner, baseline: &Path) -> ollie_verify::Oracle<'a> {
+pub fn oracle<'a>(graph: &'a Graph, runner: &'a Runner, baseline: ollie_verify::Baseline) -> ollie_verify::Oracle<'a> {
     ollie_verify::Oracle::new(graph, runner, baseline).keep_on_disk(&ollie_runner::cache_root().join("expected"), ollie_verify::DISK_BYTES)
 }
 

@@ -2,7 +2,6 @@
 //! spec's FLOPs and compulsory bytes placed on this machine's roofline.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use ollie_runner::{Compiler, Runner};
@@ -20,7 +19,7 @@ pub struct Options {
     pub flags: String,
     pub calls: usize,
     pub warmups: usize,
-    pub timeout: f64,
+    pub timeout: Option<f64>,
 }
 
 pub fn run(o: &Options) -> Result<(), Failure> {
@@ -46,10 +45,12 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     }
     let (machine, roofline) = setup::roofline_floor(graph)?;
     let (cost, ceiling, floor) = (graph.cost(), &roofline.ceiling, roofline.seconds);
-    let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+    let naive = ollie_driver::naive::measure(graph, &baseline, &compiler, &machine, o.timeout)?;
+    let runner = Runner::current_exe(crate::check::check_limit(&naive, o.timeout)).context("locating ollie's executable")?;
     let config = BenchConfig { seed: setup::spec_seed(graph), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };
     let refs: Vec<&std::path::Path> = libraries.iter().map(|p| p.as_path()).collect();
-    let report = ollie_verify::bench_with(&mut setup::oracle(graph, &runner, &baseline), &refs, &config).context("timing")?;
+    let mut oracle = setup::oracle(graph, &runner, naive.baseline(&baseline, None));
+    let report = ollie_verify::bench_with(&mut oracle, &refs, &config).map_err(|e| naive.verify_error(&graph.name, e, "timing"))?;
     let mut text = format!(
         "{}: {:.3} MFLOP, {:.3} MB compulsory traffic; {} ({} threads: {:.1} GFLOP/s, {:.1} GB/s)\n",
         graph.name,

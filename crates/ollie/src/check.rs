@@ -2,13 +2,13 @@
 //! print the verdict (and the counterexample), write the certificate.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use ollie_runner::{Compiler, Runner};
-use ollie_verify::{Rejection, Report, VerifyConfig};
+use ollie_verify::{Baseline, Rejection, Report, VerifyConfig};
 
 use ollie_driver::counterexamples;
+use ollie_driver::naive;
 use ollie_driver::setup::{compile_naive, ensure_fits, oracle, roofline_floor, spec_seed};
 
 use crate::{load, stdout, user_error, Failure, SpecArgs};
@@ -18,7 +18,9 @@ pub struct Options {
     pub kernel: PathBuf,
     pub flags: String,
     pub seed: Option<u64>,
-    pub timeout: f64,
+    pub timeout: Option<f64>,
+    /// `naive` or `rounded`; `None`: as the naive kernel's cost decides.
+    pub baseline: Option<String>,
     pub certificate: Option<PathBuf>,
     pub json: bool,
 }
@@ -32,18 +34,32 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let baseline = compile_naive(&compiler, graph)?;
     let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
     let seed = o.seed.unwrap_or_else(|| spec_seed(graph));
+    let mut notes = String::new();
     let report = match compiler.compile(&source, &flags) {
         Ok(c) => {
-            let runner = Runner::current_exe(Duration::from_secs_f64(o.timeout)).context("locating ollie's executable")?;
+            let (machine, floor) = roofline_floor(graph)?;
+            let cost = naive::measure(graph, &baseline, &compiler, &machine, o.timeout)?;
+            let against = match o.baseline.as_deref() {
+                Some("naive") => Baseline::Naive(baseline.clone()),
+                Some(_) => Baseline::Rounded,
+                None => cost.baseline(&baseline, None),
+            };
+            if against == Baseline::Rounded && o.baseline.is_none() {
+                notes.push_str(&format!(
+                    "the naive kernel takes {} a call ({}): errors are measured against the reference rounded to float32, not its outputs (docs/verification.md)\n",
+                    ollie_driver::report::seconds(cost.seconds),
+                    cost.how()
+                ));
+            }
+            let runner = Runner::current_exe(check_limit(&cost, o.timeout)).context("locating ollie's executable")?;
             let saved = counterexamples::load(graph);
-            let (_, floor) = roofline_floor(graph)?;
             let config = VerifyConfig { seed, saved, floor: Some(floor.fastest), ..VerifyConfig::default() };
-            ollie_verify::verify_with(&mut oracle(graph, &runner, &baseline), &c.library, &config).context("verifying")?
+            ollie_verify::verify_with(&mut oracle(graph, &runner, against), &c.library, &config).map_err(|e| cost.verify_error(&graph.name, e, "verifying"))?
         }
         Err(Ok(outcome)) => Report {
             accepted: false,
             rejection: Some(Rejection::Failed { reason: outcome.summary() }),
-            certificate: ollie_verify::Certificate { kernel: graph.name.clone(), seed, alpha: 16.0, tests: Vec::new() },
+            certificate: ollie_verify::Certificate { kernel: graph.name.clone(), seed, alpha: 16.0, baseline: "none", planned: 0, tests: Vec::new() },
             counterexample: None,
         },
         Err(Err(e)) => return Err(anyhow::Error::from(e).into()),
@@ -58,13 +74,21 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     if o.json {
         stdout(&format!("{json}\n"))?;
     } else {
-        let mut text = render(&report, &certificate);
+        let mut text = notes;
+        text.push_str(&render(&report, &certificate));
         if let Some(dir) = saved {
             text.push_str(&format!("counterexample inputs: {} (tried first by every later check of this spec)\n", dir.display()));
         }
         stdout(&text)?;
     }
     if report.accepted { Ok(()) } else { Err(Failure::Rejected) }
+}
+
+/// A call's time limit in `ollie check` and `ollie bench`: `timeout` if given, else 20 times the
+/// naive kernel's time, and 30 s at least (a kernel written by hand may be slower than the
+/// naive one and still be judged).
+pub(crate) fn check_limit(cost: &naive::NaiveCost, timeout: Option<f64>) -> std::time::Duration {
+    timeout.map_or_else(|| cost.candidate_limit(None, None).max(std::time::Duration::from_secs(30)), std::time::Duration::from_secs_f64)
 }
 
 fn render(report: &Report, certificate: &std::path::Path) -> String {

@@ -124,9 +124,14 @@ enum Command {
         /// The master seed of the input sets (default: one fixed per spec, printed and recorded).
         #[arg(long)]
         seed: Option<u64>,
-        /// Seconds one call may take.
-        #[arg(long, default_value_t = 30.0, value_parser = parse_seconds)]
-        timeout: f64,
+        /// Seconds one call may take [default: 20 times the naive kernel's time, 30 s at least].
+        #[arg(long, value_parser = parse_seconds)]
+        timeout: Option<f64>,
+        /// What errors are measured against besides the reference: `naive` (the naive kernel's
+        /// outputs) or `rounded` (the reference rounded to the output's dtype: the a-priori
+        /// rule) [default: naive while a call of the naive kernel takes at most 2 s].
+        #[arg(long, value_parser = ["naive", "rounded"])]
+        baseline: Option<String>,
         /// Where to write the certificate (default: KERNEL.certificate.json beside the kernel).
         #[arg(long)]
         certificate: Option<PathBuf>,
@@ -153,9 +158,9 @@ enum Command {
         /// Untimed calls first.
         #[arg(long, default_value_t = 3)]
         warmups: usize,
-        /// Seconds one call may take.
-        #[arg(long, default_value_t = 30.0, value_parser = parse_seconds)]
-        timeout: f64,
+        /// Seconds one call may take [default: 20 times the naive kernel's time, 30 s at least].
+        #[arg(long, value_parser = parse_seconds)]
+        timeout: Option<f64>,
     },
     /// Measure and cache this machine's ceilings (memory bandwidth, FMA peak) for the roofline.
     Machine {
@@ -193,9 +198,11 @@ enum Command {
         /// The search's seed (default: fresh, recorded in the store).
         #[arg(long)]
         seed: Option<u64>,
-        /// Seconds one call may take.
-        #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
-        timeout: f64,
+        /// Seconds one call may take [default: 20 times the naive kernel's time, within an eighth
+        /// of --time; the naive kernel's own calls get five times its time, measured first on a
+        /// slice of its rows when it is slow].
+        #[arg(long, value_parser = parse_seconds)]
+        timeout: Option<f64>,
         /// The proposers, comma-separated: `mutate`, `sketch`, `rewrite`, `llm` (default: mutate,
         /// sketch and rewrite, and llm too when --llm-url is given).
         #[arg(long, value_delimiter = ',', value_name = "NAMES")]
@@ -402,8 +409,8 @@ fn main() -> ExitCode {
         Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
             bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
         }
-        Command::Check { spec, kernel, flags, seed, timeout, certificate, json } => {
-            check::run(&check::Options { spec, kernel, flags, seed, timeout, certificate, json })
+        Command::Check { spec, kernel, flags, seed, timeout, baseline, certificate, json } => {
+            check::run(&check::Options { spec, kernel, flags, seed, timeout, baseline, certificate, json })
         }
         Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm } => {
             optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm, key: key.clone() })

@@ -19,7 +19,7 @@ pub struct Options {
     pub out: std::path::PathBuf,
     pub resume: bool,
     pub seed: Option<u64>,
-    pub timeout: f64,
+    pub timeout: Option<f64>,
     pub proposers: Option<Vec<String>>,
     pub llm: LlmArgs,
     pub key: Option<ollie_llm::ApiKey>,

@@ -512,3 +512,27 @@ fn the_first_sketch_of_matmul_holds_a_register_tile_and_packs_b() {
         assert!(c.contains(&format!("ollie_v{lanes}")), "the tile is not held in {lanes}-lane vectors ({registers}):\n{c}");
     }
 }
+
+/// A call longer than `--timeout` allows is the user's error, on one line that names the call,
+/// its estimate, the limit and the flag (exit 2, nothing written), in every command that runs the
+/// naive kernel.
+#[test]
+fn a_call_over_the_time_limit_is_the_users_error_naming_the_flag() {
+    let cache = machine_cache(100.0, 20.0);
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("out");
+    let dims = ["--dim", "M=256", "--dim", "K=256", "--dim", "N=256", "--timeout", "0.001"];
+    let kernel = out_dir.path().join("naive.c");
+    std::fs::write(&kernel, ollie(&["lower", "examples/matmul.py", "--dim", "M=256", "--dim", "K=256", "--dim", "N=256"]).stdout).unwrap();
+    let kernel = kernel.to_str().unwrap();
+    for command in [&["check", "examples/matmul.py", kernel][..], &["bench", "examples/matmul.py", kernel], &["optimize", "examples/matmul.py", "--time", "20s", "--out", out.to_str().unwrap()]] {
+        let run = Command::new(env!("CARGO_BIN_EXE_ollie")).args(command).args(dims).env("XDG_CACHE_HOME", cache.path()).current_dir(root()).output().unwrap();
+        let err = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{command:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{command:?}: one line: {err}");
+        for part in ["error: the naive kernel of `matmul` did not return within 1.000 ms", "estimated at", "--timeout SECONDS"] {
+            assert!(err.contains(part), "{command:?}: `{part}` missing from: {err}");
+        }
+    }
+    assert!(!out.exists(), "optimize wrote nothing");
+}

@@ -187,3 +187,40 @@ fn a_met_roofline_target_stops_the_search_at_once() {
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("not re-verified") && !markdown.contains("Re-verified with"), "{markdown}");
 }
+
+/// A 1024³ product: its naive kernel (about a second a call here) is measured on a slice of its
+/// rows and never run whole; its outputs would cost more than half the budget, so candidates are
+/// judged against the rounded reference; the search starts from a sketch, and the result's
+/// speedup is marked as over the naive kernel's estimated time. The command keeps to its budget.
+#[test]
+fn a_search_whose_naive_kernel_is_slow_starts_from_a_sketch() {
+    let cache = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_ollie"))
+        .args(["optimize", "examples/matmul.py", "--dim", "M=1024", "--dim", "K=1024", "--dim", "N=1024", "--seed", "5", "--time", "30s", "--out"])
+        .arg(&out)
+        .env("XDG_CACHE_HOME", cache.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("rows timed and scaled") && stderr.contains("reference rounded to float32"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let best = &report["best"];
+    assert_eq!(best["naive"]["estimated"], true, "{best}");
+    assert_eq!(best["baseline"], "rounded-reference", "{best}");
+    assert_eq!(best["naive_is_best"], false, "{best}");
+    let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("certificate.json")).unwrap()).unwrap();
+    assert_eq!((&certificate["accepted"], &certificate["certificate"]["baseline"]), (&serde_json::json!(true), &serde_json::json!("rounded-reference")), "{certificate}");
+    // The first evaluation is a sketch: while the chain is at the naive kernel, sketches lead.
+    let conn = rusqlite::Connection::open(out.join("ollie.db")).unwrap();
+    let first: String = conn.query_row("SELECT proposer FROM candidates WHERE evaluation = 1", [], |r| r.get(0)).unwrap();
+    assert_eq!(first, "sketch");
+    // Within the budget, with room for a loaded machine (the bound is 1.1x; a test must
+    // not flake on a shared one).
+    assert!(wall < 45.0, "{wall:.1} s for a 30 s budget");
+}
