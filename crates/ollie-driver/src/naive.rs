@@ -169,7 +169,7 @@ pub fn measure(graph: &Graph, library: &Path, compiler: &Compiler, machine: &Mac
             let part = chunks.graph(graph, rows).context("slicing the spec's rows")?;
             let part_library = setup::compile_naive(compiler, &part)?;
             let part_worst = worst_case(&part, machine);
-            let (median, _) = time(&part, &part_library, 1, 3, limit(timeout, part_worst)).map_err(|e| match e {
+            let (median, _) = time(&part, &part_library, 1, 5, limit(timeout, part_worst)).map_err(|e| match e {
                 Timing::TimedOut(limit) => NaiveCost { seconds: part_worst, measured: Measured::Slice { rows, of: chunks.rows }, worst: part_worst }.timed_out(&graph.name, "a slice of the naive kernel", limit),
                 Timing::Failed(e) => e,
             })?;

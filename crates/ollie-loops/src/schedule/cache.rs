@@ -71,7 +71,7 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     // Copy in unless the iteration writes every element before it reads it (a walk too long to
     // finish copies in: always correct).
     let copy_in = !written || input || {
-        let mut walk = Walk::new(id);
+        let mut walk = Walk::new(id, site.buffers[id.0 as usize].shape.iter().product());
         body.iter().try_for_each(|s| walk.stmt(s)).is_err()
     };
     let mut n = 0;
