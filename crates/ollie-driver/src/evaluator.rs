@@ -393,12 +393,12 @@ impl<'a> Evaluator<'a> {
         ollie_verify::prepare(&mut self.oracle, &BenchConfig { seed: self.bench_seed, sets: 1, ..BenchConfig::default() })
     }
 
-    /// Wall seconds a timed call spends before the kernel runs, flushing the kernel's buffers
-    /// from the caches (`Session::evict`): their bytes at a conservative 1 GB/s (`clflush` of
-    /// 64 MB took 35–55 ms on this project's Intel VM, 1.2–1.9 GB/s).
+    /// Wall seconds a timed call spends before the kernel runs, pushing the kernel's buffers out
+    /// of the caches (`Session::evict`): the bytes it goes through at a conservative 1 GB/s
+    /// (`clflush` of 64 MB took 35–55 ms on this project's Intel VM, 1.2–1.9 GB/s).
     fn eviction_seconds(&self) -> f64 {
         let bytes: usize = self.naive.inputs().chain(self.naive.outputs()).map(|(_, b)| b.bytes()).sum();
-        bytes as f64 / 1e9
+        ollie_runner::evicted_bytes(bytes) as f64 / 1e9
     }
 }
 

@@ -328,7 +328,7 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// The largest data cache that Linux reports for cpu0, in bytes (32 MiB if unknown).
-fn last_level_cache_bytes() -> u64 {
+pub(crate) fn last_level_cache_bytes() -> u64 {
     let best = cpu0_caches().iter().map(|c| c.bytes).max().unwrap_or(0);
     if best == 0 { 32 << 20 } else { best }
 }
