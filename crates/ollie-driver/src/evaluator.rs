@@ -269,6 +269,7 @@ impl<'a> Evaluator<'a> {
             ([Ok(t)], _) => Ok((t.clone(), t.median, Timing::from_samples(t.samples.iter().map(|s| s / guess).collect()))),
             ([Ok(t), Ok(now)], Some(ratio)) => Ok((t.clone(), self.chain_estimate(current, t.median, now.median, ratio.median), ratio.clone())),
             ([Err(r), ..], _) => Err(r),
+            ([_, Err(r)], _) => anyhow::bail!("the current kernel failed while timing: {r}"),
             _ => anyhow::bail!("the current kernel failed while timing"),
         };
         match measured {
@@ -351,9 +352,9 @@ impl<'a> Evaluator<'a> {
     /// seconds: its final timing against the naive kernel (or alone, where pairing costs too
     /// much) and its final verification — whole, or the share of the budget it may take when the
     /// whole does not fit; should it not be faster there or fail, the naive kernel is the result
-    /// with the time that timing measured; or, when nothing beat the naive kernel, the naive
-    /// kernel's timing alone where it is cheap (the naive kernel is never re-verified: it is the
-    /// baseline).
+    /// with the time that timing measured; or, when nothing beat the naive kernel, nothing: the
+    /// naive kernel is neither re-verified (it is the baseline) nor timed again (its time before
+    /// the search is the result's).
     fn estimate_reserve(&self, best: f64) -> f64 {
         let evict = self.eviction_seconds();
         let phase = if best < self.naive_seconds {
@@ -361,7 +362,7 @@ impl<'a> Evaluator<'a> {
             let verification = (tests as f64 * per_test).min((FINAL_SHARE * self.budget).max(MIN_TESTS.min(tests) as f64 * per_test));
             self.timing.cost(best, evict) + verification
         } else {
-            self.timing.naive_cost(evict).unwrap_or(0.0)
+            0.0
         };
         phase + 1.0
     }

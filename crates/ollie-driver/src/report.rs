@@ -92,8 +92,8 @@ impl Summary {
         match (self.naive_is_best, self.naive_timed_with, &self.naive) {
             (false, _, Some(n)) if !n.paired => format!("timed alone, its speedup over {}: too slow to time side by side in the budget", before(n)),
             (false, _, _) => format!("timed against the naive kernel over {} interleaved pairs", self.pairs),
-            (true, None, Some(n)) if !n.paired => format!("its time is {}", before(n)),
-            (true, None, _) => "timed alone".to_string(),
+            (true, None, Some(n)) => format!("its time is {}", before(n)),
+            (true, None, None) => "timed alone".to_string(),
             (true, Some(c), _) => format!("timed in candidate {c}'s final timing"),
         }
     }

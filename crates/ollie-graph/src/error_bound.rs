@@ -147,6 +147,8 @@ fn einsum_roundings(spec: &EinsumSpec, n: usize) -> f64 {
 /// operations.
 fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Tensor]) -> Bound {
     match op {
+        // A constant float32 holds exactly (2, 0.5, 1) costs nothing; another rounds once.
+        Op::Constant { value: c, .. } if f64::from(*c as f32) == *c => None,
         Op::Constant { .. } => Some(value.mapv(f64::abs)),
         Op::Unary(u) if unary_allowance(*u) > 0.0 => Some(value.mapv(|f| unary_allowance(*u) * f.abs())),
         Op::Binary(b) if binary_allowance(*b) > 0.0 => Some(value.mapv(|f| binary_allowance(*b) * f.abs())),
@@ -238,7 +240,7 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             BinaryOp::Mul => c.abs() * ea + a.abs() * ec,
             BinaryOp::Div => ea / c.abs() + a.abs() * ec / (c * c),
             BinaryOp::Pow => {
-                let da = if ea == 0.0 { 0.0 } else { (c * a.powf(c - 1.0)).abs() * ea };
+                let da = if ea == 0.0 { 0.0 } else { (c * crate::reference::pow(a, c - 1.0)).abs() * ea };
                 // f·ln|a| tends to 0 where f = a^c does (a → 0 with c > 0).
                 let dc = if ec == 0.0 || f == 0.0 { 0.0 } else { (f * a.abs().ln()).abs() * ec };
                 da + dc

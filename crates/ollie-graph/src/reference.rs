@@ -113,7 +113,7 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
                 BinaryOp::Sub => |x, y| x - y,
                 BinaryOp::Mul => |x, y| x * y,
                 BinaryOp::Div => |x, y| x / y,
-                BinaryOp::Pow => f64::powf,
+                BinaryOp::Pow => pow,
                 BinaryOp::Max => |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) },
                 BinaryOp::Min => |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) },
             };
@@ -247,3 +247,16 @@ fn reduce_axis(a: ArrayViewD<f64>, op: ReduceOp, axis: Axis) -> Tensor {
 /// Subviews of fewer elements than this are too small to fold a reduction by (see
 /// [`reduce_axis`]).
 const SMALL_VIEW: usize = 64;
+
+/// `x` to the power `y`, as `f64::powf`, with the common exponents 2 and 1 by a product and
+/// a copy (exact, and the reference of a variance computes millions of squares).
+pub(crate) fn pow(x: f64, y: f64) -> f64 {
+    if y == 2.0 {
+        x * x
+    } else if y == 1.0 {
+        x
+    } else {
+        x.powf(y)
+    }
+}
+
