@@ -35,6 +35,9 @@ pub struct Note {
     /// What the final verification and timing will take, as estimated after this candidate
     /// (the search stops in time for them).
     pub reserve: f64,
+    /// Seconds its evaluation spent computing expected outputs: paid once per input set (a later
+    /// evaluation reads them back), so not what the next evaluation will cost.
+    pub computing: f64,
 }
 
 impl Note {
@@ -443,10 +446,12 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             let note = Note { reserve: self.estimate_reserve(self.best_seconds), ..Note::rejected(source, flags, *reason, format!("as before: {detail}")) };
             return (Evaluation::Rejected, note);
         }
+        let computed = self.oracle.costs().compute_seconds;
         let mut note = self.judge(candidate, current).unwrap_or_else(|e| {
             tracing::warn!("evaluation failed: {e:#}");
             Note { rejected: Some((Reason::Internal, format!("{e:#}"))), ..Note::default() }
         });
+        note.computing = self.oracle.costs().compute_seconds - computed;
         if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
             self.rejected.insert(candidate.clone(), rejected.clone());
         }
@@ -483,6 +488,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
                 }
             }
         }
+        let computed = self.oracle.costs().compute_seconds;
         let passed = match self.build(candidate).library {
             Ok(library) => self.passes(&library, &verify, note).unwrap_or_else(|e| {
                 tracing::warn!("verification failed: {e:#}");
@@ -497,6 +503,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
             self.rejected.insert(candidate.clone(), rejected.clone());
         }
+        note.computing += self.oracle.costs().compute_seconds - computed;
         match note.timing {
             Some(t) if passed => self.best_seconds = self.best_seconds.min(t.estimate),
             _ => note.timing = None,

@@ -297,7 +297,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         progress.say(&format!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds));
     }
     notes.iter().for_each(|n| progress.say(n));
-    let chain = std::cell::RefCell::new(Chain { store, run: &run, session, best_id, current_id, reserve: 0.0, step: (Instant::now(), 0.0), llm: llm_watch, progress, error: None });
+    let chain = std::cell::RefCell::new(Chain { store, run: &run, session, best_id, current_id, reserve: 0.0, steps: (Instant::now(), Vec::new()), llm: llm_watch, progress, error: None });
     let target = o.roofline_target;
     let stop_reason = search.run(
         &mut list,
@@ -308,9 +308,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             let elapsed = chain.elapsed();
             chain.progress.tick(elapsed);
             // The budget covers the whole command: the search stops early enough for the final
-            // verification and timing to fit, and for the evaluation it would begin (as long as
-            // the last one took).
-            chain.error.is_some() || elapsed + chain.reserve + chain.step.1 >= o.time || o.interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
+            // verification and timing to fit, and for the evaluation it would begin.
+            chain.error.is_some() || elapsed + chain.reserve + chain.next_step() >= o.time || o.interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
         },
         |event| chain.borrow_mut().record(event),
     );
@@ -346,8 +345,9 @@ struct Chain<'a> {
     current_id: CandidateId,
     /// What the final phase will take, as the evaluator last estimated.
     reserve: f64,
-    /// When the last step was recorded, and how long it took (from the step before it).
-    step: (Instant, f64),
+    /// When the last step was recorded, and how long the last few took (each from the step
+    /// before it).
+    steps: (Instant, Vec<f64>),
     llm: Option<LlmWatch>,
     progress: Progress,
     /// A failed write stops the search: what is not stored could not be resumed.
@@ -355,6 +355,18 @@ struct Chain<'a> {
 }
 
 impl Chain<'_> {
+    /// What the next evaluation will take: the median of the last three (the lesser of two, the
+    /// one after the first; nothing before it), each without the expected outputs it computed.
+    fn next_step(&self) -> f64 {
+        let mut last = self.steps.1.clone();
+        last.sort_by(f64::total_cmp);
+        match last.len() {
+            0 => 0.0,
+            2 => last[0],
+            n => last[n / 2],
+        }
+    }
+
     /// The run's search time: earlier sessions' and this one's.
     fn elapsed(&self) -> f64 {
         self.run.elapsed_seconds + self.session.elapsed().as_secs_f64()
@@ -379,7 +391,14 @@ impl Chain<'_> {
         self.store_llm_calls();
         let note = event.note;
         self.reserve = note.reserve;
-        self.step = (Instant::now(), self.step.0.elapsed().as_secs_f64());
+        // What it cost beyond expected outputs computed once (the first evaluation computes the
+        // second tier's sets; later ones read them).
+        let took = (self.steps.0.elapsed().as_secs_f64() - note.computing).max(0.0);
+        self.steps.1.push(took);
+        if self.steps.1.len() > 3 {
+            self.steps.1.remove(0);
+        }
+        self.steps.0 = Instant::now();
         // What the search made of it: taken after the full verification, declined as slower
         // (first tier only), or rejected in either tier.
         let (rejected, timing) = match event.outcome {
