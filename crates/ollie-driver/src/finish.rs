@@ -63,7 +63,6 @@ impl FinalTiming {
         let calls = FINAL_TIMING.calls as f64 * per;
         FINAL_TIMING.warmups as f64 * per + calls.min(self.seconds + FAR_PAIRS as f64 * per)
     }
-
 }
 
 pub(crate) struct FinishContext<'a> {

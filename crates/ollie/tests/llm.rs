@@ -123,7 +123,7 @@ fn the_search_adopts_a_faster_correct_kernel_and_rejects_every_cheat() {
 
     // The faster kernel is the result, credited to llm.
     let result = std::fs::read_to_string(out.path().join("colsum.c")).unwrap();
-    assert_eq!(result, kernel_of("faster.md"));
+    assert_eq!(result, kernel_of("faster.md"), "{stdout}\n{stderr}");
     let header = std::fs::read_to_string(out.path().join("colsum.h")).unwrap();
     assert!(header.contains("void colsum(const float *restrict x, float *restrict out);"), "{header}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap()).unwrap();
