@@ -89,6 +89,11 @@ impl<'a> Emitter<'a> {
         self.function(&mut function);
         for w in widths {
             out.push_str(&self.vector_helpers(w));
+            for op in [BinaryOp::Add, BinaryOp::Mul, BinaryOp::Max, BinaryOp::Min] {
+                if function.contains(&format!("ollie_reduce_{}{w}(", lane_reduction(op))) {
+                    out.push_str(&self.reduce_helper(op, w));
+                }
+            }
             if !self.wide && VECTOR_MATH.iter().any(|f| function.contains(&format!("ollie_v{f}{w}("))) {
                 out.push_str(&vector_math(w));
                 out.push('\n');
@@ -317,6 +322,26 @@ impl<'a> Emitter<'a> {
         text.replace('V', &format!("ollie_v{w}")).replace('M', &format!("ollie_m{w}")).replace('W', &w.to_string())
     }
 
+    /// `ollie_reduce_{op}{w}`: a vector's lanes reduced to a scalar by `op` in a tree (halves
+    /// combined, log2(w) shuffles).
+    fn reduce_helper(&self, op: BinaryOp, w: u32) -> String {
+        let s = self.scalar();
+        let mut text = format!("static inline {s} ollie_reduce_{}{w}(ollie_v{w} v) {{\n", lane_reduction(op));
+        let mut half = w / 2;
+        while half >= 1 {
+            let lanes: Vec<String> = (0..w).map(|l| ((l + half) % w).to_string()).collect();
+            let shuffled = format!("__builtin_shuffle(v, (ollie_m{w}){{{}}})", lanes.join(", "));
+            let combined = match arithmetic(op) {
+                Some(symbol) => format!("v {symbol} {shuffled}"),
+                None => format!("ollie_v{}{w}(v, {shuffled})", lane_reduction(op)),
+            };
+            text.push_str(&format!("    v = {combined};\n"));
+            half /= 2;
+        }
+        text.push_str("    return v[0];\n}\n\n");
+        text
+    }
+
     /// A loop run `w` iterations at a time in vectors, then one at a time for the rest (both
     /// with constant bounds, and the tail only when `w` does not divide the extent). With
     /// `stream`, its contiguous vector stores to outputs the kernel never reads bypass the
@@ -335,6 +360,19 @@ impl<'a> Emitter<'a> {
                     continue;
                 };
                 let name = &self.names[buffer.0 as usize];
+                if offset.coefficient(var) == 0 {
+                    // A reduction into one element (the only store `vectorize` lets stay put):
+                    // the vector's lanes reduced by a tree, then into the element.
+                    let Expr::Binary(op, _, e) = value else { unreachable!("vectorize checked the reduction") };
+                    let target = self.element(*buffer, offset);
+                    let lanes = format!("ollie_reduce_{}{w}({})", lane_reduction(*op), self.vector_expr(e, var, w));
+                    let combined = match arithmetic(*op) {
+                        Some(symbol) => format!("{target} {symbol} {lanes}"),
+                        None => format!("ollie_{}({target}, {lanes})", lane_reduction(*op)),
+                    };
+                    writeln!(out, "{pad}    {target} = {combined};").unwrap();
+                    continue;
+                }
                 let value = self.vector_expr(value, var, w);
                 let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
                 match offset.coefficient(var) {
@@ -441,6 +479,18 @@ fn invariant_math(e: &Expr) -> Option<bool> {
 }
 
 /// C's operator for the four arithmetic operations, which scalars and GCC vectors share.
+/// The name of a reduction `vectorize` runs in lanes (`ollie_reduce_{name}{w}`, and the scalar
+/// `ollie_max`/`ollie_min` for the last step).
+fn lane_reduction(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add => "add",
+        BinaryOp::Mul => "mul",
+        BinaryOp::Max => "max",
+        BinaryOp::Min => "min",
+        BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow => unreachable!("vectorize reduces lanes by sums, products, maxima and minima only"),
+    }
+}
+
 fn arithmetic(op: BinaryOp) -> Option<&'static str> {
     match op {
         BinaryOp::Add => Some("+"),

@@ -140,7 +140,13 @@ fn vectorize_emits_vector_code_with_a_scalar_tail() {
     assert!(c.contains("for (long i0 = 0; i0 < 8; i0 += 4) {\n        ollie_store4(&out[i0], ollie_vexp4(((ollie_v4){x[2 * i0], x[2 * i0 + 2], x[2 * i0 + 4], x[2 * i0 + 6]})));"), "{c}");
     assert!(c.contains("for (long i0 = 8; i0 < 10; i0++) {\n        out[i0] = expf(x[2 * i0]);"), "{c}");
     let reason = |text: &str| apply(text).unwrap_err().to_string();
-    assert_eq!(reason("vectorize i1 8"), "cannot vectorize i1 8: every iteration writes the same elements (a reduction over this loop)");
+    // A reduction into one element: each vector's lanes reduced by a tree, then into it; OpenMP
+    // `simd` would need a reduction clause, and stays refused.
+    let c = ollie_loops::emit_c(&apply("vectorize i1 8\n").unwrap());
+    assert!(c.contains("static inline float ollie_reduce_max8(ollie_v8 v) {\n    v = ollie_vmax8(v, __builtin_shuffle(v, (ollie_m8){4, 5, 6, 7, 0, 1, 2, 3}));"), "{c}");
+    assert!(c.contains("t1[i0] = ollie_max(t1[i0], ollie_reduce_max8(ollie_load8(&x[8 * i0 + i1])));"), "{c}");
+    assert!(!c.contains("ollie_reduce_add8"), "only the reductions a kernel makes get their helper\n{c}");
+    assert_eq!(reason("simd i1"), "cannot simd i1: every iteration writes the same elements (a reduction over this loop)");
     assert_eq!(reason("vectorize i7 3"), "cannot vectorize i7 3: the vector width must be 2, 4, 8 or 16");
     assert_eq!(reason("vectorize i7 16"), "cannot vectorize i7 16: the loop has fewer iterations than vector lanes");
 }

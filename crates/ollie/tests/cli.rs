@@ -404,6 +404,8 @@ fn every_sketch_of_the_contractions_passes_the_verifier() {
         ("examples/matmul.py", &[("M", 48), ("K", 40), ("N", 96)]),
         ("examples/attention_decode.py", &[("B", 2), ("H", 3), ("T", 40), ("D", 32)]),
         ("examples/mla_decode.py", &[("B", 2), ("H", 4), ("T", 24)]),
+        // Sixteen heads share the latent cache: the scores are a dot tile.
+        ("bench/suite/mla_decode_small_batch.py", &[("T", 64)]),
         // Batch one: the sequence split across threads (split-K).
         ("examples/attention_decode.py", &[("B", 1), ("H", 1), ("T", 1024), ("D", 32)]),
     ];
@@ -479,6 +481,28 @@ fn the_first_sketch_of_mla_decode_at_batch_one_runs_the_loops_inside_the_batch_o
     }
     let inside = lines.iter().filter(|l| l.starts_with("  for parallel ")).count();
     assert!(inside >= 2, "{inside} parallel loops inside the batch loop:\n{printed}");
+}
+
+#[test]
+fn the_first_sketch_of_a_product_with_an_operand_contiguous_along_the_reduction_is_a_dot_tile() {
+    // MLA's scores `q @ kv.T` over a cache shared by 16 heads: kv is contiguous along the
+    // reduction (576), not along the positions, so a packed panel of it would be gathered a
+    // float at a time. The tile's outputs are vectors of partial sums along the reduction, in
+    // registers, their lanes summed by a tree at the end; kv is read where it lies.
+    let source = std::fs::read_to_string(root().join("bench/suite/mla_decode_small_batch.py")).unwrap();
+    let options = ollie_spec::Options { dims: [("T", 64)].iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
+    for lanes in [8, 16] {
+        let first = ollie_search::sketches(&naive, &target(lanes)).remove(0);
+        let steps: Vec<String> = first.steps.iter().map(|s| s.to_string()).collect();
+        // i3 is the scores' reduction loop, i2 their loop over positions.
+        assert!(steps.contains(&format!("accumulators i3 {lanes}")) && !steps.contains(&"cache kv i2".to_string()), "{first}");
+        let nest = first.apply(&naive).unwrap();
+        let printed = nest.to_string();
+        assert!(printed.lines().any(|l| l.starts_with("temp acc") && l.ends_with(&format!(" registers {lanes}"))), "{printed}");
+        let c = ollie_loops::emit_c(&nest);
+        assert!(c.contains(&format!("ollie_reduce_add{lanes}(")), "{c}");
+    }
 }
 
 #[test]

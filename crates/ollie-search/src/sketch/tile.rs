@@ -126,6 +126,15 @@ impl Contraction {
         Some(Blocks { kc, mc })
     }
 
+    /// Whether an operand moving with the columns is not contiguous along them but along the
+    /// reduction (a panel of it packed for a register tile would be gathered a float at a
+    /// time) while another is shared by the columns: a product like `q @ k.T`, not a plain
+    /// reduction of rows.
+    fn gathers(&self) -> bool {
+        let (Some(&(j, _)), Some(&(r, _))) = (self.free.last(), self.reduce.last()) else { return false };
+        self.operands.iter().any(|(_, a)| a.coefficient(j) > 1 && a.coefficient(r) == 1) && self.operands.iter().any(|(_, a)| a.coefficient(j) == 0)
+    }
+
     /// Whether a tile of `rows` × `columns` divides the output's last two axes (a contraction
     /// without rows to share takes one row).
     pub(super) fn fits(&self, rows: usize, columns: usize) -> bool {
@@ -147,9 +156,10 @@ impl Builder {
     /// `blocks`, blocked for the caches as well (see [`Builder::block`]).
     pub(super) fn tile(&mut self, c: &Contraction, t: Tile, lanes: u32, blocks: Option<Blocks>) -> Option<Built> {
         let saved = (self.nest.clone(), self.steps.len());
+        // A product that would gather its column operand gets a dot tile, blocked or not.
         let built = match blocks {
-            None => self.try_tile(c, t, lanes),
-            Some(blocks) => self.block(c, t, lanes, blocks),
+            Some(blocks) if !c.gathers() => self.block(c, t, lanes, blocks),
+            _ => self.try_tile(c, t, lanes),
         };
         if built.is_none() {
             self.nest = saved.0;
@@ -159,6 +169,15 @@ impl Builder {
     }
 
     fn try_tile(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+        if c.gathers() {
+            // A dot tile where the reduction allows one, else a panel packed as it is.
+            let saved = (self.nest.clone(), self.steps.len());
+            if let Some(built) = self.dot(c, t, lanes) {
+                return Some(built);
+            }
+            self.nest = saved.0;
+            self.steps.truncate(saved.1);
+        }
         let (j, n) = c.columns(&self.nest)?;
         let rows = c.rows().filter(|(_, m)| m % t.rows == 0);
         // Without rows to share, one row of as many vectors as divide the columns, up to 8.
@@ -208,6 +227,48 @@ impl Builder {
             self.must(Step::Cache { buffer: name, var: j })?;
         }
         Some(Built { scope, tile })
+    }
+
+    /// A dot tile, for a contraction whose column operand is contiguous along the reduction
+    /// rather than the columns (`q @ k.T`: packing it per panel would gather one float at a
+    /// time): `t.rows` rows by `t.vectors` columns, each output a vector of partial sums along
+    /// the reduction (`accumulators`, one lane per partial), the reduction outside the tile's
+    /// loops so every step loads a vector of each row and column and multiplies every pair,
+    /// the lanes summed by a tree at the end (`vectorize` of the combining loop); the column
+    /// blocks outside the row blocks, so a block of the column operand stays in the first-level
+    /// cache while the rows pass over it. One reduction loop, contiguous in every operand that
+    /// moves with it, its length a multiple of the lanes.
+    fn dot(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+        let (j, n) = c.columns(&self.nest)?;
+        let &[(r, k)] = &c.reduce[..] else { return None };
+        // At least two columns: a split by one is no split.
+        let columns = t.vectors.max(2);
+        if k % lanes as usize != 0 || n % columns != 0 || c.operands.iter().any(|(_, a)| a.coefficient(r) > 1) {
+            return None;
+        }
+        let rows = c.rows().filter(|(_, m)| m % t.rows == 0);
+        let out = self.nest.buffer(c.out).name.clone();
+        let jj = self.nest.fresh_var();
+        self.must(Step::Split { var: j, factor: columns })?;
+        let (scope, ii) = match rows {
+            Some((i, _)) => {
+                let ii = self.nest.fresh_var();
+                self.must(Step::Split { var: i, factor: t.rows })?;
+                self.must(Step::Reorder { outer: ii, inner: j })?;
+                self.must(Step::Reorder { outer: i, inner: j })?;
+                (i, Some(ii))
+            }
+            None => (j, None),
+        };
+        // The tile's outputs, contiguous and living in the scope; their partials beside them.
+        self.must(Step::Cache { buffer: out, var: scope })?;
+        self.must(Step::Accumulators { var: r, factor: lanes as usize })?;
+        let partials = BufferId(self.nest.buffers.len() as u32 - 1);
+        self.must(Step::Reorder { outer: jj, inner: r })?;
+        if let Some(ii) = ii {
+            self.must(Step::Reorder { outer: ii, inner: r })?;
+        }
+        Some(Built { scope, tile: partials })
     }
 
     /// A register tile inside cache blocks, in BLIS's loop order: the reduction in blocks of
