@@ -273,7 +273,7 @@ impl Builder {
 
     /// A register tile inside cache blocks, in BLIS's loop order: the reduction in blocks of
     /// KC outermost (the output's tiles read back and written per block), the rows in blocks of
-    /// MC, the column panels of NR on threads, the tile's MR rows, then the KC steps of the
+    /// MC, the column panels of NR on threads (or a batch around the product), the tile's MR rows, then the KC steps of the
     /// block with the tile in registers. The column operand's KC × N slice is packed per
     /// reduction block (panel after panel, each KC × NR), the row operand's MC × KC block per
     /// row block (MR rows interleaved, as the tile reads them); the output is zeroed first.
@@ -316,7 +316,13 @@ impl Builder {
                 self.must(Step::Cache { buffer: name, var: at })?;
             }
         }
-        self.must(Step::Parallel { var: j })?;
+        // The column panels on threads, unless a batch around the product shares out instead
+        // (parallel loops do not nest, and a product per batch element keeps the rest of
+        // the batch's work on the same threads).
+        let batch: usize = c.free[..c.free.len().saturating_sub(2)].iter().map(|f| f.1).product();
+        if batch < 2 {
+            self.must(Step::Parallel { var: j })?;
+        }
         Some(Built { scope: tile_rows, tile })
     }
 
