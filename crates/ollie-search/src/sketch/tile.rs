@@ -155,28 +155,30 @@ impl Builder {
     /// tile's loops, the tile cached, operands shared by its rows packed per column panel; with
     /// `blocks`, blocked for the caches as well (see [`Builder::block`]).
     pub(super) fn tile(&mut self, c: &Contraction, t: Tile, lanes: u32, blocks: Option<Blocks>) -> Option<Built> {
-        let saved = (self.nest.clone(), self.steps.len());
         // A product that would gather its column operand gets a dot tile, blocked or not.
-        let built = match blocks {
-            Some(blocks) if !c.gathers() => self.block(c, t, lanes, blocks),
-            _ => self.try_tile(c, t, lanes),
-        };
-        if built.is_none() {
+        self.all_or_nothing(|b| match blocks {
+            Some(blocks) if !c.gathers() => b.block(c, t, lanes, blocks),
+            _ => b.try_tile(c, t, lanes),
+        })
+    }
+
+    /// Runs `f`, all or nothing: where it gives up, the nest and the steps are as before.
+    fn all_or_nothing<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        let saved = (self.nest.clone(), self.steps.len());
+        let done = f(self);
+        if done.is_none() {
             self.nest = saved.0;
             self.steps.truncate(saved.1);
         }
-        built
+        done
     }
 
     fn try_tile(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+        // A dot tile where the reduction allows one, else a panel packed as it is.
         if c.gathers() {
-            // A dot tile where the reduction allows one, else a panel packed as it is.
-            let saved = (self.nest.clone(), self.steps.len());
-            if let Some(built) = self.dot(c, t, lanes) {
+            if let Some(built) = self.all_or_nothing(|b| b.dot(c, t, lanes)) {
                 return Some(built);
             }
-            self.nest = saved.0;
-            self.steps.truncate(saved.1);
         }
         let (j, n) = c.columns(&self.nest)?;
         let rows = c.rows().filter(|(_, m)| m % t.rows == 0);
@@ -334,13 +336,7 @@ impl Builder {
     /// Holds a built tile in registers, all or nothing: the loops indexing it vectorized along
     /// its contiguous axis and expanded elsewhere.
     pub(super) fn registerize(&mut self, built: &Built, lanes: u32) -> bool {
-        let saved = (self.nest.clone(), self.steps.len());
-        let done = self.try_registerize(built.scope, built.tile, lanes).is_some();
-        if !done {
-            self.nest = saved.0;
-            self.steps.truncate(saved.1);
-        }
-        done
+        self.all_or_nothing(|b| b.try_registerize(built.scope, built.tile, lanes)).is_some()
     }
 
     fn try_registerize(&mut self, scope: VarId, tile: BufferId, lanes: u32) -> Option<()> {
