@@ -152,6 +152,7 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> Schedule {
     // constants, which the dependence tests of fuse and parallel cannot see through).
     for t in &tiles {
         b.registerize(t, c.lanes);
+        b.prefetch_next_block(t);
     }
     b.vectorize_innermost(c.lanes, c.chains, c.stream);
     if let Some(k) = c.prefetch {

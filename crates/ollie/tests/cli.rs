@@ -488,7 +488,8 @@ fn the_first_sketch_of_a_product_with_an_operand_contiguous_along_the_reduction_
     // MLA's scores `q @ kv.T` over a cache shared by 16 heads: kv is contiguous along the
     // reduction (576), not along the positions, so a packed panel of it would be gathered a
     // float at a time. The tile's outputs are vectors of partial sums along the reduction, in
-    // registers, their lanes summed by a tree at the end; kv is read where it lies.
+    // registers, their lanes summed by a tree at the end; kv is read where it lies, the next
+    // block of its rows prefetched.
     let source = std::fs::read_to_string(root().join("bench/suite/mla_decode_small_batch.py")).unwrap();
     let options = ollie_spec::Options { dims: [("T", 64)].iter().map(|(n, v)| (n.to_string(), *v)).collect(), ..Default::default() };
     let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
@@ -497,6 +498,8 @@ fn the_first_sketch_of_a_product_with_an_operand_contiguous_along_the_reduction_
         let steps: Vec<String> = first.steps.iter().map(|s| s.to_string()).collect();
         // i3 is the scores' reduction loop, i2 their loop over positions.
         assert!(steps.contains(&format!("accumulators i3 {lanes}")) && !steps.contains(&"cache kv i2".to_string()), "{first}");
+        // Each step of the reduction prefetches the next block of cache rows.
+        assert!(steps.iter().any(|s| s.starts_with("prefetch ") && s.ends_with(" i2")), "{first}");
         let nest = first.apply(&naive).unwrap();
         let printed = nest.to_string();
         assert!(printed.lines().any(|l| l.starts_with("temp acc") && l.ends_with(&format!(" registers {lanes}"))), "{printed}");

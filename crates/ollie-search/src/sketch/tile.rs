@@ -147,6 +147,9 @@ impl Contraction {
 pub(super) struct Built {
     scope: VarId,
     tile: BufferId,
+    /// For a dot tile: its reduction loop and the loop over blocks of columns, whose next
+    /// iteration's column rows the reduction prefetches.
+    ahead: Option<(VarId, VarId)>,
 }
 
 impl Builder {
@@ -228,7 +231,7 @@ impl Builder {
             let name = self.nest.buffer(b).name.clone();
             self.must(Step::Cache { buffer: name, var: j })?;
         }
-        Some(Built { scope, tile })
+        Some(Built { scope, tile, ahead: None })
     }
 
     /// A dot tile, for a contraction whose column operand is contiguous along the reduction
@@ -270,7 +273,7 @@ impl Builder {
         if let Some(ii) = ii {
             self.must(Step::Reorder { outer: ii, inner: r })?;
         }
-        Some(Built { scope, tile: partials })
+        Some(Built { scope, tile: partials, ahead: Some((r, j)) })
     }
 
     /// A register tile inside cache blocks, in BLIS's loop order: the reduction in blocks of
@@ -325,7 +328,7 @@ impl Builder {
         if batch < 2 {
             self.must(Step::Parallel { var: j })?;
         }
-        Some(Built { scope: tile_rows, tile })
+        Some(Built { scope: tile_rows, tile, ahead: None })
     }
 
     /// Applies `step`, or gives up.
@@ -337,6 +340,35 @@ impl Builder {
     /// its contiguous axis and expanded elsewhere.
     pub(super) fn registerize(&mut self, built: &Built, lanes: u32) -> bool {
         self.all_or_nothing(|b| b.try_registerize(built.scope, built.tile, lanes)).is_some()
+    }
+
+    /// A dot tile reads its column operand where it lies, a block of rows at a time: each step
+    /// of its reduction also prefetches the same part of the next block's rows (`prefetch`,
+    /// from one vector loop per distinct row), so that they arrive while this block is
+    /// multiplied. MLA decode's blocked sketch: 0.82x the time without (`ollie bench --vs`, both
+    /// ways round).
+    pub(super) fn prefetch_next_block(&mut self, built: &Built) {
+        let Some((r, j)) = built.ahead else { return };
+        let Some(Stmt::Loop { body, .. }) = super::find_loop(&self.nest.body, r) else { return };
+        let mut seen: Vec<(BufferId, ollie_loops::Affine)> = Vec::new();
+        let mut ahead = Vec::new();
+        for v in super::vector_loops(body) {
+            let Some(Stmt::Loop { body: inner, .. }) = super::find_loop(body, v) else { continue };
+            let mut loads = Vec::new();
+            for s in inner {
+                if let Stmt::Store { value, .. } = s {
+                    value.every_load(&mut loads);
+                }
+            }
+            let rows: Vec<_> = loads.into_iter().filter(|(_, a)| a.coefficient(j) != 0).map(|(b, a)| (b, a.substitute(v, &ollie_loops::Affine::constant(0)))).filter(|row| !seen.contains(row)).collect();
+            if !rows.is_empty() {
+                seen.extend(rows);
+                ahead.push(v);
+            }
+        }
+        for var in ahead {
+            self.try_step(Step::Prefetch { var, along: j });
+        }
     }
 
     fn try_registerize(&mut self, scope: VarId, tile: BufferId, lanes: u32) -> Option<()> {
