@@ -285,13 +285,24 @@ fn scheduled_kernels_agree_with_the_reference() {
     });
 }
 
+/// Every innermost loop of `nest` that `vectorize` takes, `width` lanes.
+fn vectorize_innermost(nest: &mut ollie_loops::LoopNest, width: u32) {
+    let mut all = Vec::new();
+    loops(&nest.body, 0, &mut all);
+    for (var, _, innermost) in all {
+        let mut attempt = nest.clone();
+        if innermost && ollie_loops::apply_step(&mut attempt, &ollie_loops::Step::Vectorize { var, width }).is_ok() {
+            *nest = attempt;
+        }
+    }
+}
+
 /// A reduction into one element run in vector lanes (`vectorize` of the loop: each vector's
 /// lanes reduced by a tree, a scalar tail after) computes what the naive kernel does: every
 /// innermost loop `vectorize` takes, at 4 and 8 lanes, for every spec (sums, maxima; tails
 /// where the width does not divide the loop).
 #[test]
 fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
-    use ollie_loops::{apply_step, Step};
     let runner = runner();
     let reduced = std::sync::atomic::AtomicUsize::new(0);
     for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], |spec, seed| {
@@ -299,14 +310,7 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
         let naive = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
         for width in [4, 8] {
             let mut nest = naive.clone();
-            let mut all = Vec::new();
-            loops(&nest.body, 0, &mut all);
-            for (var, _, innermost) in all {
-                let mut attempt = nest.clone();
-                if innermost && apply_step(&mut attempt, &Step::Vectorize { var, width }).is_ok() {
-                    nest = attempt;
-                }
-            }
+            vectorize_innermost(&mut nest, width);
             let c = ollie_loops::emit_c(&nest);
             reduced.fetch_add(c.matches("ollie_reduce_").count(), std::sync::atomic::Ordering::Relaxed);
             let cache = tempfile::tempdir().unwrap();
@@ -454,7 +458,6 @@ fn the_oracle_reads_its_files_back_and_recomputes_damaged_ones() {
 /// (f64: below the lowest f32), ascending (a rescale per chunk) and descending.
 #[test]
 fn the_online_normalizer_agrees_with_the_reference_at_every_lane_count_and_special_value() {
-    use ollie_loops::{apply_step, Step};
     let runner = runner();
     let mut failures = Vec::new();
     for (n, t) in [1usize, 7, 24, 48, 272, 1000].into_iter().flat_map(|n| [(n, "f32"), (n, "f64")]) {
@@ -487,14 +490,7 @@ fn the_online_normalizer_agrees_with_the_reference_at_every_lane_count_and_speci
             for width in [None, Some(16), Some(8)] {
                 let mut nest = ollie_loops::lower(&graph).unwrap();
                 if let Some(width) = width {
-                    let mut all = Vec::new();
-                    loops(&nest.body, 0, &mut all);
-                    for (var, _, innermost) in all {
-                        let mut attempt = nest.clone();
-                        if innermost && apply_step(&mut attempt, &Step::Vectorize { var, width }).is_ok() {
-                            nest = attempt;
-                        }
-                    }
+                    vectorize_innermost(&mut nest, width);
                 }
                 let case = format!("{t}, n = {n}, {} outputs, vectors of {width:?}", graph.outputs.len());
                 let cache = tempfile::tempdir().unwrap();
