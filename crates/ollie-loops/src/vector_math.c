@@ -2,8 +2,8 @@
  * on `{W}`-lane float vectors (GCC vector extensions, so the same source is AVX2 or AVX-512 code
  * as -march=native chooses; sqrt by the widest x86 instruction the target has).
  * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
- * scaling by the exponent's bits), written branch-free — except exp with AVX-512, half their
- * cost by a table (below); each keeps the C library's special
+ * scaling by the exponent's bits), written branch-free — except exp with AVX2 or AVX-512, by a
+ * table (below) at half the cost or less; each keeps the C library's special
  * values (NaN, ±inf, overflow to inf, underflow through the subnormals to 0). Errors are tested
  * against double precision over dense samples of the whole float range (tests/vector_math.rs). */
 
@@ -89,7 +89,45 @@ static inline __m512 ollie_vexp_avx512(__m512 x) {
 }
 #endif
 
+/* e^x on 8 lanes of AVX2 (without AVX-512): as above with a table of 2^(j/8) (one permute) and
+ * a quartic (|r| ≤ ln2/16), and 2^kh as two normal factors (no scalef), so that the product
+ * rounds once into the subnormals. About 22 operations; 0.89 ulp at worst; 1.5x Cephes' form's
+ * throughput at 8 lanes, 3.6x at 16 (two halves), on an Intel Xeon built without AVX-512. */
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__) && !defined(OLLIE_VEXP_AVX2)
+#define OLLIE_VEXP_AVX2
+static inline __m256 ollie_vexp_avx2(__m256 x) {
+    const __m256 table = _mm256_setr_ps(0x1p+0f, 0x1.172b84p+0f, 0x1.306fep+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f, 0x1.8ace54p+0f,
+                                        0x1.ae89fap+0f, 0x1.d5818ep+0f);
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+    x = _mm256_max_ps(_mm256_set1_ps(-105.0f), x);
+    /* k = round(x · 8/ln2); its low three bits index the table, the rest is kh. */
+    __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(11.541560327111707f), _mm256_set1_ps(12582912.0f));
+    __m256 k = _mm256_sub_ps(t, _mm256_set1_ps(12582912.0f));
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f / 8), x);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f / 8), r);
+    __m256 q = _mm256_fmadd_ps(r, _mm256_set1_ps(4.1666668e-2f), _mm256_set1_ps(1.6666667e-1f));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0.5f));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
+    q = _mm256_mul_ps(q, r);
+    __m256i bits = _mm256_castps_si256(t);
+    __m256 s = _mm256_permutevar8x32_ps(table, bits);
+    __m256 y = _mm256_fmadd_ps(s, q, s);
+    __m256i n = _mm256_srai_epi32(_mm256_sub_epi32(bits, _mm256_set1_epi32(0x4b400000)), 3);
+    __m256i a = _mm256_srai_epi32(n, 1), b = _mm256_sub_epi32(n, a);
+    __m256 fa = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(127)), 23));
+    __m256 fb = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(127)), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(y, fa), fb);
+}
+#endif
+
 static inline ollie_v{W} ollie_vexp{W}(ollie_v{W} x) {
+#if defined(OLLIE_VEXP_AVX2) && {W} % 8 == 0
+    float a[{W}];
+    __builtin_memcpy(a, &x, sizeof x);
+    for (int l = 0; l < {W}; l += 8) _mm256_storeu_ps(a + l, ollie_vexp_avx2(_mm256_loadu_ps(a + l)));
+    __builtin_memcpy(&x, a, sizeof x);
+    return x;
+#endif
 #if defined(__AVX512F__)
 #if {W} == 8
     /* 8 lanes: the low half of a 512-bit vector. */
