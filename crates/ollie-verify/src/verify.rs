@@ -256,22 +256,30 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
     std::thread::scope(|scope| {
         let (sender, prepared) = std::sync::mpsc::sync_channel::<Prepared>(0);
         let helper = scope.spawn(move || {
-            // What getting a set ready took last: one that could not be ready and tested by the
-            // deadline (twice that, from now) is not begun (the first always is): the
+            // A set that could not be got ready and tested by the deadline (twice what getting
+            // it ready is estimated to take, from now) is not begun (the first always is): the
             // verification waits for a set begun before it ends.
-            let mut took: Option<Duration> = None;
+            let mut first = true;
             for (family, seed) in plan {
-                if let (Some(deadline), Some(took)) = (deadline, took) {
-                    if std::time::Instant::now() + 2 * took > deadline {
-                        break;
-                    }
-                }
-                let started = std::time::Instant::now();
                 let mut set = match family {
                     Some(f) => f.inputs(params, seed),
                     None => InputSet::from_tensors(params, &saved[seed as usize]),
                 };
                 let change = family.and_then(|_| set.one_element_changed(&mut ChaCha8Rng::seed_from_u64(seed ^ CHANGE_SEED)));
+                if let (Some(deadline), false) = (deadline, first) {
+                    let changed = change.as_ref().map(|c| {
+                        set.change(c);
+                        let estimate = ahead.estimate(&set);
+                        set.revert(c);
+                        estimate
+                    });
+                    let estimate = [Some(ahead.estimate(&set)), changed].into_iter().flatten().sum::<Option<f64>>();
+                    if estimate.is_none_or(|e| std::time::Instant::now() + Duration::from_secs_f64(2.0 * e) > deadline) {
+                        tracing::debug!(?estimate, "the next input set would not be ready by the verification's deadline");
+                        break;
+                    }
+                }
+                first = false;
                 let sums = set.checksums();
                 let fresh = ahead.fetch(&set);
                 let (changed, changed_sums) = match change {
@@ -284,7 +292,6 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
                     None => (None, None),
                 };
                 let prepared = Prepared { family, seed, set, change, fetched: [fresh, changed], sums: [Some(sums), changed_sums] };
-                took = Some(started.elapsed());
                 if sender.send(prepared).is_err() {
                     break;
                 }

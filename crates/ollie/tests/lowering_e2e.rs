@@ -532,6 +532,33 @@ fn a_verification_runs_every_familys_first_set_first_and_stops_at_its_deadline()
     assert!(!oracle.knows_plan(&cut.plan()), "a plan cut short is not marked as run");
 }
 
+/// A deadline is judged by what the next input set will cost: read back from disk (the sets
+/// before it were), or computed (an earlier run recorded what that costs: here, 1000 s) — a
+/// set that must be computed is not begun when that would run past the deadline, however
+/// quickly the sets read from disk went.
+#[test]
+fn a_verification_does_not_begin_computing_a_set_it_cannot_finish_by_its_deadline() {
+    let (graph, cache, library) = naive_softmax();
+    let runner = runner();
+    let dir = cache.path().join("expected");
+    let oracle = |dir: &Path| ollie_verify::Oracle::new(&graph, &runner, ollie_verify::Baseline::Naive(library.clone())).keep_on_disk(dir, ollie_verify::DISK_BYTES);
+    let families = |f: Vec<Family>| ollie_verify::VerifyConfig { seed: 16, sets_per_family: 1, families: Some(f), ..Default::default() };
+    let normal = families(vec![Family::Normal]);
+    assert!(ollie_verify::verify_with(&mut oracle(&dir), &library, &normal).unwrap().accepted);
+    let costs: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "cost")).collect();
+    assert_eq!(costs.len(), 1, "the run recorded what a set costs to compute");
+    std::fs::write(&costs[0], "1000\n").unwrap();
+    // The normal set's expected outputs are on disk; the uniform set's are not.
+    let both = ollie_verify::VerifyConfig { deadline: Some(std::time::Instant::now() + std::time::Duration::from_secs(120)), ..families(vec![Family::Normal, Family::Uniform]) };
+    let report = ollie_verify::verify_with(&mut oracle(&dir), &library, &both).unwrap();
+    assert!(report.accepted, "{:?}", report.rejection);
+    let ran: Vec<&str> = report.certificate.tests.iter().map(|t| t.id.family.as_str()).collect();
+    assert_eq!((ran, report.certificate.planned), (vec!["normal", "normal"], 4));
+    // Without a deadline the same plan runs whole.
+    let whole = ollie_verify::verify_with(&mut oracle(&dir), &library, &ollie_verify::VerifyConfig { deadline: None, ..both }).unwrap();
+    assert_eq!(whole.certificate.tests.len(), 4);
+}
+
 /// Against the rounded reference (no naive kernel is run: its library here does not exist),
 /// the naive kernel's own outputs pass, the certificate names the baseline, and a kernel a
 /// thousand ulps off fails: the rule still binds.
