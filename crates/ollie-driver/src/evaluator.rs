@@ -256,9 +256,11 @@ impl<'a> Evaluator<'a> {
         let early = EarlyStop { min_pairs: 5, seconds: (30.0 * guess).min(left / 8.0).max(0.05), patient: false };
         let started = Instant::now();
         // Pairing costs a warm-up and at least two pairs of the current kernel's calls; where that
-        // is more than the first tier may spend (a naive kernel of seconds a call), the candidate
-        // is timed alone and its ratio is against the current kernel's estimate.
-        let alone = (1 + FAR_PAIRS) as f64 * guess > early.seconds;
+        // is more than the first tier may spend, or more than a twentieth of the budget (a naive
+        // kernel of seconds a call: 3.5 s for a 300 MB decode attention, 13 s of a 120 s search
+        // to time its first candidate), the candidate is timed alone and its ratio is against
+        // the current kernel's estimate.
+        let alone = (1 + FAR_PAIRS) as f64 * guess > early.seconds.min(self.budget / 20.0);
         let libraries: Vec<&Path> = if alone { vec![library] } else { vec![library, &current_library] };
         // Alone, a few calls tell a kernel far faster than the current one (the only kind worth
         // taking from a kernel that slow).

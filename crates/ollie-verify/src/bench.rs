@@ -106,7 +106,11 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The samples' median and 10th and 90th percentiles (not a number, without samples).
     pub fn from_samples(mut samples: Vec<f64>) -> Timing {
+        if samples.is_empty() {
+            return Timing { samples, median: f64::NAN, p10: f64::NAN, p90: f64::NAN };
+        }
         let sorted = {
             let mut s = samples.clone();
             s.sort_by(f64::total_cmp);
@@ -233,6 +237,13 @@ pub fn bench_with(oracle: &mut Oracle, libraries: &[&Path], config: &BenchConfig
                 }
                 Err(r) => sessions[k] = Err(r),
             }
+        }
+        // With an early stop (the search's timings, which want a ratio), a kernel stopped (too
+        // slow, failed, rejected) leaves none to measure: calling the others on alone would only
+        // spend time (22 calls of a 300 MB kernel, 7 s, after a candidate's first call was
+        // stopped). Their timings then hold the calls made so far, perhaps none.
+        if config.early.is_some() && sessions.iter().any(Result::is_err) {
+            break;
         }
         match times[..] {
             [Some(a), Some(b)] => {

@@ -559,6 +559,32 @@ fn a_verification_does_not_begin_computing_a_set_it_cannot_finish_by_its_deadlin
     assert_eq!(whole.certificate.tests.len(), 4);
 }
 
+/// A search's timing (an early stop set) ends when a kernel is stopped: a candidate over its
+/// first call's limit leaves no ratio to measure, and the current kernel is not called on
+/// alone through the rounds left (its warm-up call made, no timed call).
+#[test]
+fn a_timing_with_an_early_stop_ends_when_a_kernel_is_stopped() {
+    let (graph, cache, library) = naive_softmax();
+    let runner = runner();
+    let exact = ollie_loops::emit_c(&ollie_loops::lower(&graph).unwrap()).replacen("void softmax(", "static void softmax_exact(", 1);
+    let slow = exact + "void softmax(const float *restrict x, float *restrict out) {\n  for (volatile long i = 0; i < 20000000000L; i++) {}\n  softmax_exact(x, out);\n}\n";
+    let slow = compile(&slow, &["-O2"], cache.path()).unwrap();
+    let config = ollie_verify::BenchConfig {
+        sets: 1,
+        warmups: 1,
+        calls: 21,
+        early: Some(ollie_verify::EarlyStop { min_pairs: 5, seconds: 30.0, patient: false }),
+        first_limit: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    let mut oracle = ollie_verify::Oracle::new(&graph, &runner, ollie_verify::Baseline::Naive(library.clone()));
+    let report = ollie_verify::bench_with(&mut oracle, &[&slow, &library], &config).unwrap();
+    assert!(matches!(report.kernels[0], Err(ollie_verify::Rejection::Timeout { .. })), "{:?}", report.kernels[0]);
+    let current = report.kernels[1].as_ref().unwrap();
+    assert!(current.samples.is_empty() && current.median.is_nan(), "{current:?}");
+    assert!(report.ratios.is_none());
+}
+
 /// Against the rounded reference (no naive kernel is run: its library here does not exist),
 /// the naive kernel's own outputs pass, the certificate names the baseline, and a kernel a
 /// thousand ulps off fails: the rule still binds.
