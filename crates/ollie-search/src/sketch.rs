@@ -41,6 +41,9 @@ struct Choices {
     tile: Option<Tile>,
     /// Tiled contractions are also blocked for the data caches (KC, MC), where they can be.
     blocked: bool,
+    /// Reductions down the columns of a row-major array walk the rows, their columns in vector
+    /// lanes, a block of columns per thread ([`Builder::columns`]).
+    columns: bool,
 }
 
 /// What sketches are built for: the floats in a vector register, and the data caches that size
@@ -85,6 +88,7 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
         Choices { parallel: false, ..first },
         Choices { lanes: half, ..first },
         Choices { chains: 1, ..first },
+        Choices { columns: false, ..first },
     ]);
     let mut out: Vec<Schedule> = Vec::new();
     for choices in variants {
@@ -99,7 +103,7 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
 impl Choices {
     /// The most promising choices for vectors of `lanes` floats, without a tile.
     fn first(lanes: u32) -> Choices {
-        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false }
+        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true }
     }
 }
 
@@ -124,6 +128,9 @@ pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -
 /// One sketch: the rules applied in order, each step kept only if legal.
 fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> Schedule {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
+    if c.columns {
+        b.columns(c.lanes);
+    }
     if c.parallel {
         b.split_short_contractions(c.lanes);
     }
@@ -222,6 +229,27 @@ impl Builder {
             } else if extent >= width && self.try_step(Step::Vectorize { var, width: lanes }) && stream {
                 self.try_step(Step::Stream { var });
             }
+        }
+    }
+
+    /// Column reductions: a top-level loop over the outputs `j` whose body sets an accumulator
+    /// and reduces into it over a loop `i` whose loads are contiguous along `j` and strided along
+    /// `i` (`x.sum(axis=0)` of a row-major `x`: naively, each output walks down a column, a
+    /// cache line a row). The loop over `j` is split into [`COLUMN_BLOCKS`] blocks (where they
+    /// hold a vector each), and each block's columns go inside the walk over the rows: a block
+    /// (a thread, once the blocks run in parallel) reads its part of every row contiguously and
+    /// keeps its columns' partial results in a vectorizable row of accumulators.
+    fn columns(&mut self, lanes: u32) {
+        let tops: Vec<(VarId, usize, VarId)> = self.nest.body.iter().filter_map(column_reduction).collect();
+        for (j, extent, i) in tops {
+            let block = extent / COLUMN_BLOCKS;
+            let inner = if extent % COLUMN_BLOCKS == 0 && block >= lanes as usize {
+                let w = self.nest.fresh_var();
+                if self.try_step(Step::Split { var: j, factor: block }) { w } else { j }
+            } else {
+                j
+            };
+            self.try_step(Step::Reorder { outer: inner, inner: i });
         }
     }
 
@@ -328,6 +356,29 @@ impl Builder {
             }
         }
     }
+}
+
+/// Blocks of columns a column reduction is split into ([`Builder::columns`]): one per thread of
+/// this project's 2-core machines, so that each thread reads the longest contiguous run of every
+/// row (its half).
+const COLUMN_BLOCKS: usize = 2;
+
+/// For a column reduction at the top level (see [`Builder::columns`]): the loop over its outputs,
+/// its extent, and the reduction loop inside it.
+fn column_reduction(s: &Stmt) -> Option<(VarId, usize, VarId)> {
+    let Stmt::Loop { var: j, extent, kind: LoopKind::Serial, body } = s else { return None };
+    let [Stmt::Store { offset: init, .. }, Stmt::Loop { var: i, kind: LoopKind::Serial, body: inner, .. }] = body.as_slice() else { return None };
+    let [Stmt::Store { buffer, offset, value: Expr::Binary(_, acc, rest) }] = inner.as_slice() else { return None };
+    let accumulates = matches!(&**acc, Expr::Load { buffer: b, offset: o } if b == buffer && o == offset);
+    if !accumulates || offset != init || offset.coefficient(*i) != 0 || offset.coefficient(*j) == 0 {
+        return None;
+    }
+    let mut loads = Vec::new();
+    rest.every_load(&mut loads);
+    // Down the columns: no load is contiguous along the reduction, and one walks down the rows
+    // contiguous along the outputs.
+    let down = loads.iter().all(|(_, a)| a.coefficient(*i).abs() != 1) && loads.iter().any(|(_, a)| a.coefficient(*j) == 1 && a.coefficient(*i).abs() > 1);
+    down.then_some((*j, *extent, *i))
 }
 
 /// The vectorized loops in `body`, in program order.

@@ -388,6 +388,34 @@ fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     assert_eq!(nest.body.len(), 1, "{printed}");
 }
 
+/// A reduction down the columns of a row-major array (`x.var(axis=0)`): its first sketch walks
+/// the rows with a block of columns per thread, the block's columns in vector lanes (naively,
+/// each output walks down its column a cache line a row); every sketch of the column reductions
+/// passes the verifier, with tails and blocks no vector divides.
+#[test]
+fn the_first_sketch_of_a_column_reduction_walks_the_rows_with_its_columns_in_lanes() {
+    let source = std::fs::read_to_string(root().join("bench/scoreboard/column_variance.py")).unwrap();
+    let options = ollie_spec::Options { dims: vec![("N".into(), 64), ("F".into(), 64)], ..Default::default() };
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
+    let first = ollie_search::sketches(&naive, &target(16)).remove(0);
+    let text = first.to_string();
+    for step in ["split i0 32", "reorder i7 i1", "parallel i0", "split i4 32", "reorder i9 i5", "parallel i4"] {
+        assert!(text.lines().any(|l| l == step), "no `{step}` in\n{text}");
+    }
+    let printed = first.apply(&naive).unwrap().to_string();
+    assert!(printed.contains("for parallel i0 in 0..2 {") && printed.contains("  for i1 in 0..64 {\n    for vector16 i7 in 0..32 {"), "{printed}");
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[(&str, i64)])] = &[
+        ("bench/scoreboard/column_variance.py", &[("N", 37), ("F", 40)]),
+        ("bench/scoreboard/column_softmax.py", &[("N", 50), ("F", 48)]),
+        ("bench/scoreboard/column_stats.py", &[("N", 20), ("F", 96)]),
+        ("bench/scoreboard/layernorm_param_grads.py", &[("N", 33), ("D", 64)]),
+    ];
+    let (checked, steps) = check_every_sketch(dir.path(), cases);
+    assert!(checked >= 16, "{checked} sketches checked");
+    assert!(steps.iter().any(|s| s.starts_with("reorder ")), "no column walk among the sketches: {steps:?}");
+}
+
 #[test]
 fn every_sketch_of_the_contractions_passes_the_verifier() {
     // Contractions as users write them: `@` with a fused epilogue, a transposed operand (packed),
