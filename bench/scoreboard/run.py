@@ -67,6 +67,12 @@ def main():
             "skipped": res["skipped"],
         })
         print(line(rows[-1]), file=sys.stderr, flush=True)
+        # Written after every kernel: a run cut short leaves the table of those it finished.
+        write(a, m, rows, len(specs))
+    print(open(a.results).read())
+
+
+def write(a, m, rows, planned):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = [
         "# The scoreboard",
@@ -75,7 +81,8 @@ def main():
         f"{m['bandwidth']} GB/s, {m['peak']} GFLOP/s. `ollie optimize --time {a.time:.0f}s` per kernel, then {a.rounds} rounds of "
         f"one untimed and {a.block} timed calls per contender on rotating inputs larger than the cache (bench/compare's timing). "
         "Ratio: the best peer's median over ollie's (above 1: ollie ahead). Command: `bench/scoreboard/run.py"
-        + (f" --time {a.time:.0f}" if a.time != 60 else "") + "`.",
+        + (f" --time {a.time:.0f}" if a.time != 60 else "") + "`"
+        + (f"; {len(rows)} of the {planned} kernels so far." if len(rows) < planned else "."),
         "",
         "| kernel | floor share | ollie ms | best peer | peer ms | ratio | evals | result from |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -92,11 +99,9 @@ def main():
     ]
     skipped = {(k, v) for r in rows for k, v in r["skipped"].items()}
     if skipped:
-        text += ["", "Peers not run: " + "; ".join(sorted({f"{k}: {v}" for k, v in skipped}))]
-    out = "\n".join(text) + "\n"
-    print(out)
+        text += ["", "Peers not run: " + "; ".join(sorted(f"{k}: {v}" for k, v in skipped))]
     with open(a.results, "w") as f:
-        f.write(out)
+        f.write("\n".join(text) + "\n")
 
 
 def line(r):
