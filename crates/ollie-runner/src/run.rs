@@ -150,8 +150,11 @@ impl Runner {
     /// [`Runner::start`] for timing: libgomp's default wait policy (threads spin a while after a
     /// parallel region before they sleep), as in a program calling the kernel again and again;
     /// the caller stops the worker between calls ([`Session::pause`]) so that its spinning never
-    /// takes a core from anything else. See ARCHITECTURE.md, "OpenMP teams". Every call starts
-    /// with the kernel's buffers out of the caches ([`Session::evict`]).
+    /// takes a core from anything else (a team spinning after its call slowed whichever kernel
+    /// ran next on 2 cores); continued, the team resumes warm (a team put to sleep after every
+    /// call, `PASSIVE`, pays hundreds of microseconds to wake on these virtual machines), and its
+    /// threads are pinned one to a CPU (unpinned, two could share one CPU, spinning by turns).
+    /// Every call starts with the kernel's buffers out of the caches ([`Session::evict`]).
     pub fn start_for_timing(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
         let mut started = self.start_with(library, symbol, inputs, outputs, None)?;
         if let Ok(s) = &mut started {
