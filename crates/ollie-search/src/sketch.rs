@@ -241,6 +241,8 @@ impl Builder {
     /// keeps its columns' partial results in a vectorizable row of accumulators.
     fn columns(&mut self, lanes: u32) {
         let tops: Vec<(VarId, usize, VarId)> = self.nest.body.iter().filter_map(column_reduction).collect();
+        // The block loops made, with the walk over the rows inside each.
+        let mut blocks = Vec::new();
         for (j, extent, i) in tops {
             let block = extent / COLUMN_BLOCKS;
             let inner = if extent % COLUMN_BLOCKS == 0 && block >= lanes as usize {
@@ -249,7 +251,39 @@ impl Builder {
             } else {
                 j
             };
-            self.try_step(Step::Reorder { outer: inner, inner: i });
+            if self.try_step(Step::Reorder { outer: inner, inner: i }) && inner != j {
+                blocks.push((j, i));
+            }
+        }
+        // Column reductions over the same rows in one pass: each later block loop hoisted next
+        // to the first and fused with it, then inside it, the statements between the first walk
+        // over the rows and a later one (another accumulator's initialization) hoisted above the
+        // first walk, and the walks fused: the rows read once for every reduction.
+        let Some(&(first, rows)) = blocks.first() else { return };
+        for &(j, i) in &blocks[1..] {
+            if !self.hoist_after(j, first) || !self.try_step(Step::Fuse { first, second: j }) {
+                continue;
+            }
+            let between: Vec<VarId> = siblings(&self.nest.body, rows).into_iter().skip_while(|&v| v != rows).skip(1).take_while(|&v| v != i).collect();
+            if between.iter().all(|&v| self.hoist_after(v, prev_of(&self.nest.body, rows))) {
+                self.try_step(Step::Fuse { first: rows, second: i });
+            }
+        }
+    }
+
+    /// Hoists loop `var` until the statement before it is loop `target` (`None`: until it is
+    /// first); whether it got there.
+    fn hoist_after(&mut self, var: VarId, target: impl Into<Option<VarId>>) -> bool {
+        let target = target.into();
+        loop {
+            let list = siblings(&self.nest.body, var);
+            let at = list.iter().position(|&v| v == var).expect("var is in its own list");
+            if at.checked_sub(1).map(|k| list[k]) == target || at == 0 {
+                return at.checked_sub(1).map(|k| list[k]) == target;
+            }
+            if !self.try_step(Step::Hoist { var }) {
+                return false;
+            }
         }
     }
 
@@ -379,6 +413,26 @@ fn column_reduction(s: &Stmt) -> Option<(VarId, usize, VarId)> {
     // contiguous along the outputs.
     let down = loads.iter().all(|(_, a)| a.coefficient(*i).abs() != 1) && loads.iter().any(|(_, a)| a.coefficient(*j) == 1 && a.coefficient(*i).abs() > 1);
     down.then_some((*j, *extent, *i))
+}
+
+/// The statements of the list holding loop `var`, each by its loop variable (`VarId(u32::MAX)`
+/// for a statement that is not a loop); empty if `var` is not in `body`.
+fn siblings(body: &[Stmt], var: VarId) -> Vec<VarId> {
+    let ids = |list: &[Stmt]| list.iter().map(|s| if let Stmt::Loop { var, .. } = s { *var } else { VarId(u32::MAX) }).collect::<Vec<VarId>>();
+    if body.iter().any(|s| matches!(s, Stmt::Loop { var: v, .. } if *v == var)) {
+        return ids(body);
+    }
+    body.iter().find_map(|s| match s {
+        Stmt::Loop { body, .. } => Some(siblings(body, var)).filter(|l| !l.is_empty()),
+        _ => None,
+    }).unwrap_or_default()
+}
+
+/// The loop right before loop `var` in its list, if there is one and it is a loop.
+fn prev_of(body: &[Stmt], var: VarId) -> Option<VarId> {
+    let list = siblings(body, var);
+    let at = list.iter().position(|&v| v == var)?;
+    at.checked_sub(1).map(|k| list[k]).filter(|v| v.0 != u32::MAX)
 }
 
 /// The vectorized loops in `body`, in program order.

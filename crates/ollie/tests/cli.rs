@@ -404,6 +404,18 @@ fn the_first_sketch_of_a_column_reduction_walks_the_rows_with_its_columns_in_lan
     }
     let printed = first.apply(&naive).unwrap().to_string();
     assert!(printed.contains("for parallel i0 in 0..2 {") && printed.contains("  for i1 in 0..64 {\n    for vector16 i7 in 0..32 {"), "{printed}");
+    // Two column reductions of the same array (a mean and a mean of squares, an elementwise
+    // loop between them): the second's blocks hoisted next to the first's and fused, and so are
+    // their walks over the rows — the array read once.
+    let source = std::fs::read_to_string(root().join("bench/scoreboard/column_stats.py")).unwrap();
+    let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
+    let first = ollie_search::sketches(&naive, &target(16)).remove(0);
+    let text = first.to_string();
+    for step in ["hoist i3", "fuse i0 i3", "hoist i9", "fuse i1 i4", "parallel i0"] {
+        assert!(text.lines().any(|l| l == step), "no `{step}` in\n{text}");
+    }
+    let printed = first.apply(&naive).unwrap().to_string();
+    assert_eq!(printed.matches("in 0..64 {").count(), 2, "one walk over the rows and one output loop:\n{printed}");
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &[(&str, i64)])] = &[
         ("bench/scoreboard/column_variance.py", &[("N", 37), ("F", 40)]),

@@ -131,6 +131,24 @@ pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
         .max()
 }
 
+/// Whether `a` and `b` may run in either order, or interleaved, and compute the same values:
+/// neither reads or writes a buffer the other writes. Else why not.
+pub(crate) fn apart(a: &[Stmt], b: &[Stmt], buffers: &[crate::ir::Buffer]) -> Result<(), String> {
+    let touched = |body: &[Stmt]| {
+        let (mut stores, mut loads) = (Vec::new(), Vec::new());
+        collect(body, &mut Vec::new(), &mut stores, &mut loads);
+        let written: Vec<BufferId> = stores.into_iter().map(|(b, _)| b).collect();
+        let read: Vec<BufferId> = loads.into_iter().map(|(b, _)| b).collect();
+        (written, read)
+    };
+    let ((wa, ra), (wb, rb)) = (touched(a), touched(b));
+    let shared = wa.iter().find(|x| wb.contains(x) || rb.contains(x)).or_else(|| wb.iter().find(|x| ra.contains(x)));
+    match shared {
+        Some(&id) => Err(format!("both touch `{}`, which one of them writes", buffers[id.0 as usize].name)),
+        None => Ok(()),
+    }
+}
+
 /// Every buffer some statement of `body` reads.
 pub(crate) fn buffers_read(body: &[Stmt]) -> Vec<BufferId> {
     let (mut stores, mut loads) = (Vec::new(), Vec::new());

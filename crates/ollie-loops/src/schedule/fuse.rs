@@ -1,9 +1,11 @@
 //! `fuse v w`: a loop and the loop right after it, over the same extent, become one loop running
 //! both bodies: the producer's iteration is computed at the consumer's (compute-at at that
-//! level). Legal when the fused iterations are independent. A temporary living in the second
-//! loop lives in the fused one.
+//! level). Legal when the fused iterations are independent, or when the two bodies are apart
+//! (neither reads or writes a buffer the other writes: interleaved, each still runs its own
+//! iterations in order — two reductions over the same rows into different accumulators). A
+//! temporary living in the second loop lives in the fused one.
 
-use super::deps::independent;
+use super::deps::{apart, independent};
 use super::{ScheduleError, Site};
 use crate::emit::var_name;
 use crate::ir::{Affine, LoopKind, Stmt, VarId};
@@ -19,6 +21,7 @@ pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> 
     if *e2 != extent || *k2 != LoopKind::Serial {
         return Err(site.illegal("the loops differ in extent or kind"));
     }
+    let split = body.len();
     let renamed = b2.iter().map(|s| s.map_affine(&|a| a.substitute(second, &Affine::var(var))));
     let fused: Vec<Stmt> = body.iter().cloned().chain(renamed).collect();
     // The second loop's temporaries count as the fused loop's own.
@@ -26,7 +29,7 @@ pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> 
     for &b in &scoped {
         site.buffers[b].scope = Some(var);
     }
-    if let Err(reason) = independent(var, extent, &fused, site.buffers) {
+    if let Err(reason) = independent(var, extent, &fused, site.buffers).or_else(|r| apart(&fused[..split], &fused[split..], site.buffers).map_err(|_| r)) {
         for &b in &scoped {
             site.buffers[b].scope = Some(second);
         }

@@ -38,6 +38,7 @@ mod distribute;
 mod expand;
 mod fold;
 mod fuse;
+mod hoist;
 mod join;
 mod parallel;
 mod prefetch;
@@ -73,6 +74,9 @@ pub enum Step {
     /// bodies: the producer's iteration is computed at the consumer's (compute-at at the outer
     /// level). Legal when the fused iterations are independent.
     Fuse { first: VarId, second: VarId },
+    /// The loop moves before the statement right before it: legal when neither reads or writes
+    /// a buffer the other writes.
+    Hoist { var: VarId },
     /// A reduction loop accumulates into `factor` partial results (a new temporary), combined
     /// after the loop: floating-point reassociation, which lets the partials run in SIMD lanes.
     Accumulators { var: VarId, factor: usize },
@@ -125,7 +129,7 @@ impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -159,6 +163,7 @@ impl fmt::Display for Step {
             Step::Reorder { outer, inner } => write!(f, "reorder {} {}", v(outer), v(inner)),
             Step::Distribute { var } => write!(f, "distribute {}", v(var)),
             Step::Fuse { first, second } => write!(f, "fuse {} {}", v(first), v(second)),
+            Step::Hoist { var } => write!(f, "hoist {}", v(var)),
             Step::Accumulators { var, factor } => write!(f, "accumulators {} {factor}", v(var)),
             Step::Parallel { var } => write!(f, "parallel {}", v(var)),
             Step::Simd { var } => write!(f, "simd {}", v(var)),
@@ -213,6 +218,7 @@ impl Schedule {
                 Some("reorder") => Step::Reorder { outer: var(1)?, inner: var(2)? },
                 Some("distribute") => Step::Distribute { var: var(1)? },
                 Some("fuse") => Step::Fuse { first: var(1)?, second: var(2)? },
+                Some("hoist") => Step::Hoist { var: var(1)? },
                 Some("accumulators") => Step::Accumulators { var: var(1)?, factor: number(2)? },
                 Some("parallel") => Step::Parallel { var: var(1)? },
                 Some("simd") => Step::Simd { var: var(1)? },
@@ -385,6 +391,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Reorder { inner, .. } => reorder::reorder(&mut site, *inner),
         Step::Distribute { .. } => distribute::distribute(&mut site),
         Step::Fuse { second, .. } => fuse::fuse(&mut site, *second),
+        Step::Hoist { .. } => hoist::hoist(&mut site),
         Step::Accumulators { factor, .. } => accumulators::accumulators(&mut site, *factor),
         Step::Parallel { .. } => parallel::parallel(&mut site),
         Step::Simd { .. } => vectorize::lanes(&mut site, LoopKind::Simd),
