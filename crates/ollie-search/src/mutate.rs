@@ -61,6 +61,8 @@ struct LoopSite {
     children: Vec<VarId>,
     /// The loop right after it.
     next_sibling: Option<(VarId, usize)>,
+    /// Whether a statement comes before it.
+    follows: bool,
     statements: usize,
     /// Loops around it.
     depth: usize,
@@ -80,7 +82,7 @@ fn sites_at(body: &[Stmt], depth: usize, out: &mut Vec<LoopSite>) {
                     _ => None,
                 };
                 let innermost = !inner.iter().any(|s| matches!(s, Stmt::Loop { .. }));
-                out.push(LoopSite { var: *var, extent: *extent, innermost, children, next_sibling, statements: inner.len(), depth });
+                out.push(LoopSite { var: *var, extent: *extent, innermost, children, next_sibling, follows: i > 0, statements: inner.len(), depth });
             }
             sites_at(inner, depth + 1, out);
         }
@@ -138,6 +140,9 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     }
     if let Some((second, _)) = site.next_sibling.filter(|s| s.1 == site.extent) {
         options.push(Step::Fuse { first: var, second });
+    }
+    if site.follows {
+        options.push(Step::Hoist { var });
     }
     if site.innermost {
         if let Some(factor) = pick(rng, &factors(&[4, 8, 16, 32])) {
