@@ -63,6 +63,7 @@ def main():
             "ratio": res["rows"][peer]["median"] / ollie["median"] if peer else None,
             "evals": report["evaluations"],
             "naive_kept": best["naive_is_best"],
+            "why_naive": report.get("why_naive"),
             "proposer": best["proposer"],
             "skipped": res["skipped"],
         })
@@ -97,6 +98,10 @@ def write(a, m, rows, planned):
         f"{len(ahead)} of {len(with_peer)} ({100 * len(ahead) / max(len(with_peer), 1):.0f}%); the naive kernel kept on "
         f"{sum(r['naive_kept'] for r in rows)}; below half the floor: {', '.join(r['name'] for r in rows if r['floor'] < 0.5) or 'none'}.",
     ]
+    kept = [r for r in rows if r["naive_kept"]]
+    if kept:
+        text += ["", "Why the naive kernel was kept (each report's \"What was tried\" says more):", ""]
+        text += [f"- {r['name']}: {r.get('why_naive') or 'the report does not say'}" for r in kept]
     skipped = {(k, v) for r in rows for k, v in r["skipped"].items()}
     if skipped:
         text += ["", "Peers not run: " + "; ".join(sorted(f"{k}: {v}" for k, v in skipped))]

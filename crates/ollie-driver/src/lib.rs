@@ -14,12 +14,13 @@ pub mod optimize;
 mod progress;
 pub mod report;
 pub mod setup;
+mod tried;
 mod verdict;
 
 pub use evaluator::Note;
 pub use verdict::Reason;
 /// The sketches `optimize` starts from (`ollie lower --sketch N` prints one).
-pub use ollie_search::sketches;
+pub use ollie_search::{explain, sketches};
 
 /// What the sketches are built for on this machine: vectors of `lanes` floats and the data
 /// caches the kernel reports (without them, no cache-blocked sketches).

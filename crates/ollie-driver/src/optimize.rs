@@ -123,6 +123,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let rewritten = ollie_rewrite::variants(graph);
     tracing::info!(variants = rewritten.variants.len(), stop = %rewritten.stop, fired = ?rewritten.fired, "rewriting saturated");
     let (machine, floor) = setup::roofline_floor_of(graph, &rewritten)?;
+    let target = crate::sketch_target(machine.float_lanes());
     // A new run's naive kernel is measured before anything is written (on a slice of its rows
     // when it is slow): what it costs decides every time limit and whether its outputs are the
     // accuracy rule's baseline.
@@ -154,7 +155,11 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         let cost = measured.expect("measured for a new run");
         let against = cost.baseline(&baseline, Some(o.time));
         let llm = o.llm.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
-        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name() });
+        // What the sketch rules did and what rewriting found, for a report that must say why
+        // the search found what it found.
+        let rules = ollie_search::explain(&naive, &target);
+        let rewriting = crate::tried::Rewriting::of(&rewritten);
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name(), "rules": rules, "rewriting": rewriting });
         let new = NewRun {
             spec_path: o.spec_path.clone(),
             spec_source: o.spec_source.clone(),
@@ -213,7 +218,6 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let (current, current_seconds, current_id) = kernel_of(run.current)?;
     let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
     drop(by_id);
-    let target = crate::sketch_target(machine.float_lanes());
     let mut mutate = Mutate::new(naive.clone()).with_tiles(target);
     let mut sketch = Sketch::new(&naive, &target);
     let mut rewrite = o.proposers.iter().any(|n| n == "rewrite").then(|| Rewrite::new(naive.clone(), Rewrite::lowered(&rewritten), &target));
@@ -252,8 +256,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         list.push(l);
     }
     // The bandit's record per proposer (tries, improvements), from the store.
-    let table = report::proposer_table(history.iter().map(|(_, c)| c));
-    let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.0 == p.name()).map_or((0, 0), |r| (r.1, r.2))).collect();
+    let table = crate::tried::verdicts(history.iter().map(|(_, c)| c), run.new.naive_seconds);
+    let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.proposer == p.name()).map_or((0, 0), |r| (r.evaluations, r.improvements))).collect();
 
     let mut verify = VerifyConfig { seed: sets_seed, sets_per_family: 1, reread_delay: Duration::from_millis(5), floor: Some(floor.fastest), ..VerifyConfig::default() };
     // The latest few counterexamples `ollie check` saved, then this run's own.

@@ -15,6 +15,7 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::optimize::{Tally, STORE_FILE};
+use crate::tried;
 use crate::{user_error, Error};
 
 /// The outcome of a finished run, kept in the store.
@@ -208,12 +209,15 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     let cost = graph.cost();
     // Every proposer the run asked for has its row, those that produced no candidate too.
     let requested: Vec<String> = crate::optimize::stored_option(r, "proposers");
-    let mut proposers = proposer_table(history);
+    let mut proposers = tried::verdicts(history, r.new.naive_seconds);
     for p in &requested {
-        if !proposers.iter().any(|row| &row.0 == p) {
-            proposers.push((p.clone(), 0, 0));
+        if !proposers.iter().any(|row| &row.proposer == p) {
+            proposers.push(tried::Verdicts { proposer: p.clone(), ..tried::Verdicts::default() });
         }
     }
+    let rules: Vec<ollie_search::RuleNote> = crate::optimize::stored_option(r, "rules");
+    let rewriting: Option<tried::Rewriting> = crate::optimize::stored_option(r, "rewriting");
+    let why_naive = summary.naive_is_best.then(|| tried::why_naive(&rules, rewriting.as_ref(), &proposers));
     let llm = LlmTally::of(calls).or_else(|| requested.iter().any(|p| p == "llm").then(LlmTally::default));
     let model = cost_model(graph, history);
     let json = serde_json::json!({
@@ -232,12 +236,15 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "flops": cost.flops,
         "compulsory_bytes": cost.min_bytes,
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs, "measured": machine.measured_date(), "measurements": machine.measurements, "pinned": machine.pinned },
-        "proposers": proposers.iter().map(|(p, tries, wins)| serde_json::json!({"name": p, "evaluations": tries, "improvements": wins})).collect::<Vec<_>>(),
+        "proposers": proposers,
+        "rules": rules,
+        "rewriting": rewriting,
+        "why_naive": why_naive,
         "llm": llm,
         "cost_model": model.map(|m| serde_json::json!({ "spearman": m.spearman, "held_back": m.held_back, "fitted_on": m.fitted_on })),
     });
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
-    let table = table(graph, summary, floor, &tally, llm.as_ref(), model);
+    let table = table(graph, summary, floor, &tally, llm.as_ref(), model, why_naive.as_deref());
     let mut md = format!("# ollie: `{name}`\n\nSpec `{}`, run {} ({:.0} s of search).\n\n```text\n{table}```\n\n", r.new.spec_path, r.id.0, summary.search_seconds);
     writeln!(
         md,
@@ -274,11 +281,8 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     if summary.baseline == ollie_verify::Baseline::Rounded.name() {
         writeln!(md, "Errors were measured against the reference rounded to float32, not the naive kernel's outputs: computing those on every input set would have cost more than the budget (the a-priori rule of docs/verification.md).\n").unwrap();
     }
-    md.push_str("## Proposers\n\n| proposer | evaluations | improvements |\n|---|---|---|\n");
-    for (p, tries, wins) in &proposers {
-        writeln!(md, "| {p} | {tries} | {wins} |").unwrap();
-    }
-    md.push_str("\n## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | proposer | schedule |\n|---|---|---|---|---|\n");
+    md.push_str(&tried::markdown(&rules, rewriting.as_ref(), &proposers));
+    md.push_str("## Improvements\n\nTimes on the chain's scale: the naive kernel's time multiplied by the interleaved ratios along the way.\n\n| evaluation | at | estimated time | proposer | schedule |\n|---|---|---|---|---|\n");
     for c in history.iter().filter(|c| c.new_best) {
         let t = c.timing.map(|t| seconds(t.estimate)).unwrap_or_default();
         let kernel = if c.schedule.trim().is_empty() { format!("written whole, flags `{}`", c.flags) } else { format!("`{}`", c.schedule.trim().replace('\n', "; ")) };
@@ -296,7 +300,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
 const BASELINE: &str = "not re-verified, as its outputs are the baseline every candidate was judged against (it passes by construction)";
 
 /// The short table printed at the end and placed in the report.
-fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<HeldBack>) -> String {
+fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<HeldBack>, why_naive: Option<&str>) -> String {
     let cost = graph.cost();
     let mut t = String::new();
     writeln!(t, "{:<10} {:>11} {:>23} {:>9} {:>9}", "kernel", "median", "p10..p90", "GFLOP/s", "roofline").unwrap();
@@ -306,6 +310,9 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
     }
     if s.naive_is_best {
         writeln!(t, "no candidate beat the naive kernel: the result is the naive kernel ({})", s.timed()).unwrap();
+        if let Some(why) = why_naive {
+            writeln!(t, "why: {why}").unwrap();
+        }
     } else {
         let on = if s.graph.trim().is_empty() { "" } else { " on a rewritten graph" };
         let how = if s.estimated() { "estimated: timed alone against the naive kernel's time before the search".to_string() } else { format!("{} interleaved pairs", s.pairs) };
@@ -337,21 +344,6 @@ fn cost_model(graph: &Graph, history: &[Candidate]) -> Option<HeldBack> {
         })
         .collect();
     held_back(&samples, 0.25)
-}
-
-/// Per proposer, in order of first appearance: (name, evaluations, improvements).
-pub fn proposer_table<'a>(history: impl IntoIterator<Item = &'a Candidate>) -> Vec<(String, usize, usize)> {
-    let mut rows: Vec<(String, usize, usize)> = Vec::new();
-    for c in history.into_iter().filter(|c| c.proposer != "naive") {
-        match rows.iter_mut().find(|r| r.0 == c.proposer) {
-            Some(r) => {
-                r.1 += 1;
-                r.2 += c.new_best as usize;
-            }
-            None => rows.push((c.proposer.clone(), 1, c.new_best as usize)),
-        }
-    }
-    rows
 }
 
 /// `NAME.h`: the kernel's prototype.

@@ -531,7 +531,7 @@ fn is_generated_name(name: &str) -> bool {
 }
 
 pub(crate) fn var_name(v: VarId) -> String {
-    format!("i{}", v.0)
+    v.to_string()
 }
 
 /// `4096 * i0 + i1 + 3`, as C and as the IR's text form.

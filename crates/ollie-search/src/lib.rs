@@ -18,5 +18,5 @@ mod sketch;
 pub use kernel::{EmitError, Form, Kernel, StoredError, Variant};
 pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
 pub use rewrite::Rewrite;
-pub use sketch::{sketches, Caches, Sketch, Target};
+pub use sketch::{explain, sketches, Caches, Rule, RuleNote, RuleVerdict, Sketch, Target};
 pub use search::{Evaluation, Event, Evaluate, Proposal, Propose, Search, SearchConfig, StopReason};

@@ -12,6 +12,7 @@
 
 use ollie_loops::{apply_step, BufferId, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 use crate::mutate::initial_schedule;
 use crate::{Event, Kernel, Proposal, Propose};
@@ -61,6 +62,107 @@ pub struct Caches {
     pub l2_bytes: usize,
 }
 
+/// A structural rule of the sketches, as [`explain`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// Reductions down the columns walk the rows ([`Builder::columns`]).
+    #[serde(rename = "column-reduction")]
+    Columns,
+    /// Split-K for contractions with too few outputs to share among threads.
+    SplitK,
+    /// A register tile per contraction.
+    #[serde(rename = "register-tile")]
+    Tile,
+    /// Adjacent loops over the same extent fused.
+    Fuse,
+    /// Temporaries folded into the loop that uses them.
+    Fold,
+    /// The outermost loops on threads.
+    Threads,
+    /// Innermost loops in vectors (reductions into vector accumulators).
+    Vectorize,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 7] = [Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
+
+    /// Its name in reports (and in the store, by serde).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Columns => "column-reduction",
+            Rule::SplitK => "split-k",
+            Rule::Tile => "register-tile",
+            Rule::Fuse => "fuse",
+            Rule::Fold => "fold",
+            Rule::Threads => "threads",
+            Rule::Vectorize => "vectorize",
+        }
+    }
+
+    /// What it looks for, said when nothing in the nest matches.
+    fn wants(self) -> &'static str {
+        match self {
+            Rule::Columns => "no top-level loop reduces down the columns of a row-major array",
+            Rule::SplitK => "no reduction has too few outputs to share among threads and a long reduction",
+            Rule::Tile => "no reduction (a loop nest that accumulates into each element of its output, as a product does)",
+            Rule::Fuse => "no adjacent loops over the same extent",
+            Rule::Fold => "no temporary array",
+            Rule::Threads => "no top-level loop",
+            Rule::Vectorize => "no innermost serial loop left (a register tile vectorizes its own)",
+        }
+    }
+}
+
+/// What a rule did to the naive nest in the first sketch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleVerdict {
+    /// It matched and its steps were kept.
+    Applied,
+    /// It matched, but a step it needed was illegal or a shape did not fit.
+    Declined,
+    /// Nothing in the nest is what it looks for.
+    NoMatch,
+}
+
+/// One rule's verdict on one place of the nest (or on the whole nest, for [`RuleVerdict::NoMatch`]),
+/// and what it did or why not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleNote {
+    pub rule: Rule,
+    pub verdict: RuleVerdict,
+    pub what: String,
+}
+
+impl std::fmt::Display for RuleNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = match self.verdict {
+            RuleVerdict::Applied => "applied",
+            RuleVerdict::Declined => "declined",
+            RuleVerdict::NoMatch => "no match",
+        };
+        write!(f, "{} {verdict}: {}", self.rule.name(), self.what)
+    }
+}
+
+/// What each rule did in the first sketch of `naive` for `target` (the one with the first
+/// register tile, where there are contractions): where it applied, where it declined and why,
+/// and which rules found nothing to apply to. How a report says why the search found nothing.
+pub fn explain(naive: &LoopNest, target: &Target) -> Vec<RuleNote> {
+    let first = Choices::first(target.lanes);
+    let tile = shapes(target.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).next();
+    let tile = tile.filter(|_| !contractions(naive).is_empty());
+    let (_, mut notes) = sketch(naive, Choices { tile, ..first }, target.caches);
+    for rule in Rule::ALL {
+        if !notes.iter().any(|n| n.rule == rule) {
+            notes.push(RuleNote { rule, verdict: RuleVerdict::NoMatch, what: rule.wants().to_string() });
+        }
+    }
+    notes.sort_by_key(|n| n.rule);
+    notes
+}
+
 /// The sketches of `naive` for `target`, most promising first, without duplicates.
 pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
     let lanes = target.lanes;
@@ -92,7 +194,7 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
     ]);
     let mut out: Vec<Schedule> = Vec::new();
     for choices in variants {
-        let s = sketch(naive, choices, target.caches);
+        let (s, _) = sketch(naive, choices, target.caches);
         if !s.steps.is_empty() && !out.contains(&s) {
             out.push(s);
         }
@@ -122,12 +224,12 @@ pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -
         .collect();
     let tile = *fitting.get(rng.random_range(0..fitting.len().max(1)))?;
     let blocked = target.caches.is_some() && rng.random_range(0..2) == 0;
-    Some(sketch(naive, Choices { tile: Some(tile), blocked, ..Choices::first(lanes) }, target.caches))
+    Some(sketch(naive, Choices { tile: Some(tile), blocked, ..Choices::first(lanes) }, target.caches).0)
 }
 
-/// One sketch: the rules applied in order, each step kept only if legal.
-fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> Schedule {
-    let mut b = Builder { nest: naive.clone(), steps: Vec::new() };
+/// One sketch: the rules applied in order, each step kept only if legal; and what each rule did.
+fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Vec<RuleNote>) {
+    let mut b = Builder { nest: naive.clone(), steps: Vec::new(), notes: Vec::new(), refused: None };
     if c.columns {
         b.columns(c.lanes);
     }
@@ -144,8 +246,16 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> Schedule {
             let own = own.unwrap_or(t);
             // Blocked where it can be, else the plain tile.
             let blocks = caches.filter(|_| c.blocked).and_then(|caches| contraction.blocks(own, c.lanes, caches));
+            b.refused = None;
             let built = blocks.and_then(|blocks| b.tile(&contraction, own, c.lanes, Some(blocks)));
-            tiles.extend(built.or_else(|| b.tile(&contraction, own, c.lanes, None)));
+            let built = built.or_else(|| b.tile(&contraction, own, c.lanes, None));
+            let into = b.nest.buffers[contraction.output().0 as usize].name.clone();
+            let (verdict, what) = match &built {
+                Some(_) => (RuleVerdict::Applied, format!("a {} x {} tile on the reduction into `{into}`", own.rows, own.vectors * width)),
+                None => (RuleVerdict::Declined, format!("the reduction into `{into}`: {}", b.refusal("no tile divides its output's last two axes, or the output is not contiguous along its last loop"))),
+            };
+            b.note(Rule::Tile, verdict, what);
+            tiles.extend(built);
         }
     }
     if c.fuse {
@@ -165,19 +275,24 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> Schedule {
     if let Some(k) = c.prefetch {
         b.prefetch_ahead(k);
     }
-    Schedule { steps: b.steps, flags: initial_schedule().flags }
+    (Schedule { steps: b.steps, flags: initial_schedule().flags }, b.notes)
 }
 
 struct Builder {
     nest: LoopNest,
     steps: Vec<Step>,
+    /// What the rules did, for [`explain`].
+    notes: Vec<RuleNote>,
+    /// The last step found illegal, and why.
+    refused: Option<String>,
 }
 
 impl Builder {
-    /// Applies `step` if it is legal.
+    /// Applies `step` if it is legal (else remembers why not in `refused`).
     fn try_step(&mut self, step: Step) -> bool {
         let mut next = self.nest.clone();
-        if apply_step(&mut next, &step).is_err() {
+        if let Err(e) = apply_step(&mut next, &step) {
+            self.refused = Some(format!("`{step}` is illegal: {e}"));
             return false;
         }
         self.nest = next;
@@ -185,24 +300,52 @@ impl Builder {
         true
     }
 
+    /// Notes what `rule` did.
+    fn note(&mut self, rule: Rule, verdict: RuleVerdict, what: impl Into<String>) {
+        self.notes.push(RuleNote { rule, verdict, what: what.into() });
+    }
+
+    /// Why the last step tried was refused, taken (or `otherwise` if none was).
+    fn refusal(&mut self, otherwise: &str) -> String {
+        self.refused.take().unwrap_or_else(|| otherwise.to_string())
+    }
+
     /// Fuses adjacent loops over the same extent, at every level, until none fuse.
     fn fuse_all(&mut self) {
         loop {
             let mut pairs = Vec::new();
             adjacent_pairs(&self.nest.body, &mut pairs);
-            if !pairs.into_iter().any(|(first, second)| self.try_step(Step::Fuse { first, second })) {
-                return;
+            let mut refused = Vec::new();
+            let mut fused = None;
+            for (first, second) in pairs {
+                if self.try_step(Step::Fuse { first, second }) {
+                    fused = Some((first, second));
+                    break;
+                }
+                refused.push(format!("{first} and {second} stay apart: {}", self.refusal("")));
+            }
+            match fused {
+                Some((first, second)) => self.note(Rule::Fuse, RuleVerdict::Applied, format!("{first} and {second} fused")),
+                None => {
+                    refused.into_iter().for_each(|why| self.note(Rule::Fuse, RuleVerdict::Declined, why));
+                    return;
+                }
             }
         }
     }
 
     /// Folds each temporary into the innermost loop holding all its uses (or the next one out).
     fn fold_all(&mut self) {
-        let temps: Vec<String> = self.nest.temps().map(|(_, b)| b.name.clone()).collect();
+        // Not the tiles' own buffers, scoped already.
+        let temps: Vec<String> = self.nest.temps().filter(|(_, b)| b.scope.is_none()).map(|(_, b)| b.name.clone()).collect();
         for name in temps {
-            for var in holders(&self.nest, &name) {
-                if self.try_step(Step::Fold { buffer: name.clone(), var }) {
-                    break;
+            self.refused = None;
+            let folded = holders(&self.nest, &name).into_iter().find(|&var| self.try_step(Step::Fold { buffer: name.clone(), var }));
+            match folded {
+                Some(var) => self.note(Rule::Fold, RuleVerdict::Applied, format!("`{name}` folded into {var}")),
+                None => {
+                    let why = self.refusal("no loop holds all its uses");
+                    self.note(Rule::Fold, RuleVerdict::Declined, format!("`{name}` stays whole: {why}"));
                 }
             }
         }
@@ -218,17 +361,27 @@ impl Builder {
         innermost_loops(&self.nest.body, &mut innermost);
         for (var, extent, reduction) in innermost {
             let width = lanes as usize;
-            if reduction {
-                let Some(factor) = [chains * width, 2 * width, width].into_iter().find(|f| extent % f == 0 && extent > *f && (extent >= 8 * f || *f == width)) else { continue };
-                if self.try_step(Step::Accumulators { var, factor }) {
-                    // The partials' loop is the one now inside `var`.
-                    if let Some(partials) = child_loop(&self.nest.body, var) {
-                        self.try_step(Step::Vectorize { var: partials, width: lanes });
-                    }
+            self.refused = None;
+            let (verdict, what) = if reduction {
+                let Some(factor) = [chains * width, 2 * width, width].into_iter().find(|f| extent % f == 0 && extent > *f && (extent >= 8 * f || *f == width)) else {
+                    self.note(Rule::Vectorize, RuleVerdict::Declined, format!("{var}: a reduction of {extent} steps, not a multiple of {width} lanes longer than one vector"));
+                    continue;
+                };
+                // The partials' loop is the one now inside `var`.
+                let done = self.try_step(Step::Accumulators { var, factor }) && child_loop(&self.nest.body, var).is_some_and(|partials| self.try_step(Step::Vectorize { var: partials, width: lanes }));
+                match done {
+                    true => (RuleVerdict::Applied, format!("{var}: a reduction into {} vectors of partial results", factor / width)),
+                    false => (RuleVerdict::Declined, format!("{var}: {}", self.refusal("its partial results are not one loop"))),
                 }
-            } else if extent >= width && self.try_step(Step::Vectorize { var, width: lanes }) && stream {
-                self.try_step(Step::Stream { var });
-            }
+            } else if extent < width {
+                (RuleVerdict::Declined, format!("{var}: {extent} iterations, fewer than a vector's {width} lanes"))
+            } else if self.try_step(Step::Vectorize { var, width: lanes }) {
+                let streamed = stream && self.try_step(Step::Stream { var });
+                (RuleVerdict::Applied, format!("{var} in vectors of {width}{}", if streamed { ", its stores streamed" } else { "" }))
+            } else {
+                (RuleVerdict::Declined, format!("{var}: {}", self.refusal("")))
+            };
+            self.note(Rule::Vectorize, verdict, what);
         }
     }
 
@@ -244,6 +397,7 @@ impl Builder {
         // The block loops made, with the walk over the rows inside each.
         let mut blocks = Vec::new();
         for (j, extent, i) in tops {
+            self.refused = None;
             let block = extent / COLUMN_BLOCKS;
             let inner = if extent % COLUMN_BLOCKS == 0 && block >= lanes as usize {
                 let w = self.nest.fresh_var();
@@ -251,8 +405,15 @@ impl Builder {
             } else {
                 j
             };
-            if self.try_step(Step::Reorder { outer: inner, inner: i }) && inner != j {
-                blocks.push((j, i));
+            if self.try_step(Step::Reorder { outer: inner, inner: i }) {
+                let how = if inner != j { format!("in {COLUMN_BLOCKS} blocks of {block} columns") } else { "in one block".to_string() };
+                self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} ({extent} columns) walks the rows {i} {how}"));
+                if inner != j {
+                    blocks.push((j, i));
+                }
+            } else {
+                let why = self.refusal("");
+                self.note(Rule::Columns, RuleVerdict::Declined, format!("{j} still walks down the columns: {why}"));
             }
         }
         // Column reductions over the same rows in one pass: each later block loop hoisted next
@@ -261,12 +422,18 @@ impl Builder {
         // first walk, and the walks fused: the rows read once for every reduction.
         let Some(&(first, rows)) = blocks.first() else { return };
         for &(j, i) in &blocks[1..] {
-            if !self.hoist_after(j, first) || !self.try_step(Step::Fuse { first, second: j }) {
-                continue;
+            self.refused = None;
+            let mut one_pass = self.hoist_after(j, first) && self.try_step(Step::Fuse { first, second: j });
+            if one_pass {
+                let between: Vec<VarId> = siblings(&self.nest.body, rows).into_iter().skip_while(|&v| v != rows).skip(1).take_while(|&v| v != i).collect();
+                one_pass = between.iter().all(|&v| self.hoist_after(v, prev_of(&self.nest.body, rows))) && self.try_step(Step::Fuse { first: rows, second: i });
             }
-            let between: Vec<VarId> = siblings(&self.nest.body, rows).into_iter().skip_while(|&v| v != rows).skip(1).take_while(|&v| v != i).collect();
-            if between.iter().all(|&v| self.hoist_after(v, prev_of(&self.nest.body, rows))) {
-                self.try_step(Step::Fuse { first: rows, second: i });
+            match one_pass {
+                true => self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} reads the rows in {first}'s pass")),
+                false => {
+                    let why = self.refusal("");
+                    self.note(Rule::Columns, RuleVerdict::Declined, format!("{j} reads the rows in a pass of its own: {why}"));
+                }
             }
         }
     }
@@ -293,7 +460,14 @@ impl Builder {
     fn split_short_contractions(&mut self, lanes: u32) {
         for c in contractions(&self.nest) {
             if let Some(var) = c.split_k(lanes, CHUNKS) {
-                self.try_step(Step::SplitK { var, chunks: CHUNKS });
+                self.refused = None;
+                match self.try_step(Step::SplitK { var, chunks: CHUNKS }) {
+                    true => self.note(Rule::SplitK, RuleVerdict::Applied, format!("{var} in {CHUNKS} chunks")),
+                    false => {
+                        let why = self.refusal("");
+                        self.note(Rule::SplitK, RuleVerdict::Declined, format!("{var}: {why}"));
+                    }
+                }
             }
         }
     }
@@ -306,25 +480,35 @@ impl Builder {
         let tops: Vec<(VarId, usize)> = self.nest.body.iter().filter_map(|s| if let Stmt::Loop { var, extent, .. } = s { Some((*var, *extent)) } else { None }).collect();
         for (var, extent) in tops {
             if has_parallel(&self.nest.body, var) {
+                self.note(Rule::Threads, RuleVerdict::Applied, format!("{var}: on threads already (by a tile or split-K)"));
                 continue;
             }
+            self.refused = None;
             self.split_flat_end(var);
             let chain = chain_loops(&self.nest.body, var);
             if chain.iter().map(|l| l.1).product::<usize>() == 1 && self.parallelize_inside(var) {
+                self.note(Rule::Threads, RuleVerdict::Applied, format!("{var} has one iteration: loops inside it on threads"));
                 continue;
             }
             if self.try_step(Step::Parallel { var }) {
                 // Joined while short, but never a flat loop: it stays one vectorizable loop.
                 let mut shared = extent;
+                let mut joined = 0;
                 for &(_, n, flat) in &chain[1..] {
                     if shared >= SHARED || flat || !self.try_step(Step::Join { var }) {
                         break;
                     }
                     shared *= n;
+                    joined += 1;
                 }
-            } else if extent >= 4 * CHUNKS && self.try_step(Step::Rfactor { var, chunks: CHUNKS }) {
-                if let Some(chunk) = parent_loop(&self.nest.body, var) {
-                    self.try_step(Step::Parallel { var: chunk });
+                let with = if joined > 0 { format!(", joined with {joined} loop(s) inside it") } else { String::new() };
+                self.note(Rule::Threads, RuleVerdict::Applied, format!("{var} ({extent} iterations) on threads{with}"));
+            } else {
+                let why = self.refusal("");
+                let chunked = extent >= 4 * CHUNKS && self.try_step(Step::Rfactor { var, chunks: CHUNKS }) && parent_loop(&self.nest.body, var).is_some_and(|chunk| self.try_step(Step::Parallel { var: chunk }));
+                match chunked {
+                    true => self.note(Rule::Threads, RuleVerdict::Applied, format!("{var}: a reduction, in {CHUNKS} chunks on threads")),
+                    false => self.note(Rule::Threads, RuleVerdict::Declined, format!("{var} stays serial: {why}")),
                 }
             }
         }

@@ -104,8 +104,12 @@ enum Command {
         /// Print the schedule's steps instead of the kernel.
         #[arg(long, requires = "sketch")]
         steps: bool,
+        /// Print what each sketch rule does to the naive nest instead: where it applies, where it
+        /// declines and why, and which rules find nothing to apply to.
+        #[arg(long, conflicts_with_all = ["sketch", "schedule", "ir"])]
+        rules: bool,
         /// Vector lanes the sketches assume [default: this CPU's floats per vector register].
-        #[arg(long, requires = "sketch")]
+        #[arg(long)]
         lanes: Option<u32>,
         /// Lower the N-th variant `ollie rewrite` prints (from 1) instead of the spec's graph.
         #[arg(long)]
@@ -300,8 +304,16 @@ pub fn user_error(message: impl Into<String>) -> Failure {
     Failure::User(message.into())
 }
 
-/// `sketch`: which sketch, whether to print its steps, and the lanes it assumes.
-fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>, sketch: Option<(usize, bool, Option<u32>)>, variant: Option<usize>) -> Result<(), Failure> {
+/// What `ollie lower` prints besides the naive kernel.
+enum Lowered<'a> {
+    Naive { ir: bool },
+    Schedule { path: &'a std::path::Path, ir: bool },
+    /// The N-th sketch, its steps or its kernel.
+    Sketch { n: usize, steps: bool, ir: bool },
+    Rules,
+}
+
+fn lower(args: &SpecArgs, what: Lowered, lanes: Option<u32>, variant: Option<usize>) -> Result<(), Failure> {
     let spec = load::load(args)?;
     let graph = match variant {
         None => spec.graph,
@@ -313,24 +325,28 @@ fn lower(args: &SpecArgs, ir: bool, schedule: Option<&std::path::Path>, sketch: 
             variants.swap_remove(k - 1).graph
         }
     };
-    let mut nest = ollie_loops::lower(&graph).map_err(anyhow::Error::from)?;
-    if let Some((n, steps, lanes)) = sketch {
-        let lanes = lanes.unwrap_or_else(ollie_runner::native_float_lanes);
-        let mut all = ollie_driver::sketches(&nest, &ollie_driver::sketch_target(lanes));
-        if n >= all.len() {
-            return Err(user_error(format!("error: there are {} sketches of `{}` at {lanes} lanes (0..{})", all.len(), nest.name, all.len())));
+    let nest = ollie_loops::lower(&graph).map_err(anyhow::Error::from)?;
+    let target = ollie_driver::sketch_target(lanes.unwrap_or_else(ollie_runner::native_float_lanes));
+    let (nest, ir) = match what {
+        Lowered::Naive { ir } => (nest, ir),
+        Lowered::Rules => return stdout(&ollie_driver::explain(&nest, &target).iter().map(|n| format!("{n}\n")).collect::<String>()),
+        Lowered::Sketch { n, steps, ir } => {
+            let mut all = ollie_driver::sketches(&nest, &target);
+            if n >= all.len() {
+                return Err(user_error(format!("error: there are {} sketches of `{}` at {} lanes (0..{})", all.len(), nest.name, target.lanes, all.len())));
+            }
+            let schedule = all.swap_remove(n);
+            if steps {
+                return stdout(&schedule.to_string());
+            }
+            (schedule.apply(&nest).map_err(anyhow::Error::from)?, ir)
         }
-        let schedule = all.swap_remove(n);
-        if steps {
-            return stdout(&schedule.to_string());
+        Lowered::Schedule { path, ir } => {
+            let text = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read schedule `{}`: {e}", path.display())))?;
+            let schedule = ollie_loops::Schedule::parse(&text).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?;
+            (schedule.apply(&nest).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?, ir)
         }
-        nest = schedule.apply(&nest).map_err(anyhow::Error::from)?;
-    }
-    if let Some(path) = schedule {
-        let text = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read schedule `{}`: {e}", path.display())))?;
-        let schedule = ollie_loops::Schedule::parse(&text).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?;
-        nest = schedule.apply(&nest).map_err(|e| user_error(format!("error: {}: {e}", path.display())))?;
-    }
+    };
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
@@ -405,7 +421,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
         Command::Rewrite { spec } => load::load(&spec).and_then(|s| stdout(&ollie_rewrite::variants(&s.graph).to_string())),
-        Command::Lower { spec, ir, schedule, sketch, steps, lanes, variant } => lower(&spec, ir, schedule.as_deref(), sketch.map(|n| (n, steps, lanes)), variant),
+        Command::Lower { spec, ir, schedule, sketch, steps, rules, lanes, variant } => {
+            let what = match (schedule.as_deref(), sketch) {
+                _ if rules => Lowered::Rules,
+                (Some(path), _) => Lowered::Schedule { path, ir },
+                (None, Some(n)) => Lowered::Sketch { n, steps, ir },
+                (None, None) => Lowered::Naive { ir },
+            };
+            lower(&spec, what, lanes, variant)
+        }
         Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
             bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
         }

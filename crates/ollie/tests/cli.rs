@@ -279,6 +279,18 @@ fn a_rejection_saves_its_inputs_and_later_checks_try_them_first() {
     assert_eq!(report["rejection"]["test"]["call"], 1);
 }
 
+/// `ollie lower --rules` prints what each sketch rule does (test_data/rules holds the stage tests).
+#[test]
+fn lower_rules_says_what_each_sketch_rule_does() {
+    let o = ollie(&["lower", "bench/scoreboard/jacobi2d.py", "--rules", "--lanes", "8"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().any(|l| l == "register-tile no match: no reduction (a loop nest that accumulates into each element of its output, as a product does)"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("threads applied: i0 (2046 iterations)")), "{text}");
+    let both = ollie(&["lower", "bench/scoreboard/jacobi2d.py", "--rules", "--sketch", "0"]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+}
+
 /// Vectorized loops of exp, log, tanh, sqrt, fabs and small integer powers use the emitter's
 /// vector math: every such kernel, at 4, 8 and 16 lanes (300 iterations: tails too), passes
 /// the verifier on every input family.

@@ -187,6 +187,41 @@ fn a_met_roofline_target_stops_the_search_at_once() {
     assert!(certificate.get("tests").is_none(), "{certificate}");
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("not re-verified") && !markdown.contains("Re-verified with"), "{markdown}");
+    // Why: nothing was judged, which is neither "nothing applies" nor "everything lost".
+    assert!(report["why_naive"].as_str().unwrap().starts_with("no candidate was judged"), "{report}");
+}
+
+/// A kernel too small for threads: its only sketch (rows on threads) loses to the naive kernel,
+/// and the report says so — which rules applied, what became of their candidate — rather than
+/// leaving "nothing applies" and "everything lost" to a guess.
+#[test]
+fn a_naive_result_says_what_was_tried_and_how_it_lost() {
+    let cache = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny_add.py");
+    std::fs::write(&spec, "def tiny_add(x: \"f32[4, 16]\", y: \"f32[4, 16]\") -> \"f32[4, 16]\":\n    return x + y\n").unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_ollie"))
+        .args(["optimize", "--proposers", "sketch", "--evals", "1", "--time", "30", "--seed", "3", "--out"])
+        .arg(&out)
+        .arg(&spec)
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["best"]["naive_is_best"], true, "{report}");
+    let why = report["why_naive"].as_str().unwrap();
+    assert!(why.starts_with("everything lost") && why.contains("of 1 candidates, 1 timed"), "{why}");
+    assert!(stdout.contains("why: everything lost"), "{stdout}");
+    let rules = report["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["rule"] == "threads" && r["verdict"] == "applied"), "{report}");
+    assert!(rules.iter().any(|r| r["rule"] == "register-tile" && r["verdict"] == "no-match"), "{report}");
+    let sketch = report["proposers"].as_array().unwrap().iter().find(|p| p["name"] == "sketch").cloned().unwrap();
+    assert_eq!((&sketch["evaluations"], &sketch["slower"], &sketch["faster"]), (&serde_json::json!(1), &serde_json::json!(1), &serde_json::json!(0)), "{report}");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("## What was tried") && markdown.contains("- **threads** applied: i0 (4 iterations) on threads"), "{markdown}");
 }
 
 /// A 1024³ product: its naive kernel (about a second a call here) is measured on a slice of its

@@ -86,6 +86,11 @@ pub(super) fn chain(s: &Stmt) -> (Vec<(VarId, usize)>, &[Stmt]) {
 
 
 impl Contraction {
+    /// The buffer it accumulates into.
+    pub(super) fn output(&self) -> BufferId {
+        self.out
+    }
+
     /// The loop over the tile's columns: the output's last axis, along which the output is
     /// contiguous.
     fn columns(&self, nest: &LoopNest) -> Option<(VarId, usize)> {
