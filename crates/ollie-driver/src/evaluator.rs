@@ -65,10 +65,15 @@ impl Built {
 /// [`Kernel::emit`], then compile (the compiler's cache makes a rebuild cheap). A kernel written
 /// outside ollie passes the static screen first.
 pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> Built {
+    let started = Instant::now();
     let (source, flags) = match kernel.emit(naive) {
         Ok(emitted) => emitted,
         Err(e) => return Built { source: String::new(), flags: Vec::new(), library: Err((Reason::from(&e), e.to_string())) },
     };
+    let seconds = started.elapsed().as_secs_f64();
+    if seconds > 1.0 {
+        tracing::debug!(seconds, schedule = %kernel.schedule_text(), "slow to emit");
+    }
     let screened = match kernel {
         Kernel::Written { .. } => match ollie_verify::screen(compiler, &source, &flags) {
             Ok(Ok(())) => Ok(()),
@@ -82,6 +87,7 @@ pub(crate) fn build(compiler: &Compiler, naive: &LoopNest, kernel: &Kernel) -> B
         Err(Ok(outcome)) => Err((Reason::CompileError, outcome.summary())),
         Err(Err(e)) => Err((Reason::CompileError, e.to_string())),
     });
+    tracing::trace!(seconds = started.elapsed().as_secs_f64(), ok = library.is_ok(), "built");
     Built { source, flags, library }
 }
 
@@ -104,10 +110,12 @@ const SLOWER: f64 = 4.0;
 const DRIFT: f64 = 4.0;
 
 /// Builds started ahead of their turn ([`Evaluate::prefetch`]), each on a thread of its own;
-/// joined when their kernel is needed, or when the search is over.
+/// joined when their kernel is needed, or stopped when the search is over (through the
+/// compiler's cancel flag, if it has one: a compilation can take many seconds).
 #[derive(Default)]
 struct Background {
     running: HashMap<Kernel, std::thread::JoinHandle<Built>>,
+    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Background {
@@ -119,6 +127,9 @@ impl Background {
 
 impl Drop for Background {
     fn drop(&mut self) {
+        if let Some(cancel) = &self.cancel {
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.running.drain().for_each(|(_, h)| drop(h.join()));
     }
 }
@@ -186,13 +197,21 @@ pub(crate) struct Start {
 }
 
 impl<'a> Evaluator<'a> {
+    /// Ends the search's evaluations: builds still running in the background are stopped
+    /// (where the compiler can be), and the oracle goes on to the final phase.
+    pub fn into_oracle(self) -> Oracle<'a> {
+        let Evaluator { oracle, background, .. } = self;
+        drop(background);
+        oracle
+    }
+
     pub fn new(naive: &'a LoopNest, compiler: &'a Compiler, oracle: Oracle<'a>, start: Start) -> Evaluator<'a> {
         Evaluator {
             naive,
             compiler,
             oracle,
             builds: HashMap::new(),
-            background: Background::default(),
+            background: Background { running: HashMap::new(), cancel: compiler.stop.as_ref().map(|s| s.cancel.clone()) },
             shared_naive: std::sync::Arc::new(naive.clone()),
             rejected: HashMap::new(),
             model: {

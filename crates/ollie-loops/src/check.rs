@@ -202,15 +202,26 @@ fn enumerate(offset: &Affine, ranges: &[usize], mut visit: impl FnMut(i64) -> bo
     if total > ENUMERATION_LIMIT {
         return false;
     }
-    let mut counter = vec![0usize; ranges.len()];
-    for _ in 0..total {
-        let o = offset.constant + offset.terms.iter().zip(&counter).map(|((_, c), &i)| c * i as i64).sum::<i64>();
-        if !visit(o) {
-            return true;
+    // The last variable steps fastest, in a loop of its own (tens of millions of offsets for a
+    // large temporary: the odometer runs once per row of them).
+    let coefficients: Vec<i64> = offset.terms.iter().map(|(_, c)| *c).collect();
+    let (inner, step) = match (ranges.last(), coefficients.last()) {
+        (Some(&n), Some(&c)) => (n, c),
+        _ => (1, 0),
+    };
+    let outer = &ranges[..ranges.len().saturating_sub(1)];
+    let mut counter = vec![0usize; outer.len()];
+    for _ in 0..outer.iter().map(|&n| n as u64).product::<u64>() {
+        let mut o = offset.constant + coefficients.iter().zip(&counter).map(|(c, &i)| c * i as i64).sum::<i64>();
+        for _ in 0..inner {
+            if !visit(o) {
+                return true;
+            }
+            o += step;
         }
         for d in (0..counter.len()).rev() {
             counter[d] += 1;
-            if counter[d] < ranges[d] {
+            if counter[d] < outer[d] {
                 break;
             }
             counter[d] = 0;

@@ -35,12 +35,33 @@ pub struct Compiler {
     /// A compilation taking longer is stopped and reported as a compile error (compilers do
     /// sometimes take forever on generated loop nests).
     pub timeout: std::time::Duration,
+    /// When compilations stop whatever their time so far: past a deadline (a search's budget),
+    /// or once the flag is raised (the search is over and its builds ahead are not wanted). A
+    /// stopped compilation is a compile error saying so.
+    pub stop: Option<CompileStop>,
+}
+
+/// See [`Compiler::stop`].
+#[derive(Debug, Clone, Default)]
+pub struct CompileStop {
+    pub deadline: Option<std::time::Instant>,
+    pub cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CompileStop {
+    /// Why a compilation must stop now, if it must.
+    fn now(&self) -> Option<&'static str> {
+        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Some("its build was no longer wanted");
+        }
+        self.deadline.filter(|d| std::time::Instant::now() >= *d).map(|_| "the time given to the search was up")
+    }
 }
 
 impl Compiler {
     /// The compiler from `$CC` (default `cc`), caching in `cache_dir`.
     pub fn new(cache_dir: impl Into<PathBuf>) -> Compiler {
-        Compiler { cc: std::env::var("CC").unwrap_or_else(|_| "cc".into()), cache_dir: cache_dir.into(), timeout: std::time::Duration::from_secs(60) }
+        Compiler { cc: std::env::var("CC").unwrap_or_else(|_| "cc".into()), cache_dir: cache_dir.into(), timeout: std::time::Duration::from_secs(60), stop: None }
     }
 
     /// The user's cache directory for compiled kernels: `kernels/` under [`cache_root`].
@@ -117,11 +138,13 @@ impl Compiler {
         // Stopped while kernels are timed; that time is not the compiler's.
         let registered = crate::quiet::Registered::new(child.id() as i32);
         let (started, quiet) = (std::time::Instant::now(), crate::quiet::quiet_so_far());
+        let mut stopped = None;
         let status = loop {
             if let Some(status) = child.try_wait().map_err(|e| RunnerError::Io("waiting for the C compiler".into(), e))? {
                 break Some(status);
             }
-            if started.elapsed().saturating_sub(crate::quiet::quiet_so_far() - quiet) > self.timeout {
+            stopped = self.stop.as_ref().and_then(CompileStop::now);
+            if stopped.is_some() || started.elapsed().saturating_sub(crate::quiet::quiet_so_far() - quiet) > self.timeout {
                 // SAFETY: signals the process group the compiler leads.
                 unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                 let _ = child.wait();
@@ -135,7 +158,10 @@ impl Compiler {
         Ok(match status {
             Some(s) if s.success() => None,
             Some(_) => Some(log),
-            None => Some(format!("the C compiler did not finish within {} s\n{log}", self.timeout.as_secs())),
+            None => match stopped {
+                Some(why) => Some(format!("the C compiler was stopped: {why}\n{log}")),
+                None => Some(format!("the C compiler did not finish within {} s\n{log}", self.timeout.as_secs())),
+            },
         })
     }
 }

@@ -100,6 +100,25 @@ fn compiled_libraries_are_cached_by_content() {
     assert_ne!(first.library, other.library);
 }
 
+/// A compilation past its deadline, or no longer wanted, is stopped at once and says why; nothing
+/// is cached, and the same source builds once nothing stops it.
+#[test]
+fn a_stopped_compilation_is_a_compile_error_saying_why() {
+    let cache = tempfile::tempdir().unwrap();
+    let source = "void k(const float *x, float *out) { out[0] = x[0] * 2; }";
+    let cancelled = ollie_runner::CompileStop::default();
+    cancelled.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let past = ollie_runner::CompileStop { deadline: Some(std::time::Instant::now()), ..Default::default() };
+    for (stop, why) in [(cancelled, "its build was no longer wanted"), (past, "the time given to the search was up")] {
+        let compiler = Compiler { stop: Some(stop), ..Compiler::new(cache.path()) };
+        match compiler.compile(source, &[]) {
+            Err(Ok(Outcome::CompileError { log })) => assert!(log.starts_with(&format!("the C compiler was stopped: {why}")), "{log}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!Compiler::new(cache.path()).compile(source, &[]).unwrap().cached);
+}
+
 #[test]
 fn the_same_source_built_by_several_threads_at_once_is_one_library() {
     let cache = tempfile::tempdir().unwrap();
