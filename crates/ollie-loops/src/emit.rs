@@ -109,7 +109,8 @@ impl<'a> Emitter<'a> {
         // Folded temporaries are declared in the loop they live in, except those on the heap
         // in a loop that runs on one thread: allocated once here (an allocation of a packed
         // panel per iteration costs its pages' faults each time).
-        let temps: Vec<_> = self.nest.temps().filter(|(id, b)| b.scope.is_none() || self.hoisted(*id)).collect();
+        // Not those no statement touches any more (inlined).
+        let temps: Vec<_> = self.nest.temps().filter(|(id, b)| (b.scope.is_none() || self.hoisted(*id)) && touched(&self.nest.body, *id)).collect();
         for (id, b) in &temps {
             let t = self.ctype(b.dtype);
             if b.scope.is_some() {
@@ -188,7 +189,8 @@ impl<'a> Emitter<'a> {
     fn scoped_temps(&self, out: &mut String, vars: &[VarId], body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
         let mut heap = Vec::new();
-        for (id, b) in self.nest.temps().filter(|(id, b)| b.scope.is_some_and(|s| vars.contains(&s)) && !self.hoisted(*id)) {
+        // Not those no statement touches any more (inlined).
+        for (id, b) in self.nest.temps().filter(|(id, b)| b.scope.is_some_and(|s| vars.contains(&s)) && !self.hoisted(*id) && touched(body, *id)) {
             let (t, name) = (self.ctype(b.dtype), &self.names[id.0 as usize]);
             if let Some(w) = b.registers {
                 let t = if w > 1 { format!("ollie_v{w}") } else { self.scalar().to_string() };
@@ -575,4 +577,11 @@ fn on_threads(body: &[Stmt], var: VarId, inside: bool) -> bool {
         }
         _ => false,
     })
+}
+
+/// Whether a statement of `body` touches buffer `id`.
+fn touched(body: &[Stmt], id: BufferId) -> bool {
+    let mut at = Vec::new();
+    body.iter().for_each(|s| s.accesses(id, &mut at));
+    !at.is_empty()
 }

@@ -63,6 +63,9 @@ struct LoopSite {
     next_sibling: Option<(VarId, usize)>,
     /// Whether a statement comes before it.
     follows: bool,
+    /// Whether a statement other than a loop comes right after it (a loop after it can be
+    /// hoisted instead).
+    precedes: bool,
     statements: usize,
     /// Loops around it.
     depth: usize,
@@ -82,7 +85,7 @@ fn sites_at(body: &[Stmt], depth: usize, out: &mut Vec<LoopSite>) {
                     _ => None,
                 };
                 let innermost = !inner.iter().any(|s| matches!(s, Stmt::Loop { .. }));
-                out.push(LoopSite { var: *var, extent: *extent, innermost, children, next_sibling, follows: i > 0, statements: inner.len(), depth });
+                out.push(LoopSite { var: *var, extent: *extent, innermost, children, next_sibling, follows: i > 0, precedes: matches!(body.get(i + 1), Some(Stmt::Store { .. })), statements: inner.len(), depth });
             }
             sites_at(inner, depth + 1, out);
         }
@@ -144,6 +147,9 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     if site.follows {
         options.push(Step::Hoist { var });
     }
+    if site.precedes {
+        options.push(Step::Sink { var });
+    }
     if site.innermost {
         if let Some(factor) = pick(rng, &factors(&[4, 8, 16, 32])) {
             options.push(Step::Accumulators { var, factor });
@@ -160,6 +166,11 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     let temps: Vec<String> = nest.temps().filter(|(_, b)| b.scope.is_none()).map(|(_, b)| b.name.clone()).collect();
     if let Some(buffer) = pick(rng, &temps) {
         options.push(Step::Fold { buffer, var });
+    }
+    // A temporary living in this loop replaced by its value where it is read.
+    let own: Vec<String> = nest.temps().filter(|(_, b)| b.scope == Some(var) && b.registers.is_none()).map(|(_, b)| b.name.clone()).collect();
+    if let Some(buffer) = pick(rng, &own) {
+        options.push(Step::Inline { buffer, var });
     }
     // A short loop replicated (unroll-and-jam), or an input's window copied into a contiguous
     // scratch buffer at this loop (packing); each legal only where its check allows.

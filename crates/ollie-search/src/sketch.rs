@@ -10,7 +10,8 @@
 //! vector width, accumulators, fusion, threads, streaming, which pass prefetches). Every step
 //! passes its legality check as it is built.
 
-use ollie_loops::{apply_step, BufferId, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
+use ollie_graph::{BinaryOp, UnaryOp};
+use ollie_loops::{apply_step, BufferId, BufferKind, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -106,7 +107,7 @@ impl Rule {
             Rule::Columns => "no top-level loop reduces down the columns of a row-major array",
             Rule::SplitK => "no reduction has too few outputs to share among threads and a long reduction",
             Rule::Tile => "no reduction (a loop nest that accumulates into each element of its output, as a product does)",
-            Rule::Fuse => "no adjacent loops over the same extent",
+            Rule::Fuse => "no two loops over the same extent with no loop between them",
             Rule::Fold => "no temporary array",
             Rule::Threads => "no top-level loop",
             Rule::Vectorize => "no innermost serial loop left (a register tile vectorizes its own)",
@@ -230,6 +231,7 @@ pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -
 /// One sketch: the rules applied in order, each step kept only if legal; and what each rule did.
 fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Vec<RuleNote>) {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new(), notes: Vec::new(), refused: None };
+    b.inline_producers();
     if c.columns {
         b.columns(c.lanes);
     }
@@ -310,15 +312,30 @@ impl Builder {
         self.refused.take().unwrap_or_else(|| otherwise.to_string())
     }
 
-    /// Fuses adjacent loops over the same extent, at every level, until none fuse.
+    /// Applies `steps` in order if each is legal, else none of them.
+    fn try_steps(&mut self, steps: impl IntoIterator<Item = Step>) -> bool {
+        let (nest, done) = (self.nest.clone(), self.steps.len());
+        for step in steps {
+            if !self.try_step(step) {
+                self.nest = nest;
+                self.steps.truncate(done);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Fuses loops over the same extent with only statements other than loops between them
+    /// (the first sunk past those), at every level, until none fuse.
     fn fuse_all(&mut self) {
         loop {
             let mut pairs = Vec::new();
             adjacent_pairs(&self.nest.body, &mut pairs);
             let mut refused = Vec::new();
             let mut fused = None;
-            for (first, second) in pairs {
-                if self.try_step(Step::Fuse { first, second }) {
+            for (first, between, second) in pairs {
+                let sinks = (0..between).map(|_| Step::Sink { var: first });
+                if self.try_steps(sinks.chain([Step::Fuse { first, second }])) {
                     fused = Some((first, second));
                     break;
                 }
@@ -337,7 +354,7 @@ impl Builder {
     /// Folds each temporary into the innermost loop holding all its uses (or the next one out).
     fn fold_all(&mut self) {
         // Not the tiles' own buffers, scoped already.
-        let temps: Vec<String> = self.nest.temps().filter(|(_, b)| b.scope.is_none()).map(|(_, b)| b.name.clone()).collect();
+        let temps: Vec<String> = self.nest.temps().filter(|(id, b)| b.scope.is_none() && uses(&self.nest.body, id.0) > 0).map(|(_, b)| b.name.clone()).collect();
         for name in temps {
             self.refused = None;
             let folded = holders(&self.nest, &name).into_iter().find(|&var| self.try_step(Step::Fold { buffer: name.clone(), var }));
@@ -347,6 +364,56 @@ impl Builder {
                     let why = self.refusal("no loop holds all its uses");
                     self.note(Rule::Fold, RuleVerdict::Declined, format!("`{name}` stays whole: {why}"));
                 }
+            }
+        }
+        self.inline_into_reductions();
+    }
+
+    /// Each top-level nest storing a whole temporary with a cheap value (no transcendental, no
+    /// division but by a constant: `x - mean`) computed where it is read instead: the pass
+    /// writing it and the passes reading it back go.
+    fn inline_producers(&mut self) {
+        let producers: Vec<(VarId, String)> = self
+            .nest
+            .body
+            .iter()
+            .filter_map(|s| {
+                let Stmt::Loop { var, .. } = s else { return None };
+                let (_, body) = tile::chain(s);
+                let [Stmt::Store { buffer, value, .. }] = body else { return None };
+                let temp = &self.nest.buffers[buffer.0 as usize];
+                let mut reads = Vec::new();
+                value.loads(*buffer, &mut reads);
+                (temp.kind == BufferKind::Temp && temp.scope.is_none() && reads.is_empty() && cheap(value)).then(|| (*var, temp.name.clone()))
+            })
+            .collect();
+        for (var, name) in producers {
+            self.refused = None;
+            match self.try_step(Step::Inline { buffer: name.clone(), var }) {
+                true => self.note(Rule::Fold, RuleVerdict::Applied, format!("`{name}` computed where it is read ({var} inlined)")),
+                false => {
+                    let why = self.refusal("");
+                    self.note(Rule::Fold, RuleVerdict::Declined, format!("`{name}` stays an array: {why}"));
+                }
+            }
+        }
+    }
+
+    /// A temporary folded into an innermost loop whose other statement reduces it (`d = a - b;
+    /// s += d * d`) inlined: the loop is then a reduction that `accumulators` and `rfactor` take.
+    fn inline_into_reductions(&mut self) {
+        let mut innermost = Vec::new();
+        innermost_loops(&self.nest.body, &mut innermost);
+        for (var, _, _) in innermost {
+            let Some(Stmt::Loop { body, .. }) = find_loop(&self.nest.body, var) else { continue };
+            let [Stmt::Store { buffer, .. }, Stmt::Store { .. }] = body.as_slice() else { continue };
+            let temp = &self.nest.buffers[buffer.0 as usize];
+            if temp.scope != Some(var) {
+                continue;
+            }
+            let name = temp.name.clone();
+            if self.try_step(Step::Inline { buffer: name.clone(), var }) {
+                self.note(Rule::Fold, RuleVerdict::Applied, format!("`{name}` inlined into the reduction over {var}"));
             }
         }
     }
@@ -394,19 +461,27 @@ impl Builder {
     /// keeps its columns' partial results in a vectorizable row of accumulators.
     fn columns(&mut self, lanes: u32) {
         let tops: Vec<(VarId, usize, VarId)> = self.nest.body.iter().filter_map(column_reduction).collect();
+        // A column reduction reading another's result (the variance reading the mean) makes a
+        // pass of its own over the rows: the blocks are then narrow enough for a block's rows to
+        // stay in cache between the passes, and each block runs both.
+        let dependent = tops.windows(2).any(|w| reads_result(&self.nest.body, w[0].0, w[1].0));
         // The block loops made, with the walk over the rows inside each.
         let mut blocks = Vec::new();
         for (j, extent, i) in tops {
             self.refused = None;
-            let block = extent / COLUMN_BLOCKS;
-            let inner = if extent % COLUMN_BLOCKS == 0 && block >= lanes as usize {
+            let rows = find_loop(&self.nest.body, i).map_or(1, |s| if let Stmt::Loop { extent, .. } = s { *extent } else { 1 });
+            let block = match dependent {
+                false => extent / COLUMN_BLOCKS,
+                true => (1..=extent / lanes as usize).rev().map(|v| v * lanes as usize).find(|b| extent % b == 0 && extent / b >= COLUMN_BLOCKS && rows * b * 4 <= CACHED_BLOCK).unwrap_or(lanes as usize),
+            };
+            let inner = if extent % block == 0 && extent / block >= COLUMN_BLOCKS && block >= lanes as usize {
                 let w = self.nest.fresh_var();
                 if self.try_step(Step::Split { var: j, factor: block }) { w } else { j }
             } else {
                 j
             };
             if self.try_step(Step::Reorder { outer: inner, inner: i }) {
-                let how = if inner != j { format!("in {COLUMN_BLOCKS} blocks of {block} columns") } else { "in one block".to_string() };
+                let how = if inner != j { format!("in {} blocks of {block} columns", extent / block) } else { "in one block".to_string() };
                 self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} ({extent} columns) walks the rows {i} {how}"));
                 if inner != j {
                     blocks.push((j, i));
@@ -484,6 +559,7 @@ impl Builder {
                 continue;
             }
             self.refused = None;
+            let unsplit = (self.nest.clone(), self.steps.len());
             self.split_flat_end(var);
             let chain = chain_loops(&self.nest.body, var);
             if chain.iter().map(|l| l.1).product::<usize>() == 1 && self.parallelize_inside(var) {
@@ -505,6 +581,8 @@ impl Builder {
                 self.note(Rule::Threads, RuleVerdict::Applied, format!("{var} ({extent} iterations) on threads{with}"));
             } else {
                 let why = self.refusal("");
+                // A reduction: its chunks on threads, each one long loop (the split undone).
+                (self.nest, self.steps) = (unsplit.0, self.steps[..unsplit.1].to_vec());
                 let chunked = extent >= 4 * CHUNKS && self.try_step(Step::Rfactor { var, chunks: CHUNKS }) && parent_loop(&self.nest.body, var).is_some_and(|chunk| self.try_step(Step::Parallel { var: chunk }));
                 match chunked {
                     true => self.note(Rule::Threads, RuleVerdict::Applied, format!("{var}: a reduction, in {CHUNKS} chunks on threads")),
@@ -580,6 +658,43 @@ impl Builder {
 /// this project's 2-core machines, so that each thread reads the longest contiguous run of every
 /// row (its half).
 const COLUMN_BLOCKS: usize = 2;
+
+/// The most bytes of rows a block of columns reads when a later column reduction reads the
+/// block's result back in a second pass: 4 MiB per thread, which the last-level caches of the
+/// machines this project runs on hold for both cores.
+const CACHED_BLOCK: usize = 4 << 20;
+
+/// Whether the top-level loop `later` reads a buffer the top-level loop `first` writes.
+fn reads_result(body: &[Stmt], first: VarId, later: VarId) -> bool {
+    let (Some(Stmt::Loop { body: a, .. }), Some(Stmt::Loop { body: b, .. })) = (find_loop(body, first), find_loop(body, later)) else { return false };
+    let mut written = Vec::new();
+    stores(a, &mut written);
+    let mut read = Vec::new();
+    b.iter().for_each(|s| loads_of(s, &mut read));
+    written.iter().any(|w| read.contains(w))
+}
+
+fn stores(body: &[Stmt], out: &mut Vec<BufferId>) {
+    for s in body {
+        match s {
+            Stmt::Loop { body, .. } => stores(body, out),
+            Stmt::Store { buffer, .. } => out.push(*buffer),
+            Stmt::Prefetch { .. } => {}
+        }
+    }
+}
+
+fn loads_of(s: &Stmt, out: &mut Vec<BufferId>) {
+    match s {
+        Stmt::Loop { body, .. } => body.iter().for_each(|s| loads_of(s, out)),
+        Stmt::Store { value, .. } => {
+            let mut all = Vec::new();
+            value.every_load(&mut all);
+            out.extend(all.into_iter().map(|(b, _)| b));
+        }
+        Stmt::Prefetch { .. } => {}
+    }
+}
 
 /// For a column reduction at the top level (see [`Builder::columns`]): the loop over its outputs,
 /// its extent, and the reduction loop inside it.
@@ -702,12 +817,19 @@ fn parent_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
     None
 }
 
-/// Adjacent serial loops over the same extent, at every level.
-fn adjacent_pairs(body: &[Stmt], out: &mut Vec<(VarId, VarId)>) {
-    for pair in body.windows(2) {
-        if let [Stmt::Loop { var: a, extent: n, kind: LoopKind::Serial, .. }, Stmt::Loop { var: b, extent: m, kind: LoopKind::Serial, .. }] = pair {
+/// Serial loops over the same extent with no loop between them, at every level, and how many
+/// statements are between them.
+fn adjacent_pairs(body: &[Stmt], out: &mut Vec<(VarId, usize, VarId)>) {
+    let serial = |s: &Stmt| match s {
+        Stmt::Loop { var, extent, kind: LoopKind::Serial, .. } => Some((*var, *extent)),
+        _ => None,
+    };
+    for (k, s) in body.iter().enumerate() {
+        let Some((a, n)) = serial(s) else { continue };
+        let between = body[k + 1..].iter().take_while(|s| !matches!(s, Stmt::Loop { .. })).count();
+        if let Some((b, m)) = body.get(k + 1 + between).and_then(serial) {
             if n == m {
-                out.push((*a, *b));
+                out.push((a, between, b));
             }
         }
     }
@@ -744,16 +866,17 @@ fn uses(body: &[Stmt], id: u32) -> usize {
     accesses.len()
 }
 
-/// Innermost serial loops: variable, extent, and whether it is a reduction `a[k] = op(a[k], e)`
-/// with `a[k]` fixed across its iterations.
+/// Innermost serial loops: variable, extent, and whether it is a reduction (each statement
+/// `a[k] = op(a[k], e)` with `a[k]` fixed across its iterations).
 fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
     for s in body {
         let Stmt::Loop { var, extent, kind, body } = s else { continue };
         if body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
             innermost_loops(body, out);
         } else if *kind == LoopKind::Serial {
-            let reduction = matches!(body.as_slice(), [Stmt::Store { buffer, offset, value: Expr::Binary(_, acc, _) }]
-                if offset.coefficient(*var) == 0 && matches!(&**acc, Expr::Load { buffer: b, offset: o } if b == buffer && o == offset));
+            let reduction = body.iter().all(|s| matches!(s, Stmt::Store { buffer, offset, value: Expr::Binary(_, acc, _) }
+                if offset.coefficient(*var) == 0 && matches!(&**acc, Expr::Load { buffer: b, offset: o } if b == buffer && o == offset)));
+            let reduction = reduction && !body.is_empty();
             out.push((*var, *extent, reduction));
         }
     }
@@ -812,5 +935,19 @@ impl<N> Propose<Kernel, N> for Sketch {
     /// starts from one.
     fn leading(&self, current: &Kernel) -> bool {
         !self.offers.is_empty() && *current == Kernel::Scheduled(crate::initial_schedule())
+    }
+}
+
+/// Whether recomputing `e` where it is read costs about what reading it back would: no
+/// transcendental, no division but by a constant.
+fn cheap(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => true,
+        Expr::Unary(op, a) => matches!(op, UnaryOp::Neg | UnaryOp::Abs) && cheap(a),
+        Expr::Cast(_, a) => cheap(a),
+        Expr::Binary(BinaryOp::Pow, ..) => false,
+        Expr::Binary(BinaryOp::Div, a, b) => matches!(**b, Expr::Const(_)) && cheap(a),
+        Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => cheap(a) && cheap(b),
+        Expr::Select(c, a, b) => cheap(c) && cheap(a) && cheap(b),
     }
 }

@@ -1,6 +1,8 @@
 //! `accumulators v f`: a reduction loop `a[k] = op(a[k], e)` accumulates into `f` partial
 //! results (a new temporary, living where `a` lives), combined after the loop: floating-point
-//! reassociation, which lets the partials run in SIMD lanes.
+//! reassociation, which lets the partials run in SIMD lanes. A loop of several reductions into
+//! accumulators of their own (a sum and a sum of squares fused into one pass) gets partials for
+//! each.
 
 use ollie_graph::BinaryOp;
 
@@ -20,24 +22,43 @@ pub(crate) struct Reduction {
 
 /// The loop's reduction, or why it is not one that `accumulators` and `rfactor` can split.
 pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
+    let mut all = reductions(site)?;
+    match all.len() {
+        1 => Ok(all.remove(0)),
+        _ => Err(site.illegal("the loop is not a reduction `a[k] = op(a[k], ...)`")),
+    }
+}
+
+/// The loop's reductions, one per statement of its body, each into an accumulator of its own
+/// that no statement's value reads; or why they are not.
+pub(crate) fn reductions(site: &Site) -> Result<Vec<Reduction>, ScheduleError> {
     let (var, _, _, body) = site.loop_ref();
     let not_a_reduction = "the loop is not a reduction `a[k] = op(a[k], ...)`";
-    let [Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) }] = body.as_slice() else {
-        return Err(site.illegal(not_a_reduction));
-    };
-    let Some(identity) = super::splitk::identity(*op) else {
-        return Err(site.illegal("the reduction is not a sum, product, max or min"));
-    };
-    let target = Expr::Load { buffer: *buffer, offset: offset.clone() };
-    if **acc != target || offset.coefficient(var) != 0 {
+    let mut out: Vec<Reduction> = Vec::new();
+    for s in body {
+        let Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) } = s else {
+            return Err(site.illegal(not_a_reduction));
+        };
+        let Some(identity) = super::splitk::identity(*op) else {
+            return Err(site.illegal("the reduction is not a sum, product, max or min"));
+        };
+        let target = Expr::Load { buffer: *buffer, offset: offset.clone() };
+        if **acc != target || offset.coefficient(var) != 0 || out.iter().any(|r| r.buffer == *buffer) {
+            return Err(site.illegal(not_a_reduction));
+        }
+        out.push(Reduction { op: *op, identity, buffer: *buffer, offset: offset.clone(), value: (**e).clone() });
+    }
+    if out.is_empty() {
         return Err(site.illegal(not_a_reduction));
     }
-    let mut loads = Vec::new();
-    e.every_load(&mut loads);
-    if loads.iter().any(|(b, _)| b == buffer) {
-        return Err(site.illegal("the reduced value reads the accumulator"));
+    for r in &out {
+        let mut loads = Vec::new();
+        r.value.every_load(&mut loads);
+        if loads.iter().any(|(b, _)| out.iter().any(|r| r.buffer == *b)) {
+            return Err(site.illegal("the reduced value reads the accumulator"));
+        }
     }
-    Ok(Reduction { op: *op, identity, buffer: *buffer, offset: offset.clone(), value: (**e).clone() })
+    Ok(out)
 }
 
 /// A new temporary of `f` partial results per element of `of`, living where `of` lives (within
@@ -59,20 +80,21 @@ pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleErro
     if f < 2 || extent % f != 0 {
         return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: f });
     }
-    let Reduction { op, identity, buffer, offset, value: e } = reduction(site)?;
-    let partials = partials(site, buffer, f)?;
+    let all = reductions(site)?;
     let (k0, k1, k2) = (VarId(fresh), VarId(fresh + 1), VarId(fresh + 2));
-    let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
     let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });
     let by = Affine::var(var).scale(f as i64).add_scaled(&Affine::var(k1), 1);
-    let step_value = Expr::Binary(op, load(partials, slot(k1)), Box::new(e.map_affine(&|a| a.substitute(var, &by))));
-    let combine = Expr::Binary(op, load(buffer, offset.clone()), load(partials, slot(k2)));
+    let (mut init, mut step, mut combine) = (Vec::new(), Vec::new(), Vec::new());
+    for Reduction { op, identity, buffer, offset, value: e } in all {
+        let partials = partials(site, buffer, f)?;
+        let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
+        init.push(Stmt::Store { buffer: partials, offset: slot(k0), value: Expr::Const(identity) });
+        let value = Expr::Binary(op, load(partials, slot(k1)), Box::new(e.map_affine(&|a| a.substitute(var, &by))));
+        step.push(Stmt::Store { buffer: partials, offset: slot(k1), value });
+        combine.push(Stmt::Store { buffer, offset: offset.clone(), value: Expr::Binary(op, load(buffer, offset.clone()), load(partials, slot(k2))) });
+    }
     let one = |v: VarId, extent: usize, body: Vec<Stmt>| Stmt::Loop { var: v, extent, kind: LoopKind::Serial, body };
-    let stmts = vec![
-        one(k0, f, vec![Stmt::Store { buffer: partials, offset: slot(k0), value: Expr::Const(identity) }]),
-        one(var, extent / f, vec![one(k1, f, vec![Stmt::Store { buffer: partials, offset: slot(k1), value: step_value }])]),
-        one(k2, f, vec![Stmt::Store { buffer, offset: offset.clone(), value: combine }]),
-    ];
+    let stmts = vec![one(k0, f, init), one(var, extent / f, vec![one(k1, f, step)]), one(k2, f, combine)];
     let at = site.at;
     site.siblings.splice(at..=at, stmts);
     Ok(())

@@ -22,13 +22,19 @@ pub(crate) fn contains_kind(body: &[Stmt], k: LoopKind) -> bool {
 /// Without `large` terms this is the interval test: one iteration's window is narrower than the
 /// stride.
 pub(crate) fn independent(var: VarId, extent: usize, body: &[Stmt], buffers: &[Buffer]) -> Result<(), String> {
+    independent_in(var, extent, body, buffers, |_| true)
+}
+
+/// [`independent`] for the accesses to the buffers `checked` picks alone: what the other
+/// buffers carry from one iteration to the next is not asked about.
+pub(crate) fn independent_in(var: VarId, extent: usize, body: &[Stmt], buffers: &[Buffer], checked: impl Fn(BufferId) -> bool) -> Result<(), String> {
     let mut inner = Vec::new();
     let mut stores: Vec<(BufferId, Affine)> = Vec::new();
     let mut loads: Vec<(BufferId, Affine)> = Vec::new();
     collect(body, &mut inner, &mut stores, &mut loads);
     let private = |b: &BufferId| buffers[b.0 as usize].scope.is_some_and(|s| s == var || inner.iter().any(|(v, _)| *v == s));
-    stores.retain(|(b, _)| !private(b));
-    loads.retain(|(b, _)| !private(b));
+    stores.retain(|(b, _)| !private(b) && checked(*b));
+    loads.retain(|(b, _)| !private(b) && checked(*b));
     let shape = |a: &Affine| Shape::of(a, var, &inner);
     let mut checked: Vec<BufferId> = Vec::new();
     for (b, a) in &stores {
@@ -134,6 +140,14 @@ pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
 /// Whether `a` and `b` may run in either order, or interleaved, and compute the same values:
 /// neither reads or writes a buffer the other writes. Else why not.
 pub(crate) fn apart(a: &[Stmt], b: &[Stmt], buffers: &[crate::ir::Buffer]) -> Result<(), String> {
+    match shared(a, b).first() {
+        Some(&id) => Err(format!("both touch `{}`, which one of them writes", buffers[id.0 as usize].name)),
+        None => Ok(()),
+    }
+}
+
+/// The buffers both `a` and `b` touch and one of them writes: what ties their order.
+pub(crate) fn shared(a: &[Stmt], b: &[Stmt]) -> Vec<BufferId> {
     let touched = |body: &[Stmt]| {
         let (mut stores, mut loads) = (Vec::new(), Vec::new());
         collect(body, &mut Vec::new(), &mut stores, &mut loads);
@@ -142,11 +156,9 @@ pub(crate) fn apart(a: &[Stmt], b: &[Stmt], buffers: &[crate::ir::Buffer]) -> Re
         (written, read)
     };
     let ((wa, ra), (wb, rb)) = (touched(a), touched(b));
-    let shared = wa.iter().find(|x| wb.contains(x) || rb.contains(x)).or_else(|| wb.iter().find(|x| ra.contains(x)));
-    match shared {
-        Some(&id) => Err(format!("both touch `{}`, which one of them writes", buffers[id.0 as usize].name)),
-        None => Ok(()),
-    }
+    let mut out: Vec<BufferId> = wa.iter().filter(|x| wb.contains(x) || rb.contains(x)).chain(wb.iter().filter(|x| ra.contains(x))).copied().collect();
+    out.dedup();
+    out
 }
 
 /// Every buffer some statement of `body` reads.

@@ -1,11 +1,14 @@
 //! `fuse v w`: a loop and the loop right after it, over the same extent, become one loop running
 //! both bodies: the producer's iteration is computed at the consumer's (compute-at at that
-//! level). Legal when the fused iterations are independent, or when the two bodies are apart
-//! (neither reads or writes a buffer the other writes: interleaved, each still runs its own
-//! iterations in order — two reductions over the same rows into different accumulators). A
-//! temporary living in the second loop lives in the fused one.
+//! level). Each body still runs its own iterations in order, interleaved with the other's, so
+//! only the buffers that tie the two bodies (one writes what the other touches) are asked about:
+//! their accesses must be independent across the fused iterations (each iteration touches only
+//! elements of its own). Two reductions over the same rows into different accumulators fuse
+//! (nothing ties them), and so does an elementwise producer with the reduction consuming it
+//! element by element (`d = a - b` then `s += d * d`: the reduction's accumulator ties nothing).
+//! A temporary living in the second loop lives in the fused one.
 
-use super::deps::{apart, independent};
+use super::deps::{independent_in, shared};
 use super::{ScheduleError, Site};
 use crate::emit::var_name;
 use crate::ir::{Affine, LoopKind, Stmt, VarId};
@@ -29,7 +32,8 @@ pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> 
     for &b in &scoped {
         site.buffers[b].scope = Some(var);
     }
-    if let Err(reason) = independent(var, extent, &fused, site.buffers).or_else(|r| apart(&fused[..split], &fused[split..], site.buffers).map_err(|_| r)) {
+    let ties = shared(&fused[..split], &fused[split..]);
+    if let Err(reason) = independent_in(var, extent, &fused, site.buffers, |b| ties.contains(&b)) {
         for &b in &scoped {
             site.buffers[b].scope = Some(second);
         }

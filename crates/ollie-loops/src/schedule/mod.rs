@@ -39,6 +39,7 @@ mod expand;
 mod fold;
 mod fuse;
 mod hoist;
+mod inline;
 mod join;
 mod parallel;
 mod prefetch;
@@ -72,11 +73,15 @@ pub enum Step {
     Distribute { var: VarId },
     /// A loop and the loop right after it, over the same extent, become one loop running both
     /// bodies: the producer's iteration is computed at the consumer's (compute-at at the outer
-    /// level). Legal when the fused iterations are independent.
+    /// level). Legal when the accesses to the buffers tying the two bodies (one writes what the
+    /// other touches) are independent across the fused iterations.
     Fuse { first: VarId, second: VarId },
     /// The loop moves before the statement right before it: legal when neither reads or writes
     /// a buffer the other writes.
     Hoist { var: VarId },
+    /// The loop moves after the statement right after it: legal when neither reads or writes a
+    /// buffer the other writes.
+    Sink { var: VarId },
     /// A reduction loop accumulates into `factor` partial results (a new temporary), combined
     /// after the loop: floating-point reassociation, which lets the partials run in SIMD lanes.
     Accumulators { var: VarId, factor: usize },
@@ -96,6 +101,11 @@ pub enum Step {
     /// around it). Legal when every element an iteration reads was written earlier in the same
     /// iteration.
     Fold { buffer: String, var: VarId },
+    /// The temporary `buffer`, living in the loop's body and stored once by a statement of it,
+    /// replaced by the value stored wherever it is read after (compute-inline). Legal when every
+    /// read of it follows the store, at the element stored, and nothing between writes what the
+    /// value reads.
+    Inline { buffer: String, var: VarId },
     /// Non-temporal stores: a vectorized loop's contiguous stores to outputs the kernel never
     /// reads bypass the caches (no read for ownership of the lines they fill).
     Stream { var: VarId },
@@ -129,7 +139,7 @@ impl Step {
     /// The loop the step is applied to.
     pub fn var(&self) -> VarId {
         match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
         }
@@ -164,12 +174,14 @@ impl fmt::Display for Step {
             Step::Distribute { var } => write!(f, "distribute {}", v(var)),
             Step::Fuse { first, second } => write!(f, "fuse {} {}", v(first), v(second)),
             Step::Hoist { var } => write!(f, "hoist {}", v(var)),
+            Step::Sink { var } => write!(f, "sink {}", v(var)),
             Step::Accumulators { var, factor } => write!(f, "accumulators {} {factor}", v(var)),
             Step::Parallel { var } => write!(f, "parallel {}", v(var)),
             Step::Simd { var } => write!(f, "simd {}", v(var)),
             Step::Vectorize { var, width } => write!(f, "vectorize {} {width}", v(var)),
             Step::Unroll { var, factor } => write!(f, "unroll {} {factor}", v(var)),
             Step::Fold { buffer, var } => write!(f, "fold {buffer} {}", v(var)),
+            Step::Inline { buffer, var } => write!(f, "inline {buffer} {}", v(var)),
             Step::Stream { var } => write!(f, "stream {}", v(var)),
             Step::Rfactor { var, chunks } => write!(f, "rfactor {} {chunks}", v(var)),
             Step::SplitK { var, chunks } => write!(f, "splitk {} {chunks}", v(var)),
@@ -219,6 +231,7 @@ impl Schedule {
                 Some("distribute") => Step::Distribute { var: var(1)? },
                 Some("fuse") => Step::Fuse { first: var(1)?, second: var(2)? },
                 Some("hoist") => Step::Hoist { var: var(1)? },
+                Some("sink") => Step::Sink { var: var(1)? },
                 Some("accumulators") => Step::Accumulators { var: var(1)?, factor: number(2)? },
                 Some("parallel") => Step::Parallel { var: var(1)? },
                 Some("simd") => Step::Simd { var: var(1)? },
@@ -230,6 +243,7 @@ impl Schedule {
                 Some("rfactor") => Step::Rfactor { var: var(1)?, chunks: number(2)? },
                 Some("splitk") => Step::SplitK { var: var(1)?, chunks: number(2)? },
                 Some("fold") => Step::Fold { buffer: name()?, var: var(2)? },
+                Some("inline") => Step::Inline { buffer: name()?, var: var(2)? },
                 Some("cache") => Step::Cache { buffer: name()?, var: var(2)? },
                 Some("expand") => Step::Expand { var: var(1)? },
                 Some("registers") => Step::Registers { buffer: name()?, var: var(2)? },
@@ -392,12 +406,14 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Distribute { .. } => distribute::distribute(&mut site),
         Step::Fuse { second, .. } => fuse::fuse(&mut site, *second),
         Step::Hoist { .. } => hoist::hoist(&mut site),
+        Step::Sink { .. } => hoist::sink(&mut site),
         Step::Accumulators { factor, .. } => accumulators::accumulators(&mut site, *factor),
         Step::Parallel { .. } => parallel::parallel(&mut site),
         Step::Simd { .. } => vectorize::lanes(&mut site, LoopKind::Simd),
         Step::Vectorize { width, .. } => vectorize::lanes(&mut site, LoopKind::Vector(*width)),
         Step::Unroll { factor, .. } => unroll::unroll(&mut site, *factor),
         Step::Fold { buffer, .. } => fold::fold(&mut site, buffer, uses),
+        Step::Inline { buffer, .. } => inline::inline(&mut site, buffer),
         Step::Stream { .. } => stream::stream(&mut site, &nest_reads),
         Step::Rfactor { chunks, .. } => rfactor::rfactor(&mut site, *chunks),
         Step::SplitK { var, chunks } => splitk::splitk(&mut site, *var, *chunks),
