@@ -75,6 +75,9 @@ pub enum Rule {
     /// A register tile per contraction.
     #[serde(rename = "register-tile")]
     Tile,
+    /// Loops that read down the columns and write along the rows (a transpose) blocked in tiles.
+    #[serde(rename = "transpose-blocks")]
+    Transpose,
     /// Adjacent loops over the same extent fused.
     Fuse,
     /// Temporaries folded into the loop that uses them.
@@ -86,7 +89,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 7] = [Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
+    pub const ALL: [Rule; 8] = [Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Transpose, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
 
     /// Its name in reports (and in the store, by serde).
     pub fn name(self) -> &'static str {
@@ -94,6 +97,7 @@ impl Rule {
             Rule::Columns => "column-reduction",
             Rule::SplitK => "split-k",
             Rule::Tile => "register-tile",
+            Rule::Transpose => "transpose-blocks",
             Rule::Fuse => "fuse",
             Rule::Fold => "fold",
             Rule::Threads => "threads",
@@ -107,6 +111,7 @@ impl Rule {
             Rule::Columns => "no top-level loop reduces down the columns of a row-major array",
             Rule::SplitK => "no reduction has too few outputs to share among threads and a long reduction",
             Rule::Tile => "no reduction (a loop nest that accumulates into each element of its output, as a product does)",
+            Rule::Transpose => "no loop pair that reads down the columns of one array and writes along the rows of another",
             Rule::Fuse => "no two loops over the same extent with no loop between them",
             Rule::Fold => "no temporary array",
             Rule::Threads => "no top-level loop",
@@ -260,6 +265,7 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
             tiles.extend(built);
         }
     }
+    b.transposes(c.lanes);
     if c.fuse {
         b.fuse_all();
     }
@@ -334,10 +340,20 @@ impl Builder {
             let mut refused = Vec::new();
             let mut fused = None;
             for (first, between, second) in pairs {
+                let (nest, done) = (self.nest.clone(), self.steps.len());
+                let shared = self.shares(first);
                 let sinks = (0..between).map(|_| Step::Sink { var: first });
                 if self.try_steps(sinks.chain([Step::Fuse { first, second }])) {
-                    fused = Some((first, second));
-                    break;
+                    // Not where the fused loop carries a reduction through loops inside it that
+                    // the first loop could run on threads (a sum over the rows of each row's
+                    // result): a flat reduction is split into chunks, this is not.
+                    let flat = find_loop(&self.nest.body, first).is_some_and(|s| matches!(s, Stmt::Loop { body, .. } if !body.iter().any(|s| matches!(s, Stmt::Loop { .. }))));
+                    if !shared || flat || self.shares(first) {
+                        fused = Some((first, second));
+                        break;
+                    }
+                    (self.nest, self.steps) = (nest, self.steps[..done].to_vec());
+                    self.refused = Some(format!("fused, {first} would carry a reduction and lose its threads"));
                 }
                 refused.push(format!("{first} and {second} stay apart: {}", self.refusal("")));
             }
@@ -349,6 +365,11 @@ impl Builder {
                 }
             }
         }
+    }
+
+    /// Whether loop `var`'s iterations could run on threads (its `parallel` is legal).
+    fn shares(&self, var: VarId) -> bool {
+        apply_step(&mut self.nest.clone(), &Step::Parallel { var }).is_ok()
     }
 
     /// Folds each temporary into the innermost loop holding all its uses (or the next one out).
@@ -513,6 +534,31 @@ impl Builder {
         }
     }
 
+    /// Transposes: a top-level pair of loops `i { j { out[.. + j] = f(x[.. + S·j], ..) } }`
+    /// whose store is contiguous along `j` and one of whose loads is contiguous along `i` and
+    /// strided along `j` (`x.T` written out) walks the arrays in tiles of [`TRANSPOSE_LINE`]
+    /// `i`s by `lanes`·8 `j`s: each row of the tile reads one cache line of `x`, and each line is
+    /// used whole while it is in cache, instead of a line read per element.
+    fn transposes(&mut self, lanes: u32) {
+        let pairs: Vec<(VarId, usize, VarId, usize)> = self.nest.body.iter().filter_map(transpose).collect();
+        for (i, n, j, m) in pairs {
+            let (rows, cols) = (TRANSPOSE_LINE, lanes as usize * 8);
+            self.refused = None;
+            if n % rows != 0 || m % cols != 0 || n == rows || m == cols {
+                self.note(Rule::Transpose, RuleVerdict::Declined, format!("{i} and {j}: {n} by {m} is not a multiple of the {rows} by {cols} tile"));
+                continue;
+            }
+            let (ii, jj) = (self.nest.fresh_var(), VarId(self.nest.fresh_var().0 + 1));
+            match self.try_steps([Step::Split { var: i, factor: rows }, Step::Split { var: j, factor: cols }, Step::Reorder { outer: ii, inner: j }]) {
+                true => self.note(Rule::Transpose, RuleVerdict::Applied, format!("{i} and {j} in tiles of {rows} by {cols} ({ii} and {jj} inside)")),
+                false => {
+                    let why = self.refusal("");
+                    self.note(Rule::Transpose, RuleVerdict::Declined, format!("{i} and {j}: {why}"));
+                }
+            }
+        }
+    }
+
     /// Hoists loop `var` until the statement before it is loop `target` (`None`: until it is
     /// first); whether it got there.
     fn hoist_after(&mut self, var: VarId, target: impl Into<Option<VarId>>) -> bool {
@@ -658,6 +704,21 @@ impl Builder {
 /// this project's 2-core machines, so that each thread reads the longest contiguous run of every
 /// row (its half).
 const COLUMN_BLOCKS: usize = 2;
+
+/// The rows of a transpose's tile: one cache line of floats of the array read down its columns.
+const TRANSPOSE_LINE: usize = 16;
+
+/// For a transpose at the top level (see [`Builder::transposes`]): the outer loop and its
+/// extent, the inner loop and its extent.
+fn transpose(s: &Stmt) -> Option<(VarId, usize, VarId, usize)> {
+    let Stmt::Loop { var: i, extent: n, kind: LoopKind::Serial, body } = s else { return None };
+    let [Stmt::Loop { var: j, extent: m, kind: LoopKind::Serial, body: inner }] = body.as_slice() else { return None };
+    let [Stmt::Store { offset, value, .. }] = inner.as_slice() else { return None };
+    let mut loads = Vec::new();
+    value.every_load(&mut loads);
+    let across = loads.iter().any(|(_, a)| a.coefficient(*i) == 1 && a.coefficient(*j) >= *n as i64);
+    (offset.coefficient(*j) == 1 && offset.coefficient(*i) != 0 && across).then_some((*i, *n, *j, *m))
+}
 
 /// The most bytes of rows a block of columns reads when a later column reduction reads the
 /// block's result back in a second pass: 4 MiB per thread, which the last-level caches of the
@@ -866,17 +927,16 @@ fn uses(body: &[Stmt], id: u32) -> usize {
     accesses.len()
 }
 
-/// Innermost serial loops: variable, extent, and whether it is a reduction (each statement
-/// `a[k] = op(a[k], e)` with `a[k]` fixed across its iterations).
+/// Innermost serial loops: variable, extent, and whether it reduces (some statement is
+/// `a[k] = op(a[k], e)` with `a[k]` fixed across its iterations; the others may run along).
 fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
     for s in body {
         let Stmt::Loop { var, extent, kind, body } = s else { continue };
         if body.iter().any(|s| matches!(s, Stmt::Loop { .. })) {
             innermost_loops(body, out);
         } else if *kind == LoopKind::Serial {
-            let reduction = body.iter().all(|s| matches!(s, Stmt::Store { buffer, offset, value: Expr::Binary(_, acc, _) }
+            let reduction = body.iter().any(|s| matches!(s, Stmt::Store { buffer, offset, value: Expr::Binary(_, acc, _) }
                 if offset.coefficient(*var) == 0 && matches!(&**acc, Expr::Load { buffer: b, offset: o } if b == buffer && o == offset)));
-            let reduction = reduction && !body.is_empty();
             out.push((*var, *extent, reduction));
         }
     }

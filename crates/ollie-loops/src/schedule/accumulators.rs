@@ -2,7 +2,8 @@
 //! results (a new temporary, living where `a` lives), combined after the loop: floating-point
 //! reassociation, which lets the partials run in SIMD lanes. A loop of several reductions into
 //! accumulators of their own (a sum and a sum of squares fused into one pass) gets partials for
-//! each.
+//! each; elementwise statements beside them (`y = x * g` stored while `sum(y * y)` accumulates)
+//! run along in the same lanes.
 
 use ollie_graph::BinaryOp;
 
@@ -24,39 +25,63 @@ pub(crate) struct Reduction {
 pub(crate) fn reduction(site: &Site) -> Result<Reduction, ScheduleError> {
     let mut all = reductions(site)?;
     match all.len() {
-        1 => Ok(all.remove(0)),
+        1 if matches!(all[0], Part::Reduce(_)) => match all.remove(0) {
+            Part::Reduce(r) => Ok(r),
+            Part::Plain(_) => unreachable!("matched"),
+        },
         _ => Err(site.illegal("the loop is not a reduction `a[k] = op(a[k], ...)`")),
     }
 }
 
-/// The loop's reductions, one per statement of its body, each into an accumulator of its own
-/// that no statement's value reads; or why they are not.
-pub(crate) fn reductions(site: &Site) -> Result<Vec<Reduction>, ScheduleError> {
-    let (var, _, _, body) = site.loop_ref();
+/// A statement of a loop `accumulators` splits: a reduction, or an elementwise statement
+/// running along (each iteration storing its own elements).
+pub(crate) enum Part {
+    Reduce(Reduction),
+    Plain(Stmt),
+}
+
+/// The loop's statements: reductions, each into an accumulator of its own that no statement
+/// reads, and elementwise statements whose iterations are independent (a reduction may read
+/// what they store in its own iteration: `y = f(x); s += y * y`); or why they are not.
+pub(crate) fn reductions(site: &Site) -> Result<Vec<Part>, ScheduleError> {
+    let (var, extent, _, body) = site.loop_ref();
     let not_a_reduction = "the loop is not a reduction `a[k] = op(a[k], ...)`";
-    let mut out: Vec<Reduction> = Vec::new();
+    let mut out: Vec<Part> = Vec::new();
+    let mut accumulators: Vec<BufferId> = Vec::new();
     for s in body {
-        let Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) } = s else {
-            return Err(site.illegal(not_a_reduction));
+        let reduce = match s {
+            Stmt::Store { buffer, offset, value: Expr::Binary(op, acc, e) } if offset.coefficient(var) == 0 && **acc == (Expr::Load { buffer: *buffer, offset: offset.clone() }) => Some((*op, *buffer, offset, e)),
+            _ => None,
         };
-        let Some(identity) = super::splitk::identity(*op) else {
-            return Err(site.illegal("the reduction is not a sum, product, max or min"));
-        };
-        let target = Expr::Load { buffer: *buffer, offset: offset.clone() };
-        if **acc != target || offset.coefficient(var) != 0 || out.iter().any(|r| r.buffer == *buffer) {
-            return Err(site.illegal(not_a_reduction));
+        match reduce {
+            Some((op, buffer, offset, e)) => {
+                let Some(identity) = super::splitk::identity(op) else {
+                    return Err(site.illegal("the reduction is not a sum, product, max or min"));
+                };
+                if accumulators.contains(&buffer) {
+                    return Err(site.illegal(not_a_reduction));
+                }
+                accumulators.push(buffer);
+                out.push(Part::Reduce(Reduction { op, identity, buffer, offset: offset.clone(), value: (**e).clone() }));
+            }
+            None => out.push(Part::Plain(s.clone())),
         }
-        out.push(Reduction { op: *op, identity, buffer: *buffer, offset: offset.clone(), value: (**e).clone() });
     }
-    if out.is_empty() {
+    if accumulators.is_empty() {
         return Err(site.illegal(not_a_reduction));
     }
-    for r in &out {
-        let mut loads = Vec::new();
-        r.value.every_load(&mut loads);
-        if loads.iter().any(|(b, _)| out.iter().any(|r| r.buffer == *b)) {
-            return Err(site.illegal("the reduced value reads the accumulator"));
+    let mut loads = Vec::new();
+    for p in &out {
+        match p {
+            Part::Reduce(r) => r.value.every_load(&mut loads),
+            Part::Plain(s) => super::deps::collect(std::slice::from_ref(s), &mut Vec::new(), &mut Vec::new(), &mut loads),
         }
+    }
+    if loads.iter().any(|(b, _)| accumulators.contains(b)) {
+        return Err(site.illegal("the reduced value reads the accumulator"));
+    }
+    if out.iter().any(|p| matches!(p, Part::Plain(_))) {
+        super::deps::independent_in(var, extent, body, site.buffers, |b| !accumulators.contains(&b)).map_err(|r| site.illegal(&r))?;
     }
     Ok(out)
 }
@@ -85,7 +110,14 @@ pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleErro
     let load = |b: BufferId, a: Affine| Box::new(Expr::Load { buffer: b, offset: a });
     let by = Affine::var(var).scale(f as i64).add_scaled(&Affine::var(k1), 1);
     let (mut init, mut step, mut combine) = (Vec::new(), Vec::new(), Vec::new());
-    for Reduction { op, identity, buffer, offset, value: e } in all {
+    for part in all {
+        let Reduction { op, identity, buffer, offset, value: e } = match part {
+            Part::Reduce(r) => r,
+            Part::Plain(s) => {
+                step.push(s.map_affine(&|a| a.substitute(var, &by)));
+                continue;
+            }
+        };
         let partials = partials(site, buffer, f)?;
         let slot = |k: VarId| offset.scale(f as i64).add_scaled(&Affine::var(k), 1);
         init.push(Stmt::Store { buffer: partials, offset: slot(k0), value: Expr::Const(identity) });
