@@ -311,11 +311,16 @@ impl<'a> Emitter<'a> {
         let size = bytes * w;
         let splat = vec!["x"; w as usize].join(", ");
         let select = "return (V)((m & (M)a) | (~m & (M)b));";
+        // Every other element from `p`: two loads overlapping by one element, so that only the
+        // elements wanted and those between them are read.
+        let even: Vec<String> = (0..w / 2).map(|l| (2 * l).to_string()).chain((0..w / 2).map(|l| (w + 1 + 2 * l).to_string())).collect();
+        let even = even.join(", ");
         let text = format!(
             "typedef {s} V __attribute__((vector_size({size})));\n\
              typedef {mask} M __attribute__((vector_size({size})));\n\
              static inline V ollie_splatW({s} x) {{ V v = {{{splat}}}; return v; }}\n\
              static inline V ollie_loadW(const {s} *p) {{ V v; __builtin_memcpy(&v, p, sizeof v); return v; }}\n\
+             static inline V ollie_evenW(const {s} *p) {{ V lo = ollie_loadW(p), hi = ollie_loadW(p + W - 1); return __builtin_shuffle(lo, hi, (M){{{even}}}); }}\n\
              static inline void ollie_storeW({s} *p, V v) {{ __builtin_memcpy(p, &v, sizeof v); }}\n\
              static inline V ollie_selW(V c, V a, V b) {{ M m = c != (V){{0}}; {select} }}\n\
              static inline V ollie_vmaxW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a > b)); {select} }}\n\
@@ -421,6 +426,9 @@ impl<'a> Emitter<'a> {
         match e {
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && self.nest.buffer(*buffer).registers.is_some() => self.element(*buffer, offset),
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 => format!("ollie_load{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
+            // Every other element (a 2 x 2 pool's columns, interleaved pairs): two loads and a
+            // shuffle, not a lane-by-lane gather.
+            Expr::Load { buffer, offset } if offset.coefficient(var) == 2 && w >= 2 && self.nest.buffer(*buffer).registers.is_none() => format!("ollie_even{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
             Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", v(a)),
             Expr::Binary(op, a, b) if arithmetic(*op).is_some() => format!("({} {} {})", v(a), arithmetic(*op).expect("checked"), v(b)),
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),

@@ -300,11 +300,12 @@ fn vectorize_innermost(nest: &mut ollie_loops::LoopNest, width: u32) {
 /// A reduction into one element run in vector lanes (`vectorize` of the loop: each vector's
 /// lanes reduced by a tree, a scalar tail after) computes what the naive kernel does: every
 /// innermost loop `vectorize` takes, at 4 and 8 lanes, for every spec (sums, maxima; tails
-/// where the width does not divide the loop).
+/// where the width does not divide the loop; loads of every other element, as a pool's).
 #[test]
 fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
     let runner = runner();
     let reduced = std::sync::atomic::AtomicUsize::new(0);
+    let strided = std::sync::atomic::AtomicUsize::new(0);
     for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], |spec, seed| {
         let graph = graph_of(spec)?;
         let naive = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
@@ -313,6 +314,7 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
             vectorize_innermost(&mut nest, width);
             let c = ollie_loops::emit_c(&nest);
             reduced.fetch_add(c.matches("ollie_reduce_").count(), std::sync::atomic::Ordering::Relaxed);
+            strided.fetch_add(c.matches("ollie_even").count(), std::sync::atomic::Ordering::Relaxed);
             let cache = tempfile::tempdir().unwrap();
             let library = compile(&c, &["-O3", "-march=native", "-Wall", "-Werror"], cache.path())?;
             let inputs = Family::Normal.generate(&graph.params, seed);
@@ -323,6 +325,7 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
         Ok(())
     });
     assert!(reduced.into_inner() > 0, "no reduction was vectorized");
+    assert!(strided.into_inner() > 0, "no load of every other element was vectorized");
 }
 
 /// Random schedules compute what the naive kernels do: for every spec, a chain of eight
