@@ -265,6 +265,9 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
             tiles.extend(built);
         }
     }
+    if c.columns {
+        b.short_reductions(c.lanes);
+    }
     b.transposes(c.lanes);
     if c.fuse {
         b.fuse_all();
@@ -534,6 +537,27 @@ impl Builder {
         }
     }
 
+    /// Short reductions inside a loop over their outputs (`for j { a[j] = 0; for r { for s {
+    /// a[j] += x[2j + W·r + s] } } }`, a pool's window of at most [`SHORT`] steps): the loop
+    /// over the outputs moves inside the window's loops, where it is one long loop to vectorize
+    /// along the outputs instead of a few steps of a reduction per output.
+    fn short_reductions(&mut self, lanes: u32) {
+        let mut found = Vec::new();
+        short_reduction_loops(&self.nest.body, lanes as usize, &mut found);
+        for (j, window) in found {
+            self.refused = None;
+            let steps: Vec<Step> = window.iter().map(|&inner| Step::Reorder { outer: j, inner }).collect();
+            let names: Vec<String> = window.iter().map(|v| v.to_string()).collect();
+            match self.try_steps(steps) {
+                true => self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} moves inside its short reduction {}: its outputs in vector lanes", names.join(", "))),
+                false => {
+                    let why = self.refusal("");
+                    self.note(Rule::Columns, RuleVerdict::Declined, format!("{j} stays outside its short reduction {}: {why}", names.join(", ")));
+                }
+            }
+        }
+    }
+
     /// Transposes: a top-level pair of loops `i { j { out[.. + j] = f(x[.. + S·j], ..) } }`
     /// whose store is contiguous along `j` and one of whose loads is contiguous along `i` and
     /// strided along `j` (`x.T` written out) walks the arrays in tiles of [`TRANSPOSE_LINE`]
@@ -704,6 +728,29 @@ impl Builder {
 /// this project's 2-core machines, so that each thread reads the longest contiguous run of every
 /// row (its half).
 const COLUMN_BLOCKS: usize = 2;
+
+/// The most steps a reduction may take for [`Builder::short_reductions`] to move the loop over
+/// its outputs inside it.
+const SHORT: usize = 16;
+
+/// Loops over the outputs of short reductions (see [`Builder::short_reductions`]), at any depth,
+/// with the reduction's loops, outermost first.
+fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, Vec<VarId>)>) {
+    for s in body {
+        let Stmt::Loop { var: j, extent, kind: LoopKind::Serial, body } = s else { continue };
+        if let [Stmt::Store { buffer: acc, offset: o, value: Expr::Const(_) }, window @ Stmt::Loop { .. }] = body.as_slice() {
+            let (loops, inner) = tile::chain(window);
+            let steps: usize = loops.iter().map(|l| l.1).product();
+            let reduces = matches!(inner, [Stmt::Store { buffer, offset, value: Expr::Binary(_, a, _) }]
+                if buffer == acc && offset == o && matches!(&**a, Expr::Load { buffer: b, offset: x } if b == acc && x == o));
+            if reduces && steps <= SHORT && *extent >= lanes && o.coefficient(*j) == 1 && loops.iter().all(|l| o.coefficient(l.0) == 0) {
+                out.push((*j, loops.iter().map(|l| l.0).collect()));
+                continue;
+            }
+        }
+        short_reduction_loops(body, lanes, out);
+    }
+}
 
 /// The rows of a transpose's tile: one cache line of floats of the array read down its columns.
 const TRANSPOSE_LINE: usize = 16;
