@@ -384,13 +384,14 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
 #[test]
 fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     // The rules as a performance engineer would apply them: the four row loops fused, the exp
-    // row and the row's max and sum folded into the row loop, reductions in vector accumulators,
-    // the output's stores past the caches, rows on threads.
+    // row and the row's max and sum folded into the row loop, the exp row stored while the sum
+    // accumulates (the exp loop sunk past the sum's initialization and fused with it), reductions
+    // in vector accumulators, the output's stores past the caches, rows on threads.
     let source = std::fs::read_to_string(root().join("examples/softmax.py")).unwrap();
     let naive = ollie_loops::lower(&ollie_spec::compile(&source, &Default::default()).unwrap().graph).unwrap();
     let first = ollie_search::sketches(&naive, &target(16)).remove(0);
     let text = first.to_string();
-    for step in ["fuse i0 i2", "fuse i0 i4", "fuse i0 i6", "fold t1 i0", "fold t5 i0", "fold t6 i0", "accumulators i1 64", "vectorize i3 16", "vectorize i7 16", "stream i7", "parallel i0"] {
+    for step in ["fuse i0 i2", "fuse i0 i4", "fuse i0 i6", "sink i3", "fuse i3 i5", "fold t1 i0", "fold t5 i0", "fold t6 i0", "accumulators i1 64", "accumulators i3 64", "vectorize i7 16", "stream i7", "parallel i0"] {
         assert!(text.lines().any(|l| l == step), "no `{step}` in\n{text}");
     }
     let nest = first.apply(&naive).unwrap();
@@ -402,8 +403,9 @@ fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
 
 /// A reduction down the columns of a row-major array (`x.var(axis=0)`): its first sketch walks
 /// the rows with a block of columns per thread, the block's columns in vector lanes (naively,
-/// each output walks down its column a cache line a row); every sketch of the column reductions
-/// passes the verifier, with tails and blocks no vector divides.
+/// each output walks down its column a cache line a row), `x - mean` computed where the second
+/// walk reads it and both walks in each block; every sketch of the column reductions passes the
+/// verifier, with tails and blocks no vector divides.
 #[test]
 fn the_first_sketch_of_a_column_reduction_walks_the_rows_with_its_columns_in_lanes() {
     let source = std::fs::read_to_string(root().join("bench/scoreboard/column_variance.py")).unwrap();
@@ -411,7 +413,7 @@ fn the_first_sketch_of_a_column_reduction_walks_the_rows_with_its_columns_in_lan
     let naive = ollie_loops::lower(&ollie_spec::compile(&source, &options).unwrap().graph).unwrap();
     let first = ollie_search::sketches(&naive, &target(16)).remove(0);
     let text = first.to_string();
-    for step in ["split i0 32", "reorder i7 i1", "parallel i0", "split i4 32", "reorder i9 i5", "parallel i4"] {
+    for step in ["inline t7 i2", "split i0 32", "reorder i7 i1", "split i4 32", "reorder i9 i5", "fuse i0 i4", "parallel i0"] {
         assert!(text.lines().any(|l| l == step), "no `{step}` in\n{text}");
     }
     let printed = first.apply(&naive).unwrap().to_string();
