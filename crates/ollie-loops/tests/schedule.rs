@@ -133,12 +133,13 @@ fn vectorize_emits_vector_code_with_a_scalar_tail() {
     assert!(c.contains("for (long i7 = 0; i7 < 8; i7 += 8) {"), "{c}");
     assert!(c.contains("ollie_store8(&out[8 * i6 + i7], (ollie_load8(&t5[8 * i6 + i7]) / ollie_splat8(t6[i6])));"), "{c}");
     assert!(!c.contains("i7++"), "8 lanes cover 8 iterations: no tail\n{c}");
-    // Ten iterations in four lanes: two vector steps, then a scalar tail of two; a gather where
-    // the index does not move by one.
-    let nest = ollie_loops::parse("kernel k(x: f32[20]) -> (out: f32[10])\nfor i0 in 0..10 {\n  out[i0] = exp(x[2 * i0])\n}\n").unwrap();
+    // Ten iterations in four lanes: two vector steps, then a scalar tail of two; every other
+    // element by two overlapping loads and a shuffle, a gather where the index moves by more.
+    let nest = ollie_loops::parse("kernel k(x: f32[30]) -> (out: f32[10])\nfor i0 in 0..10 {\n  out[i0] = add(exp(x[2 * i0]), x[3 * i0])\n}\n").unwrap();
     let c = ollie_loops::emit_c(&Schedule::parse("vectorize i0 4").unwrap().apply(&nest).unwrap());
-    assert!(c.contains("for (long i0 = 0; i0 < 8; i0 += 4) {\n        ollie_store4(&out[i0], ollie_vexp4(((ollie_v4){x[2 * i0], x[2 * i0 + 2], x[2 * i0 + 4], x[2 * i0 + 6]})));"), "{c}");
-    assert!(c.contains("for (long i0 = 8; i0 < 10; i0++) {\n        out[i0] = expf(x[2 * i0]);"), "{c}");
+    assert!(c.contains("for (long i0 = 0; i0 < 8; i0 += 4) {\n        ollie_store4(&out[i0], (ollie_vexp4(ollie_even4(&x[2 * i0])) + ((ollie_v4){x[3 * i0], x[3 * i0 + 3], x[3 * i0 + 6], x[3 * i0 + 9]})));"), "{c}");
+    assert!(c.contains("static inline ollie_v4 ollie_even4(const float *p) { ollie_v4 lo = ollie_load4(p), hi = ollie_load4(p + 4 - 1); return __builtin_shuffle(lo, hi, (ollie_m4){0, 2, 5, 7}); }"), "{c}");
+    assert!(c.contains("for (long i0 = 8; i0 < 10; i0++) {\n        out[i0] = (expf(x[2 * i0]) + x[3 * i0]);"), "{c}");
     let reason = |text: &str| apply(text).unwrap_err().to_string();
     // A reduction into one element: each vector's lanes reduced by a tree, then into it; OpenMP
     // `simd` would need a reduction clause, and stays refused.
