@@ -54,8 +54,12 @@ pub(super) fn shapes(lanes: u32) -> &'static [(usize, usize)] {
     }
 }
 
+/// The most steps of a reduction not worth a register tile.
+const SHORT_SUM: usize = 8;
+
 /// The contractions of `nest`: chains of loops whose innermost body is an initial store of the
-/// output and a chain of reduction loops around its accumulation.
+/// output and a chain of reduction loops around its accumulation, of more than [`SHORT_SUM`]
+/// steps (fewer, as split-K's combine of a few partial results, leave nothing to tile).
 pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
     let mut out = Vec::new();
     for s in &nest.body {
@@ -63,7 +67,8 @@ pub(super) fn contractions(nest: &LoopNest) -> Vec<Contraction> {
         let [Stmt::Store { buffer, offset, value: Expr::Const(_) }, reduction @ Stmt::Loop { .. }] = body else { continue };
         let (reduce, body) = chain(reduction);
         let [Stmt::Store { buffer: b, offset: o, value: Expr::Binary(_, acc, e) }] = body else { continue };
-        if b == buffer && o == offset && matches!(&**acc, Expr::Load { buffer: a, offset: ao } if a == buffer && ao == offset) {
+        let steps: usize = reduce.iter().map(|l| l.1).product();
+        if b == buffer && o == offset && steps > SHORT_SUM && matches!(&**acc, Expr::Load { buffer: a, offset: ao } if a == buffer && ao == offset) {
             let mut operands = Vec::new();
             e.every_load(&mut operands);
             out.push(Contraction { free, reduce, out: *buffer, operands });
