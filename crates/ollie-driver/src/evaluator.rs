@@ -384,6 +384,7 @@ impl<'a> Evaluator<'a> {
         let phase = if best < self.naive_seconds {
             let (tests, per_test) = self.estimate_verification(&self.final_config, best);
             let verification = (tests as f64 * per_test).min((FINAL_SHARE * self.budget).max(MIN_TESTS.min(tests) as f64 * per_test));
+            tracing::trace!(tests, per_test, verification, timing = self.timing.cost(best, evict), "reserve");
             self.timing.cost(best, evict) + verification
         } else {
             0.0
@@ -419,11 +420,10 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Wall seconds a timed call spends before the kernel runs, pushing the kernel's buffers out
-    /// of the caches (`Session::evict`): the bytes it goes through at a conservative 1 GB/s
-    /// (`clflush` of 64 MB took 35–55 ms on this project's Intel VM, 1.2–1.9 GB/s).
+    /// of the caches (`Session::evict`).
     fn eviction_seconds(&self) -> f64 {
         let bytes: usize = self.naive.inputs().chain(self.naive.outputs()).map(|(_, b)| b.bytes()).sum();
-        ollie_runner::evicted_bytes(bytes) as f64 / 1e9
+        ollie_runner::eviction_seconds(bytes)
     }
 }
 

@@ -49,11 +49,20 @@ pub fn fresh_seed() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// The oracle of `ollie check`, `bench` and `optimize`: expected outputs kept in memory and in
-/// ollie's cache directory (`expected/`), shared by every later command on the same spec.
+/// The oracle of `ollie check`, `bench` and `optimize`: expected outputs kept in memory (an
+/// eighth of the memory available, between [`ollie_verify::ORACLE_BYTES`] and [`ORACLE_MOST`]) and
+/// in ollie's cache directory (`expected/`), shared by every later command on the same spec.
 pub fn oracle<'a>(graph: &'a Graph, runner: &'a Runner, baseline: ollie_verify::Baseline) -> ollie_verify::Oracle<'a> {
-    ollie_verify::Oracle::new(graph, runner, baseline).keep_on_disk(&ollie_runner::cache_root().join("expected"), ollie_verify::DISK_BYTES)
+    let least = ollie_verify::ORACLE_BYTES as u64;
+    let capacity = ollie_runner::available_memory().map_or(least, |a| (a / 8).clamp(least, ORACLE_MOST)) as usize;
+    ollie_verify::Oracle::with_capacity(graph, runner, baseline, capacity).keep_on_disk(&ollie_runner::cache_root().join("expected"), ollie_verify::DISK_BYTES)
 }
+
+/// The most expected outputs the oracle keeps in memory: every set of a full verification of a
+/// kernel whose outputs hold 8M float32 elements (1.2 GB for 18 sets), so that judging a
+/// candidate reads none of them back from disk (a third of a verification's time on such a
+/// kernel went to reading and to the kernel zeroing the pages read into).
+const ORACLE_MOST: u64 = 2 << 30;
 
 /// Compiles the naive kernel of `graph` (the baseline) at `-O3 -march=native`.
 pub fn compile_naive(compiler: &Compiler, graph: &Graph) -> Result<PathBuf, Error> {

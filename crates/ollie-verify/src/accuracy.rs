@@ -248,6 +248,8 @@ impl Target {
         let mut err2 = 0.0f64;
         // The element with the largest error over its bound: (ratio, index, value, error, bound).
         let mut worst: (f64, usize, f64, f64, f64) = (0.0, 0, 0.0, 0.0, 0.0);
+        // The position in `specials` of the last special element met.
+        let mut special = 0;
         // Blocks of elements all within their bounds, none beating the worst so far, take one
         // pass without branches (which the compiler vectorizes); any other block is judged
         // element by element.
@@ -285,7 +287,13 @@ impl Target {
                     continue;
                 }
                 if tv.is_nan() {
-                    let s = self.specials[self.specials.binary_search_by_key(&i, |s| s.index).expect("a NaN bound marks a special element")];
+                    // Elements are judged in order: the special sought is at or after the last
+                    // (a walk, not a search: a whole output of them costs one pass).
+                    while self.specials[special].index < i {
+                        special += 1;
+                    }
+                    let s = self.specials[special];
+                    assert_eq!(s.index, i, "a NaN bound marks a special element");
                     let same = |target: f64| (target.is_nan() && yv.is_nan()) || yv == target;
                     let acceptable = if !s.reference.is_finite() {
                         // The reference's NaN or infinity; the baseline's, if it differs, is as good.
@@ -393,6 +401,28 @@ mod tests {
         let wide = Target::fold(Tolerance::F32, &[n], &slice(&r), &slice(&bound.rounding), &slice(&bound.underflow), Some(&slice(&b)[..]), false).unwrap();
         let narrow = Target::new(Tolerance::F32, &r, &bound, &b);
         (r, narrow, wide)
+    }
+
+    /// Special elements (an infinite reference or naive output) among ordinary ones, judged in
+    /// one walk: each found at its own index, whichever blocks they fall in.
+    #[test]
+    fn every_special_element_is_judged_at_its_own_index() {
+        let n = 1000;
+        let special = |i: usize| i % 3 == 0 || (500..700).contains(&i);
+        let r: Vec<f64> = (0..n).map(|i| if special(i) { f64::INFINITY } else { i as f64 }).collect();
+        let zeros = vec![0.0; n];
+        for narrow in [true, false] {
+            let target = Target::fold(Tolerance::F32, &[n], &r, &r.iter().map(|x| x.abs().min(1e3)).collect::<Vec<_>>(), &zeros, None::<&[f64]>, narrow).unwrap();
+            assert!(target.judge(r.iter().copied()).is_ok(), "the reference itself is accepted");
+            for wrong in [0, 3, 501, 699, 999] {
+                let mut y = r.clone();
+                y[wrong] = 1.0;
+                match target.judge(y.iter().copied()) {
+                    Err(Inaccuracy::NonFinite { index, .. }) => assert_eq!(index, vec![wrong]),
+                    other => panic!("a finite value where the reference is infinite, at {wrong}: {other:?}"),
+                }
+            }
+        }
     }
 
     #[test]
