@@ -272,14 +272,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             Expr::Compare(op, a, b) => {
-                let c = match op {
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                };
+                let c = comparison(*op);
                 // Index masks (tril, causal attention) compare in integers: exact, cheaper, and
                 // clear of gcc 12's wrong vector code for float compares of converted indices
                 // under AVX-512VL+DQ.
@@ -434,6 +427,19 @@ impl<'a> Emitter<'a> {
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
             Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
             Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
+            // A comparison's lanes are -1 or 0 as integers: negated and converted, 1.0 or 0.0.
+            // Index masks (a causal mask's `j >= i + 1`) compare integer vectors, as the scalar
+            // form compares integers.
+            Expr::Compare(op, a, b) => {
+                let (a, b) = match (self.vector_integral(a, var, w), self.vector_integral(b, var, w)) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => (v(a), v(b)),
+                };
+                format!("__builtin_convertvector(-({a} {} {b}), ollie_v{w})", comparison(*op))
+            }
+            // Between float types in a float kernel, a conversion is no conversion (as in the
+            // scalar form).
+            Expr::Cast(DType::F32 | DType::F64, a) if !self.wide => v(a),
             // Float vectors get vector math; double ones go lane by lane.
             Expr::Unary(op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Abs), a) if !self.wide => {
                 let name = match op {
@@ -456,6 +462,25 @@ impl<'a> Emitter<'a> {
                     .collect();
                 format!("((ollie_v{w}){{{}}})", lanes.join(", "))
             }
+        }
+    }
+
+    /// `e` as a vector of the mask type's integers (lane `l` at `var + l`), when its value is an
+    /// integer computed from indices and integral constants, affine in the indices (so that the
+    /// lanes step evenly, from lane 0's scalar value); a product only by a constant.
+    fn vector_integral(&self, e: &Expr, var: VarId, w: u32) -> Option<String> {
+        let int = if self.wide { "long long" } else { "int" };
+        let vi = |x: &Expr| self.vector_integral(x, var, w);
+        match e {
+            Expr::Index(a) => {
+                let steps: Vec<String> = (0..w as i64).map(|l| (l * a.coefficient(var)).to_string()).collect();
+                Some(format!("((ollie_m{w}){{{}}} + ({int})({}))", steps.join(", "), affine(a)))
+            }
+            Expr::Const(c) if c.fract() == 0.0 && c.abs() < 1e9 => Some(format!("((ollie_m{w}){{0}} + ({int})({}))", *c as i64)),
+            Expr::Unary(UnaryOp::Neg, a) => Some(format!("(-{})", vi(a)?)),
+            Expr::Binary(op @ (BinaryOp::Add | BinaryOp::Sub), a, b) => Some(format!("({} {} {})", vi(a)?, arithmetic(*op).expect("arithmetic"), vi(b)?)),
+            Expr::Binary(BinaryOp::Mul, a, b) if matches!(**a, Expr::Const(_)) || matches!(**b, Expr::Const(_)) => Some(format!("({} * {})", vi(a)?, vi(b)?)),
+            _ => None,
         }
     }
 
@@ -485,6 +510,18 @@ fn invariant_math(e: &Expr) -> Option<bool> {
         Expr::Binary(op, a, b) if arithmetic(*op).is_some() || matches!(op, BinaryOp::Max | BinaryOp::Min) => Some(invariant_math(a)? | invariant_math(b)?),
         Expr::Select(c, a, b) => Some(invariant_math(c)? | invariant_math(a)? | invariant_math(b)?),
         _ => None,
+    }
+}
+
+/// C's operator for a comparison, which scalars and GCC vectors share.
+fn comparison(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+        CmpOp::Eq => "==",
+        CmpOp::Ne => "!=",
     }
 }
 

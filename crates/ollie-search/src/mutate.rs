@@ -261,7 +261,7 @@ impl Mutate {
                             break;
                         }
                         let mut touched: Vec<VarId> = loop_vars(&scheduled).into_iter().filter(|v| !before.contains(v)).collect();
-                        touched.push(step.var());
+                        touched.extend(step.var());
                         if let Step::Reorder { inner, .. } = step {
                             touched.push(inner);
                         }

@@ -10,7 +10,7 @@
 //! vector width, accumulators, fusion, threads, streaming, which pass prefetches). Every step
 //! passes its legality check as it is built.
 
-use ollie_graph::{BinaryOp, UnaryOp};
+use ollie_graph::{BinaryOp, DType, UnaryOp};
 use ollie_loops::{apply_step, BufferId, BufferKind, Expr, LoopKind, LoopNest, Schedule, Stmt, Step, VarId};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,23 @@ struct Choices {
     /// variance, whose second walk the blocks would read from the cache (but a block's rows are
     /// each on a page of their own).
     by_rows: bool,
+    /// Which float64 temporaries of a float32 kernel are stored in float32 (`demote`), so that
+    /// the loops touching them run in vectors.
+    demote: Demote,
+}
+
+/// Which float64 temporaries a sketch stores in float32.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Demote {
+    /// None.
+    Keep,
+    /// All but those a reduction of more than 8 steps accumulates into: a long sum of products
+    /// with cancellation is where float32 accumulation loses most (the value of causal attention's `p @ v` in float32 was
+    /// 2.2 times its bound on inputs constant along an axis; every other temporary of it
+    /// stayed within a quarter of its bound in float32).
+    Values,
+    /// All.
+    All,
 }
 
 /// What sketches are built for: the floats in a vector register, and the data caches that size
@@ -73,6 +90,8 @@ pub struct Caches {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
+    /// Float64 temporaries of a float32 kernel stored in float32.
+    Demote,
     /// Reductions down the columns walk the rows ([`Builder::columns`]).
     #[serde(rename = "column-reduction")]
     Columns,
@@ -95,11 +114,12 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 8] = [Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Transpose, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
+    pub const ALL: [Rule; 9] = [Rule::Demote, Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Transpose, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
 
     /// Its name in reports (and in the store, by serde).
     pub fn name(self) -> &'static str {
         match self {
+            Rule::Demote => "demote",
             Rule::Columns => "column-reduction",
             Rule::SplitK => "split-k",
             Rule::Tile => "register-tile",
@@ -114,6 +134,7 @@ impl Rule {
     /// What it looks for, said when nothing in the nest matches.
     fn wants(self) -> &'static str {
         match self {
+            Rule::Demote => "no float64 temporary in a kernel that computes in float32",
             Rule::Columns => "no top-level loop reduces down the columns of a row-major array",
             Rule::SplitK => "no reduction has too few outputs to share among threads and a long reduction",
             Rule::Tile => "no reduction of more than 8 steps (a loop nest that accumulates into each element of its output, as a product does)",
@@ -204,6 +225,8 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
         Choices { chains: 1, ..first },
         Choices { columns: false, ..first },
         Choices { by_rows: false, ..first },
+        Choices { demote: Demote::All, ..first },
+        Choices { demote: Demote::Keep, ..first },
     ]);
     let mut out: Vec<Schedule> = Vec::new();
     for choices in variants {
@@ -218,7 +241,7 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
 impl Choices {
     /// The most promising choices for vectors of `lanes` floats, without a tile.
     fn first(lanes: u32) -> Choices {
-        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true, by_rows: true }
+        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true, by_rows: true, demote: Demote::Values }
     }
 }
 
@@ -243,6 +266,7 @@ pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -
 /// One sketch: the rules applied in order, each step kept only if legal; and what each rule did.
 fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Vec<RuleNote>) {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new(), notes: Vec::new(), refused: None };
+    b.demote(c.demote);
     b.inline_producers();
     if c.columns {
         b.columns(c.lanes, c.by_rows);
@@ -383,6 +407,30 @@ impl Builder {
     }
 
     /// Folds each temporary into the innermost loop holding all its uses (or the next one out).
+    /// The float64 temporaries of a float32 kernel `which` says stored in float32 (numpy's
+    /// promotion by a float64 operand, `np.full` without a dtype, left the kernel's vectors out
+    /// of the loops touching them).
+    fn demote(&mut self, which: Demote) {
+        if which == Demote::Keep || self.nest.computes_in_f64() {
+            return;
+        }
+        let sums: Vec<BufferId> = contractions(&self.nest).iter().map(|c| c.output()).collect();
+        let temps: Vec<(BufferId, String)> = self.nest.temps().filter(|(_, b)| b.dtype == DType::F64).map(|(id, b)| (id, b.name.clone())).collect();
+        for (id, name) in temps {
+            if which == Demote::Values && sums.contains(&id) {
+                self.note(Rule::Demote, RuleVerdict::Declined, format!("`{name}` stays float64: a long reduction accumulates into it (another sketch demotes it too)"));
+                continue;
+            }
+            self.refused = None;
+            if self.try_step(Step::Demote { buffer: name.clone() }) {
+                self.note(Rule::Demote, RuleVerdict::Applied, format!("`{name}` stored in float32"));
+            } else {
+                let why = self.refusal("refused");
+                self.note(Rule::Demote, RuleVerdict::Declined, format!("`{name}` stays float64: {why}"));
+            }
+        }
+    }
+
     fn fold_all(&mut self) {
         // Not the tiles' own buffers, scoped already.
         let temps: Vec<String> = self.nest.temps().filter(|(id, b)| b.scope.is_none() && uses(&self.nest.body, id.0) > 0).map(|(_, b)| b.name.clone()).collect();

@@ -300,12 +300,14 @@ fn vectorize_innermost(nest: &mut ollie_loops::LoopNest, width: u32) {
 /// A reduction into one element run in vector lanes (`vectorize` of the loop: each vector's
 /// lanes reduced by a tree, a scalar tail after) computes what the naive kernel does: every
 /// innermost loop `vectorize` takes, at 4 and 8 lanes, for every spec (sums, maxima; tails
-/// where the width does not divide the loop; loads of every other element, as a pool's).
+/// where the width does not divide the loop; loads of every other element, as a pool's; index
+/// masks, as a causal mask's, compared in integer vectors).
 #[test]
 fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
     let runner = runner();
     let reduced = std::sync::atomic::AtomicUsize::new(0);
     let strided = std::sync::atomic::AtomicUsize::new(0);
+    let compared = std::sync::atomic::AtomicUsize::new(0);
     for_every_spec(&["test_data/corpus", "examples", "test_data/loops"], |spec, seed| {
         let graph = graph_of(spec)?;
         let naive = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
@@ -315,6 +317,7 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
             let c = ollie_loops::emit_c(&nest);
             reduced.fetch_add(c.matches("ollie_reduce_").count(), std::sync::atomic::Ordering::Relaxed);
             strided.fetch_add(c.matches("ollie_even").count(), std::sync::atomic::Ordering::Relaxed);
+            compared.fetch_add(c.matches("__builtin_convertvector(-(((ollie_m").count(), std::sync::atomic::Ordering::Relaxed);
             let cache = tempfile::tempdir().unwrap();
             let library = compile(&c, &["-O3", "-march=native", "-Wall", "-Werror"], cache.path())?;
             let inputs = Family::Normal.generate(&graph.params, seed);
@@ -326,6 +329,7 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
     });
     assert!(reduced.into_inner() > 0, "no reduction was vectorized");
     assert!(strided.into_inner() > 0, "no load of every other element was vectorized");
+    assert!(compared.into_inner() > 0, "no index mask was compared in integer vectors");
 }
 
 /// Random schedules compute what the naive kernels do: for every spec, a chain of eight

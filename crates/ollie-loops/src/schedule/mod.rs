@@ -34,6 +34,7 @@ use crate::ir::{Buffer, BufferId, BufferKind, LoopKind, LoopNest, Stmt, VarId};
 mod accumulators;
 mod cache;
 mod deps;
+mod demote;
 mod distribute;
 mod expand;
 mod fold;
@@ -133,16 +134,20 @@ pub enum Step {
     Expand { var: VarId },
     /// The temporary `buffer` living in the loop is held in local variables (registers).
     Registers { buffer: String, var: VarId },
+    /// The float64 temporary `buffer` of a kernel computing in float32 is stored in float32:
+    /// each value rounded once more, which the verifier judges.
+    Demote { buffer: String },
 }
 
 impl Step {
-    /// The loop the step is applied to.
-    pub fn var(&self) -> VarId {
-        match self {
+    /// The loop the step is applied to (none for a step on a buffer alone).
+    pub fn var(&self) -> Option<VarId> {
+        Some(match self {
             Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
-        }
+            Step::Demote { .. } => return None,
+        })
     }
 }
 
@@ -190,6 +195,7 @@ impl fmt::Display for Step {
             Step::Cache { buffer, var } => write!(f, "cache {buffer} {}", v(var)),
             Step::Expand { var } => write!(f, "expand {}", v(var)),
             Step::Registers { buffer, var } => write!(f, "registers {buffer} {}", v(var)),
+            Step::Demote { buffer } => write!(f, "demote {buffer}"),
         }
     }
 }
@@ -247,6 +253,7 @@ impl Schedule {
                 Some("cache") => Step::Cache { buffer: name()?, var: var(2)? },
                 Some("expand") => Step::Expand { var: var(1)? },
                 Some("registers") => Step::Registers { buffer: name()?, var: var(2)? },
+                Some("demote") => Step::Demote { buffer: name()? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
             };
             schedule.steps.push(step);
@@ -375,9 +382,13 @@ impl Site<'_> {
 
 /// Applies one step in place.
 pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError> {
+    let Some(var) = step.var() else {
+        let Step::Demote { buffer } = step else { unreachable!("only `demote` applies to no loop") };
+        return demote::demote(nest, buffer, step);
+    };
     let (mut path, mut enclosing) = (Vec::new(), Vec::new());
-    if !locate(&nest.body, step.var(), &mut path, &mut enclosing) {
-        return Err(ScheduleError::NoLoop(var_name(step.var())));
+    if !locate(&nest.body, var, &mut path, &mut enclosing) {
+        return Err(ScheduleError::NoLoop(var_name(var)));
     }
     let fresh = nest.fresh_var().0;
     let wide = nest.computes_in_f64();
@@ -422,5 +433,6 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Cache { buffer, .. } => cache::cache(&mut site, buffer),
         Step::Expand { .. } => expand::expand(&mut site),
         Step::Registers { buffer, .. } => registers::registers(&mut site, buffer),
+        Step::Demote { .. } => unreachable!("applied above"),
     }
 }
