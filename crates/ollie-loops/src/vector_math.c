@@ -129,27 +129,39 @@ static inline __m256 ollie_vexp_avx2(__m256 x) {
 }
 #endif
 
-static inline ollie_v{W} ollie_vexp{W}(ollie_v{W} x) {
-#if defined(OLLIE_VEXP_AVX2) && {W} % 8 == 0
+/* `{W}` lanes through the ISA's own form of a function (`OLLIE_ISA(ollie_vexp)`: the AVX2 one on
+ * 8 lanes, else the AVX-512 one on 16), vector by vector; 8 lanes with AVX-512 as the low half of
+ * a 512-bit vector. Defined where the ISA has such forms and they fit {W} lanes; elsewhere the
+ * portable forms below run. */
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__) && {W} % 8 == 0
+#define OLLIE_ISA(f) f##_avx2
+#define OLLIE_LANES{W}_BY_ISA
+static inline __attribute__((always_inline)) ollie_v{W} ollie_lanes{W}(ollie_v{W} x, __m256 (*f)(__m256)) {
     float a[{W}];
     __builtin_memcpy(a, &x, sizeof x);
-    for (int l = 0; l < {W}; l += 8) _mm256_storeu_ps(a + l, ollie_vexp_avx2(_mm256_loadu_ps(a + l)));
+    for (int l = 0; l < {W}; l += 8) _mm256_storeu_ps(a + l, f(_mm256_loadu_ps(a + l)));
+    __builtin_memcpy(&x, a, sizeof x);
+    return x;
+}
+#elif defined(__AVX512F__) && ({W} == 8 || {W} % 16 == 0)
+#define OLLIE_ISA(f) f##_avx512
+#define OLLIE_LANES{W}_BY_ISA
+static inline __attribute__((always_inline)) ollie_v{W} ollie_lanes{W}(ollie_v{W} x, __m512 (*f)(__m512)) {
+#if {W} == 8
+    return (ollie_v{W})_mm512_castps512_ps256(f(_mm512_zextps256_ps512((__m256)x)));
+#else
+    float a[{W}];
+    __builtin_memcpy(a, &x, sizeof x);
+    for (int l = 0; l < {W}; l += 16) _mm512_storeu_ps(a + l, f(_mm512_loadu_ps(a + l)));
     __builtin_memcpy(&x, a, sizeof x);
     return x;
 #endif
-#if defined(__AVX512F__)
-#if {W} == 8
-    /* 8 lanes: the low half of a 512-bit vector. */
-    return (ollie_v{W})_mm512_castps512_ps256(ollie_vexp_avx512(_mm512_zextps256_ps512((__m256)x)));
-#else
-    if ({W} % 16 == 0) {
-        float a[{W}];
-        __builtin_memcpy(a, &x, sizeof x);
-        for (int l = 0; l < {W}; l += 16) _mm512_storeu_ps(a + l, ollie_vexp_avx512(_mm512_loadu_ps(a + l)));
-        __builtin_memcpy(&x, a, sizeof x);
-        return x;
-    }
+}
 #endif
+
+static inline ollie_v{W} ollie_vexp{W}(ollie_v{W} x) {
+#if defined(OLLIE_LANES{W}_BY_ISA)
+    return ollie_lanes{W}(x, OLLIE_ISA(ollie_vexp));
 #endif
     /* Beyond 89 every float result is inf, below OLLIE_EXP_ZERO 0 (computed from 0 instead);
      * NaN stays NaN (comparisons are false). */
@@ -238,25 +250,8 @@ static inline __m256 ollie_vlog_avx2(__m256 x) {
 #endif
 
 static inline ollie_v{W} ollie_vlog{W}(ollie_v{W} x) {
-#if defined(OLLIE_VLOG_AVX2) && {W} % 8 == 0
-    float a[{W}];
-    __builtin_memcpy(a, &x, sizeof x);
-    for (int l = 0; l < {W}; l += 8) _mm256_storeu_ps(a + l, ollie_vlog_avx2(_mm256_loadu_ps(a + l)));
-    __builtin_memcpy(&x, a, sizeof x);
-    return x;
-#endif
-#if defined(__AVX512F__)
-#if {W} == 8
-    return (ollie_v{W})_mm512_castps512_ps256(ollie_vlog_avx512(_mm512_zextps256_ps512((__m256)x)));
-#else
-    if ({W} % 16 == 0) {
-        float a[{W}];
-        __builtin_memcpy(a, &x, sizeof x);
-        for (int l = 0; l < {W}; l += 16) _mm512_storeu_ps(a + l, ollie_vlog_avx512(_mm512_loadu_ps(a + l)));
-        __builtin_memcpy(&x, a, sizeof x);
-        return x;
-    }
-#endif
+#if defined(OLLIE_LANES{W}_BY_ISA)
+    return ollie_lanes{W}(x, OLLIE_ISA(ollie_vlog));
 #endif
     /* Subnormal inputs are scaled into the normals first (and 23 taken off the exponent). */
     ollie_m{W} tiny = x < 1.17549435e-38f;
