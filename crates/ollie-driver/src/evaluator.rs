@@ -384,8 +384,9 @@ impl<'a> Evaluator<'a> {
         let phase = if best < self.naive_seconds {
             let (tests, per_test) = self.estimate_verification(&self.final_config, best);
             let verification = (tests as f64 * per_test).min((FINAL_SHARE * self.budget).max(MIN_TESTS.min(tests) as f64 * per_test));
-            tracing::trace!(tests, per_test, verification, timing = self.timing.cost(best, evict), "reserve");
-            self.timing.cost(best, evict) + verification
+            let timing = self.timing.cost(best, evict);
+            tracing::trace!(tests, per_test, verification, timing, "reserve");
+            timing + verification
         } else {
             0.0
         };

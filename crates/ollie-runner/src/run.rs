@@ -456,8 +456,8 @@ impl Session {
 
     /// Writes every cache line of the kernel's buffers back to memory and out of every cache
     /// level (`clflushopt` where the CPU has it, else `clflush`), so that the next call reads its
-    /// inputs from memory and owns no line of its outputs: a timed call then costs what it costs on data another computation just left
-    /// behind in memory, whatever the size of this machine's last-level cache (with a large one,
+    /// inputs from memory and owns no line of its outputs: a timed call then costs what it costs
+    /// on data another computation just left behind in memory, whatever the size of this machine's last-level cache (with a large one,
     /// a kernel called on the same buffers again and again would otherwise be timed from cache).
     /// Buffers of more than [`SCRUB_ABOVE`] times the last-level cache are not flushed line by
     /// line (300 MB took 0.3 s a call, ten times the kernel's own time): at most a cache's worth
