@@ -63,9 +63,9 @@ enum Demote {
     /// None.
     Keep,
     /// All but those a reduction of more than 8 steps accumulates into: a long sum of products
-    /// with cancellation is where float32 accumulation loses most (the value of causal attention's `p @ v` in float32 was
-    /// 2.2 times its bound on inputs constant along an axis; every other temporary of it
-    /// stayed within a quarter of its bound in float32).
+    /// with cancellation is where float32 accumulation loses most (causal attention's `p @ v`
+    /// in float32 was 2.2 times its bound on inputs constant along an axis; every other
+    /// temporary of it stayed within a quarter of its bound in float32).
     Values,
     /// All.
     All,
