@@ -28,6 +28,28 @@ pub fn prototype(nest: &LoopNest) -> String {
     Emitter::new(nest).prototype()
 }
 
+/// A load a register transpose serves (see `Emitter::transposed`): its rows' vectors are named
+/// `name`.
+#[derive(Clone)]
+struct Transposed {
+    buffer: BufferId,
+    offset: Affine,
+    name: String,
+}
+
+/// A serial loop over `outer` around a vector loop over `var` that runs in blocks of `w` × `w`,
+/// with `loads` read through register transposes.
+struct TransposedBlock {
+    outer: VarId,
+    outer_extent: usize,
+    var: VarId,
+    extent: usize,
+    w: u32,
+    stream: bool,
+    body: Vec<Stmt>,
+    loads: Vec<Transposed>,
+}
+
 struct Emitter<'a> {
     nest: &'a LoopNest,
     /// C name of each buffer.
@@ -94,6 +116,9 @@ impl<'a> Emitter<'a> {
                     out.push_str(&self.reduce_helper(op, w));
                 }
             }
+            if function.contains(&format!("ollie_transpose{w}(")) {
+                out.push_str(&transpose_helper(w));
+            }
             if !self.wide && VECTOR_MATH.iter().any(|f| function.contains(&format!("ollie_v{f}{w}("))) {
                 out.push_str(&vector_math(w));
                 out.push('\n');
@@ -152,6 +177,10 @@ impl<'a> Emitter<'a> {
             Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, false, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Stream(w), body } => self.vector_loop(out, *var, *extent, *w, true, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Parallel, body } if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) => self.joined_loop(out, *var, *extent, body, depth),
+            Stmt::Loop { var: outer, extent: outer_extent, kind: LoopKind::Serial | LoopKind::Unrolled(_), body } if self.transposed(*outer, *outer_extent, body).is_some() => {
+                let Some(block) = self.transposed(*outer, *outer_extent, body) else { unreachable!("matched above") };
+                self.transposed_loop(out, &block, depth)
+            }
             Stmt::Loop { var, extent, kind, body } => {
                 let v = var_name(*var);
                 match kind {
@@ -353,40 +382,7 @@ impl<'a> Emitter<'a> {
         if main > 0 {
             writeln!(out, "{pad}for (long {v} = 0; {v} < {main}; {v} += {w}) {{").unwrap();
             for stmt in body {
-                let Stmt::Store { buffer, offset, value } = stmt else {
-                    // A prefetch at the vector's first lane (one per line at 16 floats).
-                    let Stmt::Prefetch { .. } = stmt else { unreachable!("vectorized loops are innermost") };
-                    self.stmt(out, stmt, depth + 1);
-                    continue;
-                };
-                let name = &self.names[buffer.0 as usize];
-                if offset.coefficient(var) == 0 {
-                    // A reduction into one element (the only store `vectorize` lets stay put):
-                    // the vector's lanes reduced by a tree, then into the element.
-                    let Expr::Binary(op, _, e) = value else { unreachable!("vectorize checked the reduction") };
-                    let target = self.element(*buffer, offset);
-                    let lanes = format!("ollie_reduce_{}{w}({})", lane_reduction(*op), self.vector_expr(e, var, w));
-                    let combined = match arithmetic(*op) {
-                        Some(symbol) => format!("{target} {symbol} {lanes}"),
-                        None => format!("ollie_{}({target}, {lanes})", lane_reduction(*op)),
-                    };
-                    writeln!(out, "{pad}    {target} = {combined};").unwrap();
-                    continue;
-                }
-                let value = self.vector_expr(value, var, w);
-                let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
-                match offset.coefficient(var) {
-                    1 if self.nest.buffer(*buffer).registers.is_some() => writeln!(out, "{pad}    {} = {value};", self.element(*buffer, offset)).unwrap(),
-                    1 if streamed => writeln!(out, "{pad}    ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
-                    1 => writeln!(out, "{pad}    ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
-                    c => {
-                        writeln!(out, "{pad}    {{ ollie_v{w} ollie_lanes = {value};").unwrap();
-                        for lane in 0..w as i64 {
-                            writeln!(out, "{pad}      {name}[{}] = ollie_lanes[{lane}];", affine(&offset.add_scaled(&Affine::constant(c * lane), 1))).unwrap();
-                        }
-                        writeln!(out, "{pad}    }}").unwrap();
-                    }
-                }
+                self.vector_stmt(out, stmt, var, w, stream, &[], depth + 1);
             }
             writeln!(out, "{pad}}}").unwrap();
             if stream {
@@ -403,6 +399,151 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// One statement of a vector loop over `var`, for its lanes `var .. var + w`; the loads in
+    /// `transposed` read from the registers named with them.
+    #[allow(clippy::too_many_arguments)]
+    fn vector_stmt(&self, out: &mut String, stmt: &Stmt, var: VarId, w: u32, stream: bool, transposed: &[Transposed], depth: usize) {
+        let pad = "    ".repeat(depth);
+        let Stmt::Store { buffer, offset, value } = stmt else {
+            // A prefetch at the vector's first lane (one per line at 16 floats).
+            let Stmt::Prefetch { .. } = stmt else { unreachable!("vectorized loops are innermost") };
+            self.stmt(out, stmt, depth);
+            return;
+        };
+        let name = &self.names[buffer.0 as usize];
+        if offset.coefficient(var) == 0 {
+            // A reduction into one element (the only store `vectorize` lets stay put):
+            // the vector's lanes reduced by a tree, then into the element.
+            let Expr::Binary(op, _, e) = value else { unreachable!("vectorize checked the reduction") };
+            let target = self.element(*buffer, offset);
+            let lanes = format!("ollie_reduce_{}{w}({})", lane_reduction(*op), self.vector_expr(e, var, w, transposed));
+            let combined = match arithmetic(*op) {
+                Some(symbol) => format!("{target} {symbol} {lanes}"),
+                None => format!("ollie_{}({target}, {lanes})", lane_reduction(*op)),
+            };
+            writeln!(out, "{pad}{target} = {combined};").unwrap();
+            return;
+        }
+        let value = self.vector_expr(value, var, w, transposed);
+        let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
+        match offset.coefficient(var) {
+            1 if self.nest.buffer(*buffer).registers.is_some() => writeln!(out, "{pad}{} = {value};", self.element(*buffer, offset)).unwrap(),
+            1 if streamed => writeln!(out, "{pad}ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
+            1 => writeln!(out, "{pad}ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
+            c => {
+                writeln!(out, "{pad}{{ ollie_v{w} ollie_lanes = {value};").unwrap();
+                for lane in 0..w as i64 {
+                    writeln!(out, "{pad}  {name}[{}] = ollie_lanes[{lane}];", affine(&offset.add_scaled(&Affine::constant(c * lane), 1))).unwrap();
+                }
+                writeln!(out, "{pad}}}").unwrap();
+            }
+        }
+    }
+
+    /// The block a register transpose serves, when `body` (that of a serial loop over `outer`)
+    /// is one vector loop of `w` lanes, `outer`'s extent a multiple of `w`, and some load of it
+    /// runs along `outer` and strides across the lanes (a transposed read: `x[j][i]` vectorized
+    /// along `i`). The loads gathered lane by lane become `w` contiguous loads of `w` elements
+    /// along `outer`, transposed in registers, one vector for each of `w` steps of `outer`.
+    ///
+    /// That runs the two loops' iterations in another order, so only where no iteration reads
+    /// what another writes: every statement stores contiguously along the lanes, each to its
+    /// own buffer, each element once in the block (the store's step along `outer` at least the
+    /// vector loop's extent), and reads a buffer stored in the block only at the element its
+    /// own iteration stores; no temporary held in registers.
+    fn transposed(&self, outer: VarId, outer_extent: usize, body: &[Stmt]) -> Option<TransposedBlock> {
+        let [Stmt::Loop { var, extent, kind: kind @ (LoopKind::Vector(w) | LoopKind::Stream(w)), body }] = body else { return None };
+        let (var, extent, w, stream) = (*var, *extent, *w, matches!(kind, LoopKind::Stream(_)));
+        if w < 2 || !w.is_power_of_two() || outer_extent % w as usize != 0 || extent < w as usize {
+            return None;
+        }
+        let mut stored: Vec<(BufferId, &Affine)> = Vec::new();
+        for s in body {
+            let Stmt::Store { buffer, offset, .. } = s else { return None };
+            let registers = self.nest.buffer(*buffer).registers.is_some();
+            if registers || offset.coefficient(var) != 1 || offset.coefficient(outer).unsigned_abs() < extent as u64 || stored.iter().any(|(b, _)| b == buffer) {
+                return None;
+            }
+            stored.push((*buffer, offset));
+        }
+        let mut loads = Vec::new();
+        for s in body {
+            let Stmt::Store { value, .. } = s else { unreachable!("checked above") };
+            let mut all = Vec::new();
+            value.every_load(&mut all);
+            for (buffer, offset) in all {
+                if self.nest.buffer(buffer).registers.is_some() {
+                    return None;
+                }
+                if let Some((_, at)) = stored.iter().find(|(b, _)| *b == buffer) {
+                    if **at != offset {
+                        return None;
+                    }
+                    continue;
+                }
+                let across = offset.coefficient(var);
+                if offset.coefficient(outer) == 1 && across != 0 && across != 1 && !loads.contains(&(buffer, offset.clone())) {
+                    loads.push((buffer, offset));
+                }
+            }
+        }
+        if loads.is_empty() {
+            return None;
+        }
+        let loads = loads.into_iter().enumerate().map(|(k, (buffer, offset))| Transposed { buffer, offset, name: format!("ollie_tr{k}") }).collect();
+        Some(TransposedBlock { outer, outer_extent, var, extent, w, stream, body: body.clone(), loads })
+    }
+
+    /// A serial loop around a vector loop, as [`Self::transposed`] found it, run in blocks of
+    /// `w` steps of `outer`: for each, the transposed loads read in rows and transposed in
+    /// registers, `w` × `w` at a time, for every vector of lanes; then the `w` steps of `outer`,
+    /// each over all the vectors (a store's vectors in order, so that streamed stores fill
+    /// whole cache lines); the lanes the vectors leave over one at a time.
+    fn transposed_loop(&self, out: &mut String, block: &TransposedBlock, depth: usize) {
+        let pad = "    ".repeat(depth);
+        let TransposedBlock { outer, outer_extent, var, extent, w, stream, body, loads } = block;
+        let (o, v) = (var_name(*outer), var_name(*var));
+        let main = extent - extent % *w as usize;
+        let vectors = main / *w as usize;
+        writeln!(out, "{pad}for (long ollie_{o} = 0; ollie_{o} < {outer_extent}; ollie_{o} += {w}) {{").unwrap();
+        for t in loads {
+            writeln!(out, "{pad}    ollie_v{w} {}[{vectors}][{w}];", t.name).unwrap();
+        }
+        writeln!(out, "{pad}    for (long {v} = 0; {v} < {main}; {v} += {w}) {{").unwrap();
+        writeln!(out, "{pad}        long {o} = ollie_{o};").unwrap();
+        for t in loads {
+            let buffer = &self.names[t.buffer.0 as usize];
+            for lane in 0..*w as i64 {
+                let row = t.offset.substitute(*var, &Affine::var(*var).add_scaled(&Affine::constant(lane), 1));
+                writeln!(out, "{pad}        {}[{v} / {w}][{lane}] = ollie_load{w}(&{buffer}[{}]);", t.name, affine(&row)).unwrap();
+            }
+            writeln!(out, "{pad}        ollie_transpose{w}({}[{v} / {w}]);", t.name).unwrap();
+        }
+        writeln!(out, "{pad}    }}").unwrap();
+        writeln!(out, "{pad}    for (long ollie_k = 0; ollie_k < {w}; ollie_k++) {{").unwrap();
+        writeln!(out, "{pad}        long {o} = ollie_{o} + ollie_k;").unwrap();
+        writeln!(out, "{pad}        for (long {v} = 0; {v} < {main}; {v} += {w}) {{").unwrap();
+        let rows: Vec<Transposed> = loads.iter().map(|t| Transposed { name: format!("{}[{v} / {w}][ollie_k]", t.name), ..t.clone() }).collect();
+        for s in body {
+            self.vector_stmt(out, s, *var, *w, *stream, &rows, depth + 3);
+        }
+        writeln!(out, "{pad}        }}").unwrap();
+        writeln!(out, "{pad}    }}").unwrap();
+        if main < *extent {
+            writeln!(out, "{pad}    for (long {o} = ollie_{o}; {o} < ollie_{o} + {w}; {o}++) {{").unwrap();
+            writeln!(out, "{pad}        for (long {v} = {main}; {v} < {extent}; {v}++) {{").unwrap();
+            for s in body {
+                self.stmt(out, s, depth + 3);
+            }
+            writeln!(out, "{pad}        }}").unwrap();
+            writeln!(out, "{pad}    }}").unwrap();
+        }
+        writeln!(out, "{pad}}}").unwrap();
+        if *stream {
+            writeln!(out, "#if defined(__SSE__)\n{pad}__builtin_ia32_sfence();\n#endif").unwrap();
+        }
+    }
+
     /// `e` for lanes `var + 0 .. var + w`: native vector arithmetic where GCC has it, vector math
     /// (`vector_math.c`) for float exp, log, tanh, sqrt, fabs and powers 2 to 4, values that do
     /// not move with `var` broadcast, anything else built lane by lane from the scalar form.
@@ -411,11 +552,14 @@ impl<'a> Emitter<'a> {
     /// vector math computes all of it: pure code that GCC hoists out of the loop, where a libm
     /// call (`logf` of a row's sum, in a log-softmax) would stay in it, once per vector, for the
     /// `errno` it may set.
-    fn vector_expr(&self, e: &Expr, var: VarId, w: u32) -> String {
+    fn vector_expr(&self, e: &Expr, var: VarId, w: u32, transposed: &[Transposed]) -> String {
         if !e.depends_on(var) && (self.wide || invariant_math(e) != Some(true)) {
             return format!("ollie_splat{w}({})", self.expr(e));
         }
-        let v = |x: &Expr| self.vector_expr(x, var, w);
+        let v = |x: &Expr| self.vector_expr(x, var, w, transposed);
+        if let Some(t) = transposed.iter().find(|t| matches!(e, Expr::Load { buffer, offset } if t.buffer == *buffer && t.offset == *offset)) {
+            return t.name.clone();
+        }
         match e {
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && self.nest.buffer(*buffer).registers.is_some() => self.element(*buffer, offset),
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 => format!("ollie_load{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
@@ -496,6 +640,28 @@ impl<'a> Emitter<'a> {
             if v < 0.0 { format!("({text}{f})") } else { format!("{text}{f}") }
         }
     }
+}
+
+/// `ollie_transpose{w}(r)`: the `w` × `w` matrix of `w` vectors transposed in place, in log2(w)
+/// stages of two-source shuffles (stage `b` swaps, in each pair of rows `b` apart, the upper
+/// lanes of each block of `2b` in the first with the lower lanes in the second): `w` shuffles a
+/// stage, none through memory.
+fn transpose_helper(w: u32) -> String {
+    let mut text = format!("static inline void ollie_transpose{w}(ollie_v{w} *r) {{\n");
+    let mut b = 1;
+    while b < w {
+        let first: Vec<String> = (0..w).map(|l| if l & b != 0 { w + l - b } else { l }.to_string()).collect();
+        let second: Vec<String> = (0..w).map(|l| if l & b != 0 { w + l } else { l + b }.to_string()).collect();
+        writeln!(text, "    for (int i = 0; i < {w}; i++) {{").unwrap();
+        writeln!(text, "        if (i & {b}) continue;").unwrap();
+        writeln!(text, "        ollie_v{w} a = r[i], c = r[i + {b}];").unwrap();
+        writeln!(text, "        r[i] = __builtin_shuffle(a, c, (ollie_m{w}){{{}}});", first.join(", ")).unwrap();
+        writeln!(text, "        r[i + {b}] = __builtin_shuffle(a, c, (ollie_m{w}){{{}}});", second.join(", ")).unwrap();
+        text.push_str("    }\n");
+        b *= 2;
+    }
+    text.push_str("}\n\n");
+    text
 }
 
 /// How `vector_expr` computes `e` when nothing in it moves with the vector loop: `None` when some

@@ -633,16 +633,19 @@ impl Builder {
 
     /// Transposes: a top-level pair of loops `i { j { out[.. + j] = f(x[.. + S·j], ..) } }`
     /// whose store is contiguous along `j` and one of whose loads is contiguous along `i` and
-    /// strided along `j` (`x.T` written out) walks the arrays in tiles of [`TRANSPOSE_LINE`]
-    /// `i`s by `lanes`·8 `j`s: each row of the tile reads one cache line of `x`, and each line is
-    /// used whole while it is in cache, instead of a line read per element.
+    /// strided along `j` (`x.T` written out) walks the arrays in tiles of up to
+    /// [`TRANSPOSE_ROW`] `i`s by 16 (or `lanes`) `j`s: the emitter reads each `lanes` × `lanes`
+    /// block of `x` in rows and transposes it in registers, and a tile reads few rows of `x`,
+    /// each over a long contiguous stretch (few pages at a time), instead of a line per element.
     fn transposes(&mut self, lanes: u32) {
         let pairs: Vec<(VarId, usize, VarId, usize)> = self.nest.body.iter().filter_map(transpose).collect();
         for (i, n, j, m) in pairs {
-            let (rows, cols) = (TRANSPOSE_LINE, lanes as usize * 8);
+            let cols = 16.max(lanes as usize);
+            // The longest stretch of `x`'s rows, in whole vectors, that leaves a tile for each thread.
+            let rows = (0..=TRANSPOSE_ROW.ilog2()).rev().map(|k| 1 << k).find(|&r| n % r == 0 && n / r >= 2).unwrap_or(1);
             self.refused = None;
-            if n % rows != 0 || m % cols != 0 || n == rows || m == cols {
-                self.note(Rule::Transpose, RuleVerdict::Declined, format!("{i} and {j}: {n} by {m} is not a multiple of the {rows} by {cols} tile"));
+            if rows < lanes as usize || m % cols != 0 || m == cols {
+                self.note(Rule::Transpose, RuleVerdict::Declined, format!("{i} and {j}: {n} by {m} has no tile of {lanes} to {TRANSPOSE_ROW} by {cols} that divides it"));
                 continue;
             }
             let (ii, jj) = (self.nest.fresh_var(), VarId(self.nest.fresh_var().0 + 1));
@@ -825,8 +828,10 @@ fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, Vec<
     }
 }
 
-/// The rows of a transpose's tile: one cache line of floats of the array read down its columns.
-const TRANSPOSE_LINE: usize = 16;
+/// The most rows of a transpose's tile: 2 KiB of floats of each row of the array read down its
+/// columns (512 × 16 tiles measured at 93% of the bandwidth floor on an Intel Xeon, against
+/// 67% at 256 × 32 and 50% at 128 × 32).
+const TRANSPOSE_ROW: usize = 512;
 
 /// For a transpose at the top level (see [`Builder::transposes`]): the outer loop and its
 /// extent, the inner loop and its extent.

@@ -332,6 +332,41 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
     assert!(compared.into_inner() > 0, "no index mask was compared in integer vectors");
 }
 
+/// A result stored transposed, its tiles read in rows and transposed in registers (the
+/// emitter's form for a serial loop of a multiple of `w` steps around a vector loop that reads
+/// down the columns): at 4, 8 and 16 lanes, with the lanes' tail left over (37 rows), stores
+/// plain and streamed, agrees with the reference — and the transpose is what ran.
+#[test]
+fn transposes_in_registers_agree_with_the_reference() {
+    use ollie_loops::{apply_step, Step, VarId};
+    let runner = runner();
+    let spec = root().join("test_data/loops/transposed_relu.py");
+    let graph = graph_of(&spec).unwrap();
+    let naive = ollie_loops::lower(&graph).unwrap();
+    for w in [4, 8, 16] {
+        for stream in [false, true] {
+            let mut nest = naive.clone();
+            // i0 (48 rows of the output) in blocks of 16 (i2), around i1 (37 columns) in lanes.
+            let mut steps = vec![Step::Split { var: VarId(0), factor: 16 }, Step::Vectorize { var: VarId(1), width: w }];
+            if stream {
+                steps.push(Step::Stream { var: VarId(1) });
+            }
+            for step in &steps {
+                apply_step(&mut nest, step).unwrap_or_else(|e| panic!("{step}: {e}\n{nest}"));
+            }
+            let c = ollie_loops::emit_c(&nest);
+            assert!(c.contains(&format!("ollie_transpose{w}(")), "no transpose at {w} lanes:\n{c}");
+            assert_eq!(c.contains("ollie_vstream"), stream, "{c}");
+            let cache = tempfile::tempdir().unwrap();
+            let library = compile(&c, &["-O3", "-march=native", "-Wall", "-Werror"], cache.path()).unwrap();
+            let inputs = Family::Normal.generate(&graph.params, 7);
+            let outputs = run(&runner, &library, &graph, &inputs).unwrap();
+            let reference = ollie_graph::evaluate(&graph, &inputs).unwrap();
+            agrees(&graph, &reference, &outputs).unwrap_or_else(|e| panic!("{e} at {w} lanes\n{c}"));
+        }
+    }
+}
+
 /// Random schedules compute what the naive kernels do: for every spec, a chain of eight
 /// `mutate` proposals (every kind of step, explicit vector code with tails included), compiled
 /// with OpenMP and compared with the reference. The flags are the base ones: value-changing
