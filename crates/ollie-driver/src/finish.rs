@@ -134,27 +134,18 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
             chosen = Some(Chosen { id: *id, candidate: c, built, library, verified: None, naive: timing.median, best: timing, ratio: Timing::from_samples(vec![1.0]), naive_timed_with: with });
             break;
         }
-        let (best, naive, ratio) = if cx.timing.paired {
-            let timing = ollie_verify::bench_with(&mut oracle, &[&library, cx.baseline], &bench).map_err(|e| cx.cost.verify_error(name, e, "timing the best kernel against the naive one"))?;
-            match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
-                (Ok(b), Ok(n), Some(r)) => (b.clone(), n.clone(), r.clone()),
-                (Err(r), _, _) => {
-                    say(format!("candidate {} failed while timing: {r}", id.0));
-                    continue;
-                }
-                _ => return Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
-            }
-        } else {
-            // Alone, against the naive kernel's time before the search.
-            let timing = ollie_verify::bench_with(&mut oracle, &[&library], &bench).map_err(|e| cx.cost.verify_error(name, e, "timing the best kernel"))?;
-            match &timing.kernels[0] {
-                Ok(b) => (b.clone(), Timing::from_samples(vec![cx.cost.seconds]), Timing::from_samples(b.samples.iter().map(|t| t / cx.cost.seconds).collect())),
-                Err(r) => {
-                    say(format!("candidate {} failed while timing: {r}", id.0));
-                    continue;
-                }
-            }
-        };
+        let Some((mut best, mut naive, mut ratio)) = final_timing(&cx, &mut oracle, &library, &bench, id, say)? else { continue };
+        // A burst of the shared machine's load during the pairs can turn a kernel the search
+        // measured at a fraction of the naive kernel's time into a loss: a verdict that
+        // contradicts the search's by more than twice is measured once more, where the budget
+        // leaves the time, and the second timing stands.
+        let searched = estimate(c) / naive_estimate;
+        let again = std::time::Duration::from_secs_f64(cx.timing.cost(best.median.min(estimate(c)), 0.0));
+        if ratio.median > 1.0 && naive_estimate.is_finite() && searched < 0.5 && std::time::Instant::now() + again < cx.deadline {
+            say(format!("candidate {} took {:.2}x the naive kernel's time in the final timing against {searched:.2}x in the search: timed again", id.0, ratio.median));
+            let Some(second) = final_timing(&cx, &mut oracle, &library, &bench, id, say)? else { continue };
+            (best, naive, ratio) = second;
+        }
         tracing::debug!(candidate = id.0, seconds = started.elapsed().as_secs_f64(), paired = cx.timing.paired, "final timing");
         if cx.timing.paired {
             naive_timed = Some((*id, naive.clone()));
@@ -208,6 +199,33 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
     let calls = cx.store.llm_calls(cx.run).context("reading the store")?;
     report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))
+}
+
+/// One final timing of `library` against the naive kernel (paired, or alone against the naive
+/// kernel's time before the search): the kernel's times, the naive kernel's and their ratios;
+/// `None` when the kernel failed while timed (said).
+fn final_timing(cx: &FinishContext, oracle: &mut Oracle, library: &Path, bench: &BenchConfig, id: &CandidateId, say: &dyn Fn(String)) -> Result<Option<(Timing, Timing, Timing)>, Error> {
+    let name = &cx.graph.name;
+    if cx.timing.paired {
+        let timing = ollie_verify::bench_with(oracle, &[library, cx.baseline], bench).map_err(|e| cx.cost.verify_error(name, e, "timing the best kernel against the naive one"))?;
+        match (&timing.kernels[0], &timing.kernels[1], &timing.ratios) {
+            (Ok(b), Ok(n), Some(r)) => Ok(Some((b.clone(), n.clone(), r.clone()))),
+            (Err(r), _, _) => {
+                say(format!("candidate {} failed while timing: {r}", id.0));
+                Ok(None)
+            }
+            _ => Err(anyhow::anyhow!("the naive kernel failed while timing").into()),
+        }
+    } else {
+        let timing = ollie_verify::bench_with(oracle, &[library], bench).map_err(|e| cx.cost.verify_error(name, e, "timing the best kernel"))?;
+        match &timing.kernels[0] {
+            Ok(b) => Ok(Some((b.clone(), Timing::from_samples(vec![cx.cost.seconds]), Timing::from_samples(b.samples.iter().map(|t| t / cx.cost.seconds).collect())))),
+            Err(r) => {
+                say(format!("candidate {} failed while timing: {r}", id.0));
+                Ok(None)
+            }
+        }
+    }
 }
 
 /// The result of the final phase.
