@@ -394,8 +394,18 @@ _OUTPUTS = [
 {outputs}]
 
 
+def _aligned(shape, dtype, align=64):
+    """An uninitialized array of `shape` whose data starts on an `align`-byte boundary."""
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.empty(size + align, dtype=np.uint8)
+    at = -raw.ctypes.data % align
+    return raw[at:at + size].view(dtype).reshape(shape)
+
+
 def {name}(*args):
-    """Runs the kernel; returns its output (a tuple when there are several)."""
+    """Runs the kernel; returns its output (a tuple when there are several). The kernel's ABI
+    takes inputs 16-byte aligned (numpy's arrays are; others are copied) and outputs 64-byte
+    aligned (allocated so here)."""
     if len(args) != len(_INPUTS):
         raise TypeError(f"{name}() takes {{len(_INPUTS)}} arrays ({params}), got {{len(args)}}")
     buffers = []
@@ -405,8 +415,12 @@ def {name}(*args):
             raise ValueError(f"{name}: `{{arg_name}}` must have shape {{shape}}, got {{a.shape}}")
         if a.dtype != np.dtype(dtype):
             raise TypeError(f"{name}: `{{arg_name}}` must be {{np.dtype(dtype).name}}, got {{a.dtype.name}}")
-        buffers.append(np.ascontiguousarray(a, dtype=abi))
-    outputs = [np.empty(shape, dtype=abi) for (_, shape, _, abi) in _OUTPUTS]
+        a = np.ascontiguousarray(a, dtype=abi)
+        if a.ctypes.data % 16:
+            a = _aligned(shape, abi, 16)
+            a[...] = value
+        buffers.append(a)
+    outputs = [_aligned(shape, abi) for (_, shape, _, abi) in _OUTPUTS]
     _kernel(*[b.ctypes.data for b in buffers + outputs])
     results = tuple(o.astype(dtype, copy=False) for o, (_, _, dtype, _) in zip(outputs, _OUTPUTS))
     return results[0] if len(results) == 1 else results

@@ -193,7 +193,7 @@ impl Runner {
         if specs.len() > crate::worker::MAX_BUFFERS {
             return Err(RunnerError::TooManyBuffers(specs.len()));
         }
-        let layout = Layout::new(&specs);
+        let layout = Layout::new(&specs, inputs.len());
         let fd = rustix::fs::memfd_create("ollie-buffers", rustix::fs::MemfdFlags::CLOEXEC)
             .map_err(|e| RunnerError::Io("creating shared memory".into(), e.into()))?;
         let file = std::fs::File::from(fd);

@@ -69,7 +69,8 @@ fn check_outputs(out: &Path) {
     let certificate: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("certificate.json")).unwrap()).unwrap();
     assert_eq!(certificate["accepted"], true);
     assert!(std::fs::read_to_string(out.join("softmax.h")).unwrap().contains("void softmax(const float *restrict x, float *restrict out);"));
-    // The loader returns what numpy returns, and names wrong shapes and dtypes.
+    // The loader returns what numpy returns, places buffers as the ABI says, and names wrong
+    // shapes and dtypes.
     let script = r#"
 import sys
 import numpy as np
@@ -81,6 +82,13 @@ e = np.exp(x - x.max(axis=-1, keepdims=True))
 r = e / e.sum(axis=-1, keepdims=True)
 assert y.dtype == np.float32 and y.shape == (16, 512), (y.dtype, y.shape)
 assert np.allclose(y, r, rtol=1e-5, atol=1e-7), np.abs(y - r).max()
+# Outputs 64-byte aligned, as the ABI promises; an input off the 16 bytes it promises is copied.
+assert y.ctypes.data % 64 == 0, y.ctypes.data % 64
+flat = np.empty(16 * 512 + 1, dtype=np.float32)
+shifted = flat[1:].reshape(16, 512)
+shifted[...] = x
+assert shifted.ctypes.data % 16 != 0
+assert np.array_equal(softmax(shifted), y)
 for bad, kind in [(x[:3], ValueError), (x.astype(np.float64), TypeError)]:
     try:
         softmax(bad)

@@ -148,6 +148,16 @@ fn reaching_past_a_buffer_names_it() {
     assert_eq!(slack, Outcome::OutOfBounds { buffer: 1, write_to_input: false });
 }
 
+/// The ABI's alignment, as the runner places buffers: outputs on a 64-byte boundary, inputs 16
+/// bytes past one (where numpy's large arrays lie), so that a kernel assuming more of an input
+/// fails here rather than in a user's program.
+#[test]
+fn inputs_lie_16_bytes_past_a_cache_line_and_outputs_on_one() {
+    let outcome = run("#include <stdint.h>\nvoid k(const float *x, float *out) { out[0] = (uintptr_t)x % 64; out[1] = (uintptr_t)out % 64; out[2] = out[3] = 0; }", 10 * SECOND);
+    let Outcome::Ran { outputs, .. } = outcome else { panic!("{outcome:?}") };
+    assert_eq!(outputs[0].iter().copied().collect::<Vec<_>>(), vec![16.0, 0.0, 0.0, 0.0]);
+}
+
 #[test]
 fn writing_an_input_is_caught() {
     let outcome = run("void k(float *x, float *out) { x[0] = 0; out[0] = 1; }", 10 * SECOND);
