@@ -1,16 +1,18 @@
-//! Where each buffer lives in the shared memory file: after a one-page header, each buffer ends
-//! within 64 bytes of a page boundary followed by a guard page, so reading or writing past its
-//! end faults; the slack bytes around it hold a canary pattern. Outputs start 64-byte aligned,
-//! inputs 16 bytes past a 64-byte boundary: as numpy's large arrays lie (the C library's
-//! allocation header before them), so that kernels are judged and timed on inputs placed as a
-//! user's are.
+//! Where each buffer lives in the shared memory file: after a one-page header, each buffer starts
+//! 64-byte aligned and ends within 64 bytes of a page boundary (at it when its length is a
+//! multiple of 64, as a verification's inputs of whole vectors are), followed by a guard page,
+//! so reading or writing past its end faults; the slack bytes around it hold a canary pattern.
+//! For timing, inputs start 16 bytes past a 64-byte boundary instead: where numpy's large arrays
+//! lie (the C library's allocation header before them), so that kernels are timed on inputs
+//! placed as a user's are (a kernel that assumes more alignment of them faults).
 
 use crate::run::BufferSpec;
 
 pub(crate) const PAGE: usize = 4096;
 /// Output alignment: the ABI promises at least 64 bytes.
 pub(crate) const ALIGN: usize = 64;
-/// Where inputs start past a 64-byte boundary: the ABI promises inputs 16-byte alignment only.
+/// Where a timing session's inputs start past a 64-byte boundary: the ABI promises inputs
+/// 16-byte alignment only.
 pub(crate) const INPUT_OFFSET: usize = 16;
 /// The byte the slack around buffers is filled with.
 pub(crate) const CANARY: u8 = 0xa5;
@@ -38,8 +40,8 @@ pub(crate) const RETURNED: u64 = 0x6f6c_6c69_6564_6f6e;
 pub(crate) struct Region {
     /// The page-aligned start of the region (its first data page).
     pub region: usize,
-    /// Where the buffer starts (64-byte aligned for an output, [`INPUT_OFFSET`] past it for an
-    /// input).
+    /// Where the buffer starts (64-byte aligned, or [`INPUT_OFFSET`] past it for a timing
+    /// session's input).
     pub start: usize,
     /// The buffer's length in bytes.
     pub len: usize,
@@ -55,13 +57,13 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// The layout of `buffers`, the first `inputs` of them inputs.
-    pub fn new(buffers: &[BufferSpec], inputs: usize) -> Layout {
+    /// The layout of `buffers`, the first `offset_inputs` of them at [`INPUT_OFFSET`].
+    pub fn new(buffers: &[BufferSpec], offset_inputs: usize) -> Layout {
         let mut at = PAGE;
         let regions = buffers
             .iter()
             .enumerate()
-            .map(|(k, b)| Layout::region(&mut at, b.bytes(), if k < inputs { INPUT_OFFSET } else { 0 }))
+            .map(|(k, b)| Layout::region(&mut at, b.bytes(), if k < offset_inputs { INPUT_OFFSET } else { 0 }))
             .collect();
         Layout { regions, total: at }
     }

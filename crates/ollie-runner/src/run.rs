@@ -168,7 +168,7 @@ impl Runner {
     /// calls (`OMP_WAIT_POLICY=PASSIVE`): nothing of the worker runs while it is not called.
     /// The worker is killed when the thread that started it ends (`PR_SET_PDEATHSIG`).
     pub fn start(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
-        self.start_with(library, symbol, inputs, outputs, Some("PASSIVE"))
+        self.start_with(library, symbol, inputs, outputs, Some("PASSIVE"), false)
     }
 
     /// [`Runner::start`] for timing: libgomp's default wait policy (threads spin a while after a
@@ -178,9 +178,10 @@ impl Runner {
     /// ran next on 2 cores); continued, the team resumes warm (a team put to sleep after every
     /// call, `PASSIVE`, pays hundreds of microseconds to wake on these virtual machines), and its
     /// threads are pinned one to a CPU (unpinned, two could share one CPU, spinning by turns).
-    /// Every call starts with the kernel's buffers out of the caches ([`Session::evict`]).
+    /// Every call starts with the kernel's buffers out of the caches ([`Session::evict`]), and
+    /// its inputs lie where numpy's large arrays do (see `layout.rs`).
     pub fn start_for_timing(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
-        let mut started = self.start_with(library, symbol, inputs, outputs, None)?;
+        let mut started = self.start_with(library, symbol, inputs, outputs, None, true)?;
         if let Ok(s) = &mut started {
             s.timed = true;
             s.pause();
@@ -188,12 +189,12 @@ impl Runner {
         Ok(started)
     }
 
-    fn start_with(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec], wait_policy: Option<&str>) -> Result<Result<Session, Outcome>, RunnerError> {
+    fn start_with(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec], wait_policy: Option<&str>, timing: bool) -> Result<Result<Session, Outcome>, RunnerError> {
         let specs: Vec<BufferSpec> = inputs.iter().chain(outputs).cloned().collect();
         if specs.len() > crate::worker::MAX_BUFFERS {
             return Err(RunnerError::TooManyBuffers(specs.len()));
         }
-        let layout = Layout::new(&specs, inputs.len());
+        let layout = Layout::new(&specs, if timing { inputs.len() } else { 0 });
         let fd = rustix::fs::memfd_create("ollie-buffers", rustix::fs::MemfdFlags::CLOEXEC)
             .map_err(|e| RunnerError::Io("creating shared memory".into(), e.into()))?;
         let file = std::fs::File::from(fd);
