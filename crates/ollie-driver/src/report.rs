@@ -417,8 +417,9 @@ def {name}(*args):
             raise TypeError(f"{name}: `{{arg_name}}` must be {{np.dtype(dtype).name}}, got {{a.dtype.name}}")
         a = np.ascontiguousarray(a, dtype=abi)
         if a.ctypes.data % 16:
-            a = _aligned(shape, abi, 16)
-            a[...] = value
+            aligned = _aligned(shape, abi, 16)
+            aligned[...] = a
+            a = aligned
         buffers.append(a)
     outputs = [_aligned(shape, abi) for (_, shape, _, abi) in _OUTPUTS]
     _kernel(*[b.ctypes.data for b in buffers + outputs])

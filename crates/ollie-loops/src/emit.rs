@@ -39,14 +39,14 @@ struct Transposed {
 
 /// A serial loop over `outer` around a vector loop over `var` that runs in blocks of `w` × `w`,
 /// with `loads` read through register transposes.
-struct TransposedBlock {
+struct TransposedBlock<'b> {
     outer: VarId,
     outer_extent: usize,
     var: VarId,
     extent: usize,
     w: u32,
     stream: bool,
-    body: Vec<Stmt>,
+    body: &'b [Stmt],
     loads: Vec<Transposed>,
 }
 
@@ -177,11 +177,10 @@ impl<'a> Emitter<'a> {
             Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, false, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Stream(w), body } => self.vector_loop(out, *var, *extent, *w, true, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Parallel, body } if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) => self.joined_loop(out, *var, *extent, body, depth),
-            Stmt::Loop { var: outer, extent: outer_extent, kind: LoopKind::Serial | LoopKind::Unrolled(_), body } if self.transposed(*outer, *outer_extent, body).is_some() => {
-                let Some(block) = self.transposed(*outer, *outer_extent, body) else { unreachable!("matched above") };
-                self.transposed_loop(out, &block, depth)
-            }
             Stmt::Loop { var, extent, kind, body } => {
+                if let (LoopKind::Serial | LoopKind::Unrolled(_), Some(block)) = (kind, self.transposed(*var, *extent, body)) {
+                    return self.transposed_loop(out, &block, depth);
+                }
                 let v = var_name(*var);
                 match kind {
                     // A joined loop outside `joined_loop` cannot be: `join` makes them there.
@@ -386,8 +385,7 @@ impl<'a> Emitter<'a> {
             }
             writeln!(out, "{pad}}}").unwrap();
             if stream {
-                // Streaming stores are weakly ordered: fenced before anyone reads the output.
-                writeln!(out, "#if defined(__SSE__)\n{pad}__builtin_ia32_sfence();\n#endif").unwrap();
+                fence(out, &pad);
             }
         }
         if main < extent {
@@ -451,7 +449,7 @@ impl<'a> Emitter<'a> {
     /// own buffer, each element once in the block (the store's step along `outer` at least the
     /// vector loop's extent), and reads a buffer stored in the block only at the element its
     /// own iteration stores; no temporary held in registers.
-    fn transposed(&self, outer: VarId, outer_extent: usize, body: &[Stmt]) -> Option<TransposedBlock> {
+    fn transposed<'b>(&self, outer: VarId, outer_extent: usize, body: &'b [Stmt]) -> Option<TransposedBlock<'b>> {
         let [Stmt::Loop { var, extent, kind: kind @ (LoopKind::Vector(w) | LoopKind::Stream(w)), body }] = body else { return None };
         let (var, extent, w, stream) = (*var, *extent, *w, matches!(kind, LoopKind::Stream(_)));
         if w < 2 || !w.is_power_of_two() || outer_extent % w as usize != 0 || extent < w as usize {
@@ -491,7 +489,7 @@ impl<'a> Emitter<'a> {
             return None;
         }
         let loads = loads.into_iter().enumerate().map(|(k, (buffer, offset))| Transposed { buffer, offset, name: format!("ollie_tr{k}") }).collect();
-        Some(TransposedBlock { outer, outer_extent, var, extent, w, stream, body: body.clone(), loads })
+        Some(TransposedBlock { outer, outer_extent, var, extent, w, stream, body, loads })
     }
 
     /// A serial loop around a vector loop, as [`Self::transposed`] found it, run in blocks of
@@ -524,7 +522,7 @@ impl<'a> Emitter<'a> {
         writeln!(out, "{pad}        long {o} = ollie_{o} + ollie_k;").unwrap();
         writeln!(out, "{pad}        for (long {v} = 0; {v} < {main}; {v} += {w}) {{").unwrap();
         let rows: Vec<Transposed> = loads.iter().map(|t| Transposed { name: format!("{}[{v} / {w}][ollie_k]", t.name), ..t.clone() }).collect();
-        for s in body {
+        for s in *body {
             self.vector_stmt(out, s, *var, *w, *stream, &rows, depth + 3);
         }
         writeln!(out, "{pad}        }}").unwrap();
@@ -532,7 +530,7 @@ impl<'a> Emitter<'a> {
         if main < *extent {
             writeln!(out, "{pad}    for (long {o} = ollie_{o}; {o} < ollie_{o} + {w}; {o}++) {{").unwrap();
             writeln!(out, "{pad}        for (long {v} = {main}; {v} < {extent}; {v}++) {{").unwrap();
-            for s in body {
+            for s in *body {
                 self.stmt(out, s, depth + 3);
             }
             writeln!(out, "{pad}        }}").unwrap();
@@ -540,7 +538,7 @@ impl<'a> Emitter<'a> {
         }
         writeln!(out, "{pad}}}").unwrap();
         if *stream {
-            writeln!(out, "#if defined(__SSE__)\n{pad}__builtin_ia32_sfence();\n#endif").unwrap();
+            fence(out, &pad);
         }
     }
 
@@ -640,6 +638,12 @@ impl<'a> Emitter<'a> {
             if v < 0.0 { format!("({text}{f})") } else { format!("{text}{f}") }
         }
     }
+}
+
+/// A store fence after a loop of streamed stores: they are weakly ordered, and are fenced before
+/// anyone reads the output.
+fn fence(out: &mut String, pad: &str) {
+    writeln!(out, "#if defined(__SSE__)\n{pad}__builtin_ia32_sfence();\n#endif").unwrap();
 }
 
 /// `ollie_transpose{w}(r)`: the `w` × `w` matrix of `w` vectors transposed in place, in log2(w)
