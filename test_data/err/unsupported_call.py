@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def normalize(x: "f32[4, 8]"):
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+def solve(a: "f32[4, 4]", b: "f32[4]"):
+    return np.linalg.solve(a, b)

@@ -1,6 +1,6 @@
-import math
+import os
 import numpy as np
 
 
 def f(x: "f32[4]"):
-    return x * math.pi
+    return x

@@ -108,9 +108,10 @@ fn sum_factor(n: usize) -> f64 {
 /// its allowance (OpenCL's single-precision figures, which SLEEF's u10/u35 functions meet).
 fn unary_allowance(u: UnaryOp) -> f64 {
     match u {
-        UnaryOp::Neg | UnaryOp::Abs => 0.0,
-        UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sqrt => 6.0,
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil => 0.0,
+        UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 => 6.0,
         UnaryOp::Tanh => 10.0,
+        UnaryOp::Sin | UnaryOp::Cos => 8.0,
     }
 }
 
@@ -234,6 +235,13 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             UnaryOp::Log => ea / a.abs(),
             UnaryOp::Sqrt => ea / (2.0 * f.abs()).max(f64::MIN_POSITIVE),
             UnaryOp::Tanh => (1.0 - f * f) * ea,
+            UnaryOp::Log1p => ea / (1.0 + a).abs(),
+            UnaryOp::Expm1 => (f + 1.0).abs() * ea,
+            // |sin(a + e) − sin(a)| ≤ |e|, and so for cos.
+            UnaryOp::Sin | UnaryOp::Cos => ea,
+            // Flat but for its steps, which the bound does not widen for (as for a comparison):
+            // a kernel whose rounding crosses a step the naive kernel does not cross is rejected.
+            UnaryOp::Floor | UnaryOp::Ceil => 0.0,
         }),
         Op::Binary(b) => Zip::from(value).and(&v[0]).and(&v[1]).and(&ev[0]).and(&ev[1]).map_collect(|&f, &a, &c, &ea, &ec| match b {
             BinaryOp::Add | BinaryOp::Sub => ea + ec,

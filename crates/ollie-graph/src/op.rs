@@ -12,6 +12,14 @@ pub enum UnaryOp {
     Sqrt,
     Tanh,
     Abs,
+    /// `log(1 + x)`, accurate for small x.
+    Log1p,
+    /// `exp(x) - 1`, accurate for small x.
+    Expm1,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -185,8 +193,38 @@ impl Ord for Op {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 6] =
-        [UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Sqrt, UnaryOp::Tanh, UnaryOp::Abs];
+    pub const ALL: [UnaryOp; 12] = [
+        UnaryOp::Neg,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Tanh,
+        UnaryOp::Abs,
+        UnaryOp::Log1p,
+        UnaryOp::Expm1,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+    ];
+
+    /// The function on one float64, as the reference computes it.
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            UnaryOp::Neg => -x,
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Log1p => x.ln_1p(),
+            UnaryOp::Expm1 => x.exp_m1(),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -196,6 +234,12 @@ impl UnaryOp {
             UnaryOp::Sqrt => "sqrt",
             UnaryOp::Tanh => "tanh",
             UnaryOp::Abs => "abs",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
         }
     }
 }

@@ -6,7 +6,7 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice, Zip};
 
 use crate::graph::{Graph, GraphError};
-use crate::op::{BinaryOp, CmpOp, Op, ReduceOp, UnaryOp};
+use crate::op::{BinaryOp, CmpOp, Op, ReduceOp};
 use crate::ty::DType;
 
 /// A float64 array, row-major when it leaves the interpreter.
@@ -97,15 +97,8 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
         Op::Constant { value, .. } => ndarray::arr0(*value).into_dyn(),
         Op::Iota { shape, axis, .. } => ArrayD::from_shape_fn(IxDyn(shape), |ix| ix[*axis] as f64),
         Op::Unary(u) => {
-            let f: fn(f64) -> f64 = match u {
-                UnaryOp::Neg => |x| -x,
-                UnaryOp::Exp => f64::exp,
-                UnaryOp::Log => f64::ln,
-                UnaryOp::Sqrt => f64::sqrt,
-                UnaryOp::Tanh => f64::tanh,
-                UnaryOp::Abs => f64::abs,
-            };
-            map(args.pop().unwrap(), f)
+            let u = *u;
+            map(args.pop().unwrap(), move |x| u.apply(x))
         }
         Op::Binary(b) => {
             let f: fn(f64, f64) -> f64 = match b {

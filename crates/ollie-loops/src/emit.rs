@@ -281,13 +281,11 @@ impl<'a> Emitter<'a> {
             Expr::Index(a) => format!("({s})({})", affine(a)),
             Expr::Unary(op, a) => {
                 let a = self.expr(a);
+                // The C library's function of the operation's name (`fabs` for `abs`).
                 match op {
                     UnaryOp::Neg => format!("(-{a})"),
-                    UnaryOp::Exp => format!("exp{f}({a})"),
-                    UnaryOp::Log => format!("log{f}({a})"),
-                    UnaryOp::Sqrt => format!("sqrt{f}({a})"),
-                    UnaryOp::Tanh => format!("tanh{f}({a})"),
                     UnaryOp::Abs => format!("fabs{f}({a})"),
+                    _ => format!("{}{f}({a})", op.name()),
                 }
             }
             Expr::Binary(op, a, b) => {
@@ -583,16 +581,10 @@ impl<'a> Emitter<'a> {
             // scalar form).
             Expr::Cast(DType::F32 | DType::F64, a) if !self.wide => v(a),
             // Float vectors get vector math; double ones go lane by lane.
-            Expr::Unary(op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Abs), a) if !self.wide => {
-                let name = match op {
-                    UnaryOp::Exp => "exp",
-                    UnaryOp::Log => "log",
-                    UnaryOp::Tanh => "tanh",
-                    UnaryOp::Sqrt => "sqrt",
-                    _ => "abs",
-                };
-                format!("ollie_v{name}{w}({})", v(a))
-            }
+            Expr::Unary(
+                op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil),
+                a,
+            ) if !self.wide => format!("ollie_v{}{w}({})", op.name(), v(a)),
             // A small integer power by multiplication (powf itself stays scalar).
             Expr::Binary(BinaryOp::Pow, a, b) if !self.wide && matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => {
                 let Expr::Const(n) = **b else { unreachable!("matched above") };
@@ -670,12 +662,12 @@ fn transpose_helper(w: u32) -> String {
 
 /// How `vector_expr` computes `e` when nothing in it moves with the vector loop: `None` when some
 /// part of it has no vector form (it is then built lane by lane), else whether it calls a math
-/// function (exp, log, tanh, sqrt).
+/// function (exp, log, tanh, sin, cos, sqrt).
 fn invariant_math(e: &Expr) -> Option<bool> {
     match e {
         Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => Some(false),
-        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt, a) => invariant_math(a).map(|_| true),
-        Expr::Unary(UnaryOp::Neg | UnaryOp::Abs, a) => invariant_math(a),
+        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt, a) => invariant_math(a).map(|_| true),
+        Expr::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil, a) => invariant_math(a),
         Expr::Binary(BinaryOp::Pow, a, b) if matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => invariant_math(a),
         Expr::Binary(op, a, b) if arithmetic(*op).is_some() || matches!(op, BinaryOp::Max | BinaryOp::Min) => Some(invariant_math(a)? | invariant_math(b)?),
         Expr::Select(c, a, b) => Some(invariant_math(c)? | invariant_math(a)? | invariant_math(b)?),

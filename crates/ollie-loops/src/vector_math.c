@@ -1,4 +1,4 @@
-/* Vector math for ollie's emitted kernels: exp, log, tanh, sqrt, fabs and small integer powers
+/* Vector math for ollie's emitted kernels: exp, log, tanh, sin, cos, sqrt, fabs, floor, ceil and small integer powers
  * on `{W}`-lane float vectors (GCC vector extensions, so the same source is AVX2 or AVX-512 code
  * as -march=native chooses; sqrt by the widest x86 instruction the target has).
  * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
@@ -16,33 +16,53 @@ static inline ollie_v{W} ollie_pick{W}(ollie_m{W} m, ollie_v{W} a, ollie_v{W} b)
 
 static inline ollie_v{W} ollie_vabs{W}(ollie_v{W} x) { return (ollie_v{W})((ollie_m{W})x & 0x7fffffff); }
 
-/* Correctly rounded, as sqrtf: the hardware's vector square root (sqrtf itself stays scalar
- * because of errno). */
-static inline ollie_v{W} ollie_vsqrt{W}(ollie_v{W} x) {
-    float a[{W}], r[{W}];
-    __builtin_memcpy(a, &x, sizeof x);
+/* `r = f(x)` lane by lane through the widest x86 instruction the target has for `f`: the
+ * `ZMM`, `YMM` and `XMM` functions take and return one register, `SCALAR` one float. Defined
+ * once, whatever the widths pasted. */
+#ifndef OLLIE_WIDEST
+#define OLLIE_WIDEST(x, ZMM, YMM, XMM, SCALAR)                                      \
+    do {                                                                            \
+        enum { n_ = sizeof(x) / sizeof(float) };                                    \
+        float a_[n_], r_[n_];                                                       \
+        int l_ = 0;                                                                 \
+        __builtin_memcpy(a_, &x, sizeof x);                                         \
+        OLLIE_WIDEST_ZMM(ZMM) OLLIE_WIDEST_YMM(YMM) OLLIE_WIDEST_XMM(XMM)           \
+        for (; l_ < n_; l_++) r_[l_] = SCALAR(a_[l_]);                              \
+        __builtin_memcpy(&x, r_, sizeof x);                                         \
+    } while (0)
 #if defined(__AVX512F__)
-    if ({W} % 16 == 0) {
-        for (int l = 0; l < {W}; l += 16) _mm512_storeu_ps(r + l, _mm512_sqrt_ps(_mm512_loadu_ps(a + l)));
-        goto done;
-    }
+#define OLLIE_WIDEST_ZMM(f) for (; l_ + 16 <= n_; l_ += 16) _mm512_storeu_ps(r_ + l_, f(_mm512_loadu_ps(a_ + l_)));
+static inline __m512 ollie_floor_zmm(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+static inline __m512 ollie_ceil_zmm(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
+#else
+#define OLLIE_WIDEST_ZMM(f)
 #endif
 #if defined(__AVX__)
-    if ({W} % 8 == 0) {
-        for (int l = 0; l < {W}; l += 8) _mm256_storeu_ps(r + l, _mm256_sqrt_ps(_mm256_loadu_ps(a + l)));
-        goto done;
-    }
+#define OLLIE_WIDEST_YMM(f) for (; l_ + 8 <= n_; l_ += 8) _mm256_storeu_ps(r_ + l_, f(_mm256_loadu_ps(a_ + l_)));
+#else
+#define OLLIE_WIDEST_YMM(f)
 #endif
-#if defined(__SSE__)
-    if ({W} % 4 == 0) {
-        for (int l = 0; l < {W}; l += 4) _mm_storeu_ps(r + l, _mm_sqrt_ps(_mm_loadu_ps(a + l)));
-        goto done;
-    }
+#if defined(__SSE4_1__)
+#define OLLIE_WIDEST_XMM(f) for (; l_ + 4 <= n_; l_ += 4) _mm_storeu_ps(r_ + l_, f(_mm_loadu_ps(a_ + l_)));
+#else
+#define OLLIE_WIDEST_XMM(f)
 #endif
-    for (int l = 0; l < {W}; l++) r[l] = __builtin_sqrtf(a[l]);
-    goto done;
-done:
-    __builtin_memcpy(&x, r, sizeof x);
+#endif
+
+/* Correctly rounded, as sqrtf (sqrtf itself stays scalar because of errno). */
+static inline ollie_v{W} ollie_vsqrt{W}(ollie_v{W} x) {
+    OLLIE_WIDEST(x, _mm512_sqrt_ps, _mm256_sqrt_ps, _mm_sqrt_ps, __builtin_sqrtf);
+    return x;
+}
+
+/* floor and ceil, exact (NaN and the infinities kept, -0.0 as floorf gives it). */
+static inline ollie_v{W} ollie_vfloor{W}(ollie_v{W} x) {
+    OLLIE_WIDEST(x, ollie_floor_zmm, _mm256_floor_ps, _mm_floor_ps, __builtin_floorf);
+    return x;
+}
+
+static inline ollie_v{W} ollie_vceil{W}(ollie_v{W} x) {
+    OLLIE_WIDEST(x, ollie_ceil_zmm, _mm256_ceil_ps, _mm_ceil_ps, __builtin_ceilf);
     return x;
 }
 
@@ -283,6 +303,41 @@ static inline ollie_v{W} ollie_vlog{W}(ollie_v{W} x) {
     result = ollie_pick{W}(x < zero, zero / zero, result);
     return ollie_pick{W}(x != x, x, result);
 }
+
+/* sin and cos (SLEEF's u35 method): x = k·π + d (cos: (k + ½)·π + d) with π in four parts
+ * whose products with k are exact for |x| < 39000, then an odd polynomial in d, negated for odd
+ * k. Lanes beyond 39000 (and the infinities) go to the C library, which reduces them exactly. */
+static inline ollie_v{W} ollie_vsincos{W}(ollie_v{W} x, int cosine) {
+    ollie_v{W} zero = {0};
+    ollie_m{W} big = ollie_vabs{W}(x) > 39000.0f;
+    ollie_v{W} d = ollie_pick{W}(big, zero, x);
+    /* k = round(x/π) (cos: round(x/π - ½)) by the 1.5·2^23 trick: its low bits hold k. */
+    ollie_v{W} t = d * 0.318309886183790671538f + (cosine ? -0.5f : 0.0f) + 12582912.0f;
+    ollie_m{W} n = (ollie_m{W})t - 0x4b400000;
+    ollie_v{W} k = t - 12582912.0f;
+    if (cosine) k = k + 0.5f;
+    d = d - k * 3.140625f;
+    d = d - k * 0.0009670257568359375f;
+    d = d - k * 6.2771141529083251953e-07f;
+    d = d - k * 1.2154201256553420762e-10f;
+    /* sin(kπ + d) = (-1)^k sin d; cos((n + ½)π + d) = (-1)^(n+1) sin d. */
+    d = (ollie_v{W})((ollie_m{W})d ^ (((n + cosine) & 1) << 31));
+    ollie_v{W} s = d * d;
+    ollie_v{W} u = s * 2.6083159809786593541503e-06f - 0.0001981069071916863322258f;
+    u = u * s + 0.00833307858556509017944336f;
+    u = u * s - 0.166666597127914428710938f;
+    ollie_v{W} r = s * (u * d) + d;
+    int any = 0;
+    for (int l = 0; l < {W}; l++) any |= big[l];
+    if (__builtin_expect(any, 0)) {
+        for (int l = 0; l < {W}; l++)
+            if (big[l]) r[l] = cosine ? __builtin_cosf(x[l]) : __builtin_sinf(x[l]);
+    }
+    return r;
+}
+
+static inline ollie_v{W} ollie_vsin{W}(ollie_v{W} x) { return ollie_vsincos{W}(x, 0); }
+static inline ollie_v{W} ollie_vcos{W}(ollie_v{W} x) { return ollie_vsincos{W}(x, 1); }
 
 static inline ollie_v{W} ollie_vtanh{W}(ollie_v{W} x) {
     ollie_v{W} a = ollie_vabs{W}(x);

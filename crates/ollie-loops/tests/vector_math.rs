@@ -31,7 +31,11 @@ static void lanes(const float *x, float *y, int f) {
     case 4: v = ollie_vsqrtW(v); break;
     case 5: v = ollie_vpowiW(v, 2); break;
     case 6: v = ollie_vpowiW(v, 3); break;
-    default: v = ollie_vpowiW(v, 4); break;
+    case 7: v = ollie_vpowiW(v, 4); break;
+    case 8: v = ollie_vfloorW(v); break;
+    case 9: v = ollie_vceilW(v); break;
+    case 10: v = ollie_vsinW(v); break;
+    default: v = ollie_vcosW(v); break;
     }
     memcpy(y, &v, sizeof v);
 }
@@ -43,12 +47,16 @@ static double reference(double x, int f) {
     case 2: return tanh(x);
     case 3: return fabs(x);
     case 4: return sqrt(x);
+    case 8: return floor(x);
+    case 9: return ceil(x);
+    case 10: return sin(x);
+    case 11: return cos(x);
     default: return f == 5 ? x * x : f == 6 ? x * x * x : (x * x) * (x * x);
     }
 }
 
 int main(void) {
-    const char *names[F] = {"exp", "log", "tanh", "abs", "sqrt", "pow2", "pow3", "pow4"};
+    const char *names[F] = {"exp", "log", "tanh", "abs", "sqrt", "pow2", "pow3", "pow4", "floor", "ceil", "sin", "cos"};
     float x[W], y[W];
     for (int f = 0; f < F; f++) {
         double worst = 0;
@@ -89,9 +97,9 @@ int main(void) {
     let stride = if w == 8 { 97 } else { 997 };
     format!(
         "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n#pragma GCC diagnostic ignored \"-Wpsabi\"\n\
-         #define W {w}\n#define F 8\n#define STRIDE {stride}\ntypedef float ollie_v{w} __attribute__((vector_size({size})));\ntypedef int ollie_m{w} __attribute__((vector_size({size})));\n{}\n{}",
+         #define W {w}\n#define F 12\n#define STRIDE {stride}\ntypedef float ollie_v{w} __attribute__((vector_size({size})));\ntypedef int ollie_m{w} __attribute__((vector_size({size})));\n{}\n{}",
         ollie_loops::vector_math(w),
-        harness.replace("ollie_vW", &format!("ollie_v{w}")).replace("ollie_vexpW", &format!("ollie_vexp{w}")).replace("ollie_vlogW", &format!("ollie_vlog{w}")).replace("ollie_vtanhW", &format!("ollie_vtanh{w}")).replace("ollie_vabsW", &format!("ollie_vabs{w}")).replace("ollie_vsqrtW", &format!("ollie_vsqrt{w}")).replace("ollie_vpowiW", &format!("ollie_vpowi{w}"))
+        harness.replace("ollie_vW", &format!("ollie_v{w}")).replace("W(", &format!("{w}("))
     )
 }
 
@@ -111,9 +119,9 @@ fn vector_math_is_within_a_few_ulp_over_the_whole_float_range_with_the_special_v
         let out = String::from_utf8(run.stdout).unwrap();
         assert!(!out.contains("special"), "{w} lanes ({isa}):\n{out}");
         // OpenCL's single-precision limits: exp and log 3 ulp, tanh 5; fabs exact, sqrt and the
-        // square correctly rounded; cube and fourth power within 2 ulp (two roundings).
-        // Measured: exp 1.05 (AVX-512's table; AVX2's 0.89; Cephes' 0.97), log 0.80 (AVX-512 and AVX2), tanh 1.3.
-        for (name, limit) in [("exp", 3.0), ("log", 3.0), ("tanh", 5.0), ("abs", 0.0), ("sqrt", 0.5), ("pow2", 0.5), ("pow3", 2.0), ("pow4", 2.0)] {
+        // square correctly rounded; cube and fourth power within 2 ulp (two roundings); floor and ceil exact; sin and cos 4 ulp.
+        // Measured: exp 1.05 (AVX-512's table; AVX2's 0.89; Cephes' 0.97), log 0.80 (AVX-512 and AVX2), tanh 1.3, sin 2.33, cos 2.32 (Zen 4).
+        for (name, limit) in [("exp", 3.0), ("log", 3.0), ("tanh", 5.0), ("abs", 0.0), ("sqrt", 0.5), ("pow2", 0.5), ("pow3", 2.0), ("pow4", 2.0), ("floor", 0.0), ("ceil", 0.0), ("sin", 4.0), ("cos", 4.0)] {
             let line = out.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} line in\n{out}"));
             let worst: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
             assert!(worst <= limit, "{w} lanes ({isa}): {name} is {worst} ulp off at worst ({line})");

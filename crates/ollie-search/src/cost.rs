@@ -117,8 +117,10 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
         Expr::Const(_) | Expr::Index(_) => {}
         Expr::Unary(op, a) => {
             match op {
-                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt => c.transcendental += n,
-                UnaryOp::Neg | UnaryOp::Abs => c.arithmetic += n,
+                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 | UnaryOp::Sin | UnaryOp::Cos => {
+                    c.transcendental += n
+                }
+                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil => c.arithmetic += n,
             }
             expr(a, at, c);
         }

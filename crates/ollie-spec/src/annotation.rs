@@ -5,18 +5,12 @@ use ruff_text_size::{TextRange, TextSize};
 
 use crate::diagnostic::{Code, Diagnostic};
 
-/// What a dimension name resolves to, as the caller's module constants know it.
-pub enum DimValue {
-    Int(i64),
-    /// A constant that exists but is not an integer (its kind, for the message).
-    NotInt(&'static str),
-}
-
-/// Parses `text`, which starts at byte `base` of the source, into a tensor type. `lookup` resolves
-/// dimension names to module constants.
-pub fn parse(text: &str, base: TextSize, lookup: &dyn Fn(&str) -> Option<DimValue>) -> Result<TensorType, Diagnostic> {
+/// Parses `text`, which starts at byte `base` of the source, into a tensor type. An integer
+/// dimension is read here; any other (a constant's name, `L - 3`, `2 * D`) goes to `resolve` with
+/// its span in the source, which evaluates it against the module's constants.
+pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange) -> Result<usize, Diagnostic>) -> Result<TensorType, Diagnostic> {
     let span = |start: usize, end: usize| TextRange::new(base + TextSize::from(start as u32), base + TextSize::from(end as u32));
-    let expected = "an annotation like \"f32[B, H, 576]\": a dtype (f32 or f64), then dimensions (integers or names of module-level integer constants) in brackets";
+    let expected = "an annotation like \"f32[B, H, 576]\": a dtype (f32 or f64), then dimensions (integers, module-level integer constants, or expressions of them such as `L - 3`) in brackets";
     let bytes = text.as_bytes();
     let mut pos = 0;
     let skip_ws = |pos: &mut usize| {
@@ -57,7 +51,20 @@ pub fn parse(text: &str, base: TextSize, lookup: &dyn Fn(&str) -> Option<DimValu
                 pos += 1;
                 break;
             }
-            let (s, e) = word(&mut pos);
+            // A dimension runs to the next `,` or `]` outside parentheses, or to the first
+            // character no integer expression holds.
+            let s = pos;
+            let mut depth = 0i32;
+            let in_expression = |b: u8| b.is_ascii_alphanumeric() || b" _+-*/%()[]<>&|^~.\t".contains(&b);
+            while pos < bytes.len() && in_expression(bytes[pos]) && !(depth == 0 && matches!(bytes[pos], b',' | b']')) {
+                match bytes[pos] {
+                    b'(' | b'[' => depth += 1,
+                    b')' | b']' => depth -= 1,
+                    _ => {}
+                }
+                pos += 1;
+            }
+            let e = s + text[s..pos].trim_end().len();
             let token = &text[s..e];
             if token.is_empty() {
                 let end = (pos + 1).min(text.len()).max(pos);
@@ -70,22 +77,7 @@ pub fn parse(text: &str, base: TextSize, lookup: &dyn Fn(&str) -> Option<DimValu
                     Diagnostic::error(Code::BadAnnotation, "dimension too large").label(span(s, e), "does not fit in 64 bits")
                 })?
             } else {
-                match lookup(token) {
-                    Some(DimValue::Int(v)) if v >= 0 => v as usize,
-                    Some(DimValue::Int(v)) => {
-                        return Err(Diagnostic::error(Code::BadAnnotation, format!("dimension `{token}` is negative ({v})"))
-                            .label(span(s, e), "a dimension must be zero or more"))
-                    }
-                    Some(DimValue::NotInt(kind)) => {
-                        return Err(Diagnostic::error(Code::BadAnnotation, format!("dimension `{token}` is a {kind}, not an integer"))
-                            .label(span(s, e), "dimensions must be integers"))
-                    }
-                    None => {
-                        return Err(Diagnostic::error(Code::UnknownDimension, format!("unknown dimension `{token}`"))
-                            .label(span(s, e), "not a module-level constant")
-                            .help(format!("define it at module level, e.g. `{token} = 128`, or write the size as an integer")))
-                    }
-                }
+                resolve(token, span(s, e))?
             };
             shape.push(dim);
             skip_ws(&mut pos);

@@ -22,6 +22,8 @@ pub struct Arg {
 /// Module-level facts the interpreter reads: the numpy alias, constants and helper functions.
 pub struct Module<'a> {
     pub numpy: Option<String>,
+    /// The name `import math` bound, if the module imports it.
+    pub math: Option<String>,
     pub constants: HashMap<String, Value>,
     pub functions: HashMap<String, &'a ast::StmtFunctionDef>,
 }
@@ -309,6 +311,9 @@ impl<'a> Builder<'a> {
         if self.module.numpy.as_deref() == Some(name) {
             return Ok(Value::Numpy);
         }
+        if self.module.math.as_deref() == Some(name) {
+            return Ok(Value::Math);
+        }
         match name {
             "float" => return Ok(Value::DType(DType::F64)),
             "int" => return Ok(Value::DType(DType::I64)),
@@ -346,6 +351,9 @@ impl<'a> Builder<'a> {
         }
         let args = CallArgs { positional, keywords, range };
         if let Some(path) = self.numpy_submodule_path(&call.func) {
+            if let Some(("linalg", "norm")) = path.split_once('.').and_then(|(_, rest)| rest.split_once('.')) {
+                return self.numpy_call("linalg.norm", call.func.range(), args);
+            }
             return Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{path}`"))
                 .label(call.func.range(), "not in ollie's numpy subset")
                 .help(crate::numpy::supported_functions_help()));
@@ -356,6 +364,7 @@ impl<'a> Builder<'a> {
                 let name = a.attr.as_str();
                 match receiver.value {
                     Value::Numpy => self.numpy_call(name, a.range(), args),
+                    Value::Math => crate::math::call(name, a.attr.range(), &args),
                     Value::Tensor(_) => self.method_call(receiver, name, a.attr.range(), args),
                     // numpy's functions return numpy scalars, which have the array methods.
                     Value::Int(_) | Value::Float(_) | Value::Bool(_) if crate::numpy::METHODS.contains(&name) => {

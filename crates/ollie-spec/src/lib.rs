@@ -3,7 +3,9 @@
 
 mod annotation;
 mod builder;
+mod composite;
 mod diagnostic;
+mod math;
 mod numpy;
 mod operators;
 mod value;
@@ -14,7 +16,6 @@ use ollie_graph::{DType, Graph, Op, Param, TensorType};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
-use crate::annotation::DimValue;
 use crate::builder::{Builder, Module, Scope};
 pub use crate::diagnostic::{Code, Diagnostic, Label, Severity};
 use crate::value::Value;
@@ -51,7 +52,7 @@ pub fn compile(source: &str, options: &Options) -> Result<Spec, Diagnostic> {
     })?;
     let module = parsed.syntax();
     let mut builder = Builder::new(
-        Module { numpy: None, constants: HashMap::new(), functions: HashMap::new() },
+        Module { numpy: None, math: None, constants: HashMap::new(), functions: HashMap::new() },
         Graph::new("", Vec::new()),
     );
     let mut defs: Vec<&ast::StmtFunctionDef> = Vec::new();
@@ -79,13 +80,15 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
             }
             Stmt::Import(import) => {
                 for alias in &import.names {
-                    if alias.name.as_str() == "numpy" {
-                        let name = alias.asname.as_ref().unwrap_or(&alias.name);
-                        builder.module.numpy = Some(name.to_string());
-                    } else {
-                        return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{}`", alias.name.as_str()))
-                            .label(alias.range(), "specs may only import numpy")
-                            .help("write `import numpy as np`; use numpy for all math"));
+                    let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                    match alias.name.as_str() {
+                        "numpy" => builder.module.numpy = Some(name),
+                        "math" => builder.module.math = Some(name),
+                        other => {
+                            return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{other}`"))
+                                .label(alias.range(), "specs may import numpy and math")
+                                .help("write `import numpy as np`; use numpy for the kernel's math"))
+                        }
                     }
                 }
             }
@@ -181,7 +184,7 @@ fn select_kernel<'a>(defs: &[&'a ast::StmtFunctionDef], name: Option<&str>) -> R
 }
 
 /// Parses the string annotation `expr` into a tensor type.
-fn annotation_type(builder: &Builder, expr: &Expr, source: &str) -> Result<TensorType, Diagnostic> {
+fn annotation_type(builder: &mut Builder, expr: &Expr, source: &str) -> Result<TensorType, Diagnostic> {
     let Expr::StringLiteral(s) = expr else {
         return Err(Diagnostic::error(Code::BadAnnotation, "type annotations must be strings")
             .label(expr.range(), "write the type in quotes, e.g. \"f32[B, N]\"")
@@ -192,17 +195,48 @@ fn annotation_type(builder: &Builder, expr: &Expr, source: &str) -> Result<Tenso
     let quote = if raw[prefix..].starts_with("\"\"\"") || raw[prefix..].starts_with("'''") { 3 } else { 1 };
     let base = s.range().start() + TextSize::from((prefix + quote) as u32);
     let text = s.value.to_str();
-    let constants = &builder.module.constants;
-    let lookup = |name: &str| -> Option<DimValue> {
-        constants.get(name).map(|v| match v {
-            Value::Int(i) => DimValue::Int(*i),
-            other => DimValue::NotInt(other.kind()),
-        })
-    };
     if s.value.is_implicit_concatenated() {
         return Err(Diagnostic::error(Code::BadAnnotation, "annotation strings must be a single literal").label(s.range(), "here"));
     }
-    annotation::parse(text, base, &lookup)
+    // The string's text lies in the source as written unless it holds escapes.
+    let verbatim = source.get(base.to_usize()..base.to_usize() + text.len()) == Some(text);
+    let mut resolve = |token: &str, range: TextRange| -> Result<usize, Diagnostic> {
+        let is_name = token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let value = if is_name {
+            match builder.module.constants.get(token) {
+                Some(v) => v.clone(),
+                None => {
+                    return Err(Diagnostic::error(Code::UnknownDimension, format!("unknown dimension `{token}`"))
+                        .label(range, "not a module-level constant")
+                        .help(format!("define it at module level, e.g. `{token} = 128`, or write the size as an integer")))
+                }
+            }
+        } else {
+            if !verbatim {
+                return Err(Diagnostic::error(Code::BadAnnotation, format!("dimension `{token}` in an annotation with escapes"))
+                    .label(range, "write the annotation as a plain string to use expressions in it"));
+            }
+            let parsed = ruff_python_parser::parse_expression_range(source, range).map_err(|e| {
+                Diagnostic::error(Code::BadAnnotation, format!("malformed dimension `{token}`: {}", e.error))
+                    .label(range, "expected an integer, a constant's name, or an expression of them such as `L - 3`")
+            })?;
+            let before = builder.graph.nodes.len();
+            let value = builder.expr(parsed.expr(), &Scope::new());
+            builder.graph.nodes.truncate(before);
+            value?
+        };
+        match value {
+            Value::Int(v) if v >= 0 => Ok(v as usize),
+            Value::Int(v) => Err(Diagnostic::error(Code::BadAnnotation, format!("dimension `{token}` is negative ({v})"))
+                .label(range, "a dimension must be zero or more")),
+            other => {
+                let d = Diagnostic::error(Code::BadAnnotation, format!("dimension `{token}` is {}, not an integer", other.a_kind()))
+                    .label(range, "dimensions must be integers");
+                Err(if token.contains('/') { d.help("use `//` for integer division (`D // 2`)") } else { d })
+            }
+        }
+    };
+    annotation::parse(text, base, &mut resolve)
 }
 
 fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) -> Result<Spec, Diagnostic> {
@@ -231,7 +265,7 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
                 .label(a.name().range(), "annotate it, e.g. `x: \"f32[B, N]\"`")
                 .help("kernel inputs are annotated arrays; a parameter with a default (`eps=1e-5`) is a constant"));
         };
-        let ty = annotation_type(&builder, ann, source)?;
+        let ty = annotation_type(&mut builder, ann, source)?;
         params.push(Param { name: name.to_string(), ty });
         spans.push(a.name().range());
     }
@@ -249,8 +283,8 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
     };
     let declared: Option<Vec<(TensorType, TextRange)>> = match def.returns.as_deref() {
         None => None,
-        Some(Expr::Tuple(t)) => Some(t.elts.iter().map(|e| Ok((annotation_type(&builder, e, source)?, e.range()))).collect::<Result<_, Diagnostic>>()?),
-        Some(e) => Some(vec![(annotation_type(&builder, e, source)?, e.range())]),
+        Some(Expr::Tuple(t)) => Some(t.elts.iter().map(|e| Ok((annotation_type(&mut builder, e, source)?, e.range()))).collect::<Result<_, Diagnostic>>()?),
+        Some(e) => Some(vec![(annotation_type(&mut builder, e, source)?, e.range())]),
     };
     if let Some(declared) = &declared {
         if declared.len() != values.len() {

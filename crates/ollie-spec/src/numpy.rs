@@ -10,11 +10,12 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "clip", "concatenate", "cumsum", "divide", "einsum", "exp",
-    "expand_dims", "float32", "float64", "full", "full_like", "log", "matmul", "max", "maximum",
-    "mean", "min", "minimum", "multiply", "negative", "ones", "ones_like", "power", "reshape",
-    "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "tanh",
-    "transpose", "tril", "triu", "var", "where", "zeros", "zeros_like",
+    "abs", "absolute", "add", "amax", "amin", "arange", "ceil", "clip", "concatenate", "cos", "cumsum", "divide", "dot",
+    "einsum", "exp", "exp2", "expand_dims", "expm1", "float32", "float64", "floor", "full", "full_like", "inner", "log",
+    "log10", "log1p", "log2", "logaddexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
+    "ones", "ones_like", "outer", "power", "reciprocal", "reshape", "sign", "sin", "sqrt", "square", "squeeze", "stack",
+    "std", "subtract", "sum", "swapaxes", "tanh", "tensordot", "transpose", "tril", "triu", "var", "where", "zeros",
+    "zeros_like",
 ];
 
 /// The array methods and attributes a spec may use.
@@ -22,7 +23,7 @@ pub const METHODS: &[&str] =
     &["astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
 
 pub fn supported_functions_help() -> String {
-    format!("supported numpy functions: {}", FUNCTIONS.join(", "))
+    format!("supported numpy functions: {}, linalg.norm", FUNCTIONS.join(", "))
 }
 
 pub fn supported_methods_help() -> String {
@@ -31,7 +32,7 @@ pub fn supported_methods_help() -> String {
 
 /// Reduction kinds as numpy spells them (`mean` is a sum and a division).
 #[derive(Clone, Copy, PartialEq)]
-enum Reduction {
+pub enum Reduction {
     Sum,
     Max,
     Min,
@@ -41,7 +42,7 @@ enum Reduction {
 impl CallArgs {
     /// Binds the arguments to `params` (positional order, then by keyword). `receiver` fills the
     /// first parameter for a method call.
-    fn bind(self, name: &str, receiver: Option<Arg>, params: &[&str]) -> Result<Vec<Option<Arg>>> {
+    pub fn bind(self, name: &str, receiver: Option<Arg>, params: &[&str]) -> Result<Vec<Option<Arg>>> {
         let mut bound: Vec<Option<Arg>> = vec![None; params.len()];
         let offset = receiver.is_some() as usize;
         if let Some(r) = receiver {
@@ -72,7 +73,7 @@ impl CallArgs {
     }
 }
 
-fn required(arg: Option<Arg>, name: &str, param: &str, range: TextRange) -> Result<Arg> {
+pub fn required(arg: Option<Arg>, name: &str, param: &str, range: TextRange) -> Result<Arg> {
     arg.ok_or_else(|| Diagnostic::error(Code::UnsupportedArgument, format!("`{name}` needs `{param}`")).label(range, "missing argument"))
 }
 
@@ -94,6 +95,12 @@ impl Builder<'_> {
             "sqrt" => unary(UnaryOp::Sqrt),
             "tanh" => unary(UnaryOp::Tanh),
             "abs" | "absolute" => unary(UnaryOp::Abs),
+            "log1p" => unary(UnaryOp::Log1p),
+            "expm1" => unary(UnaryOp::Expm1),
+            "sin" => unary(UnaryOp::Sin),
+            "cos" => unary(UnaryOp::Cos),
+            "floor" => unary(UnaryOp::Floor),
+            "ceil" => unary(UnaryOp::Ceil),
             "negative" => unary(UnaryOp::Neg),
             _ => None,
         };
@@ -127,6 +134,9 @@ impl Builder<'_> {
                 return Ok(Value::Float(v));
             }
             return self.elementwise(op, a, b, call);
+        }
+        if crate::composite::FUNCTIONS.contains(&name) {
+            return self.composite_call(name, args);
         }
         match name {
             "square" => {
@@ -365,7 +375,7 @@ impl Builder<'_> {
     }
 
     /// Normalizes a possibly negative axis against `rank`.
-    fn axis(&self, arg: &Arg, rank: usize) -> Result<usize> {
+    pub fn axis(&self, arg: &Arg, rank: usize) -> Result<usize> {
         let a = self.int_value(arg, "an axis")?;
         normalize_axis(a, rank).ok_or_else(|| {
             Diagnostic::error(Code::AxisOutOfRange, format!("axis {a} is out of bounds for an array of rank {rank}"))
@@ -387,7 +397,7 @@ impl Builder<'_> {
         Ok(axes)
     }
 
-    fn flag(&self, arg: Option<Arg>, what: &str) -> Result<bool> {
+    pub fn flag(&self, arg: Option<Arg>, what: &str) -> Result<bool> {
         match arg {
             None => Ok(false),
             Some(Arg { value: Value::Bool(b), .. }) => Ok(b),
@@ -395,7 +405,7 @@ impl Builder<'_> {
         }
     }
 
-    fn reduce(&mut self, kind: Reduction, a: Arg, axis: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
+    pub fn reduce(&mut self, kind: Reduction, a: Arg, axis: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
         let id = self.tensor(&a, None)?;
         let ty = self.ty(id).clone();
         let axes = match &axis {

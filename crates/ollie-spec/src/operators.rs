@@ -47,14 +47,7 @@ impl Builder<'_> {
                 Ok(Value::Int(if op == UnaryOp::Neg { -i } else { i.abs() }))
             }
             ref v => match v.number() {
-                Some(f) => Ok(Value::Float(match op {
-                    UnaryOp::Neg => -f,
-                    UnaryOp::Exp => f.exp(),
-                    UnaryOp::Log => f.ln(),
-                    UnaryOp::Sqrt => f.sqrt(),
-                    UnaryOp::Tanh => f.tanh(),
-                    UnaryOp::Abs => f.abs(),
-                })),
+                Some(f) => Ok(Value::Float(op.apply(f))),
                 None => Err(Diagnostic::error(Code::BadValue, format!("expected an array or a number, found {}", v.a_kind()))
                     .label(x.range, "here")),
             },
@@ -189,6 +182,7 @@ impl Builder<'_> {
             return self.attribute(Arg { value: Value::Tensor(id), range: object.range }, name, name_range, range);
         }
         match object.value {
+            Value::Math => crate::math::attribute(name, name_range, range),
             Value::Numpy => Ok(match name {
                 "inf" => Value::Float(f64::INFINITY),
                 "nan" => Value::Float(f64::NAN),
@@ -429,7 +423,15 @@ fn fold_binop(op: Operator, a: &Value, b: &Value, range: TextRange) -> Result<Va
             Operator::BitAnd => x & y,
             Operator::BitOr => x | y,
             Operator::BitXor => x ^ y,
-            Operator::LShift | Operator::RShift | Operator::MatMult => {
+            Operator::LShift | Operator::RShift if y < 0 => {
+                return Err(Diagnostic::error(Code::BadValue, "negative shift count").label(range, "Python raises ValueError here"))
+            }
+            // Python's integers do not overflow; a shift whose result leaves 64 bits is refused.
+            Operator::LShift if x == 0 => 0,
+            Operator::LShift if y >= 63 => return Err(overflow()),
+            Operator::LShift => x.checked_mul(1i64 << y).ok_or_else(overflow)?,
+            Operator::RShift => x >> y.min(63),
+            Operator::MatMult => {
                 return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`{}` on numbers is not supported", op.as_str())).label(range, "here"))
             }
             Operator::Div | Operator::Pow => return fold_float(op, x as f64, y as f64, range),

@@ -18,6 +18,8 @@ pub enum Value {
     DType(DType),
     /// The numpy module (`np`).
     Numpy,
+    /// Python's `math` module.
+    Math,
 }
 
 impl Value {
@@ -33,7 +35,7 @@ impl Value {
             Value::None => "None",
             Value::Ellipsis => "Ellipsis",
             Value::DType(_) => "dtype",
-            Value::Numpy => "module",
+            Value::Numpy | Value::Math => "module",
         }
     }
 

@@ -168,6 +168,15 @@ fn graph_prints_the_selected_kernel() {
 }
 
 #[test]
+fn dim_overrides_flow_into_dimension_expressions() {
+    // `g: "f32[D // 2, L - K + 1]"` with `D = 2 * C`: both follow the overridden constants.
+    let out = ollie(&["graph", "test_data/corpus/dim_expressions.py", "--dim", "L=64", "--dim", "C=8"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("kernel dim_expressions(x: f32[8,64], w: f32[8,3], g: f32[8,62]) {"), "{text}");
+}
+
+#[test]
 fn machine_measures_caches_and_reports_ceilings() {
     let cache = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
