@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def f(x: "f16[4]"):
+def f(x: "u8[4]"):
     return x

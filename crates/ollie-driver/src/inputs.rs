@@ -1,5 +1,6 @@
-//! Kernel inputs from .npy files (f32 or f64, checked against the parameters) or from a seed,
-//! and arrays written back as .npy files.
+//! Kernel inputs from .npy files (float32, float64, float16, or bfloat16 as `np.save` writes
+//! `ml_dtypes.bfloat16` arrays: two-byte `V2` elements; checked against the parameters) or from
+//! a seed, and arrays written back as .npy files.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -42,17 +43,29 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
     let open = || File::open(path).map_err(|e| bad(format!("cannot open: {e}")));
     let header = Header::from_reader(&mut open()?).map_err(|e| bad(format!("not a readable .npy file: {e}")))?;
     let descr = header.type_descriptor.to_string();
+    let expected = match param.ty.dtype {
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16 (ml_dtypes; saved as V2)",
+        _ => "float32 or float64",
+    };
     let dtype = match descr.trim_matches('\'') {
         "<f4" => DType::F32,
         "<f8" => DType::F64,
+        "<f2" => DType::F16,
+        // numpy saves an ml_dtypes.bfloat16 array as two-byte voids: read as bfloat16 where the
+        // parameter is one, and only there.
+        "<V2" | "|V2" if param.ty.dtype == DType::BF16 => DType::BF16,
         other => {
             return Err(bad(format!(
-                "dtype {} is not supported; expected float32 or float64 with shape {:?}",
+                "dtype {} is not supported; expected {expected} with shape {:?}",
                 numpy_dtype_name(other),
                 param.ty.shape
             )))
         }
     };
+    if matches!(header.layout, ndarray_npy::npy::header::Layout::Fortran) && dtype.is_half() {
+        return Err(bad("a Fortran-order 16-bit array is not supported; save it with np.ascontiguousarray".to_string()));
+    }
     if header.shape != param.ty.shape {
         return Err(bad(format!(
             "expected shape {:?} ({}), got shape {:?} ({})",
@@ -64,6 +77,19 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
     }
     let array: Tensor = match dtype {
         DType::F32 => ArrayD::<f32>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
+        DType::F16 | DType::BF16 => {
+            let mut file = open()?;
+            Header::from_reader(&mut file).map_err(|e| bad(format!("not a readable .npy file: {e}")))?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| bad(format!("cannot read: {e}")))?;
+            let n: usize = header.shape.iter().product();
+            if bytes.len() != 2 * n {
+                return Err(bad(format!("holds {} bytes of data, {n} elements of 2 bytes expected", bytes.len())));
+            }
+            let bits = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
+            let values: Vec<f64> = if dtype == DType::F16 { bits.map(|h| half::f16::from_bits(h).to_f64()).collect() } else { bits.map(|h| half::bf16::from_bits(h).to_f64()).collect() };
+            ArrayD::from_shape_vec(IxDyn(&header.shape), values).expect("the size was checked")
+        }
         _ => ArrayD::<f64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?,
     };
     Ok(array)
@@ -91,18 +117,40 @@ pub fn random(params: &[Param], seed: u64) -> Vec<Tensor> {
         .map(|p| {
             ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
                 let x: f64 = StandardNormal.sample(&mut rng);
-                if p.ty.dtype == DType::F32 { x as f32 as f64 } else { x }
+                p.ty.dtype.round(x)
             })
         })
         .collect()
 }
 
-/// Writes `value` as a .npy file of `dtype` (float32 unless float64).
+/// Writes `value` as a .npy file of `dtype`: float64, float16, bfloat16 (as `np.save` writes
+/// ml_dtypes' arrays: `V2`, which `.view(ml_dtypes.bfloat16)` reads back), else float32.
 pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     match dtype {
-        DType::F32 => value.mapv(|x| x as f32).write_npy(file)?,
-        _ => value.write_npy(file)?,
+        DType::F64 => value.write_npy(file)?,
+        DType::F16 | DType::BF16 => {
+            let descr = if dtype == DType::F16 { "<f2" } else { "<V2" };
+            let shape: Vec<String> = value.shape().iter().map(|n| n.to_string()).collect();
+            let shape = if shape.len() == 1 { format!("({},)", shape[0]) } else { format!("({})", shape.join(", ")) };
+            let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+            // Magic, version, length, then the header padded with spaces to a multiple of 64
+            // bytes, ending in a newline.
+            while (10 + header.len() + 1) % 64 != 0 {
+                header.push(' ');
+            }
+            header.push('\n');
+            use std::io::Write;
+            file.write_all(b"\x93NUMPY\x01\x00")?;
+            file.write_all(&(header.len() as u16).to_le_bytes())?;
+            file.write_all(header.as_bytes())?;
+            for &x in value.as_standard_layout().iter() {
+                let bits = if dtype == DType::F16 { half::f16::from_f64(x).to_bits() } else { half::bf16::from_f32(x as f32).to_bits() };
+                file.write_all(&bits.to_le_bytes())?;
+            }
+            file.flush()?;
+        }
+        _ => value.mapv(|x| x as f32).write_npy(file)?,
     }
     Ok(())
 }

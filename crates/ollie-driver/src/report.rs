@@ -360,9 +360,16 @@ fn loader(graph: &Graph) -> String {
         DType::F64 => "np.float64",
         DType::I64 => "np.int64",
         DType::Bool => "np.bool_",
+        DType::F16 => "np.float16",
+        DType::BF16 => "ml_dtypes.bfloat16",
     };
-    // The ABI passes float64 as double and every other dtype as float.
-    let abi = |d: DType| if d == DType::F64 { "np.float64" } else { "np.float32" };
+    // The ABI passes float64 as double, 16-bit floats as their bits, every other dtype as float.
+    let abi = |d: DType| match d {
+        DType::F64 | DType::F16 | DType::BF16 => np(d),
+        _ => "np.float32",
+    };
+    let types = || graph.params.iter().map(|p| p.ty.dtype).chain(graph.outputs.iter().map(|&o| graph.ty(o).dtype));
+    let ml_dtypes = if types().any(|d| d == DType::BF16) { "import ml_dtypes\n" } else { "" };
     let spec = |name: &str, ty: &ollie_graph::TensorType| {
         let shape: Vec<String> = ty.shape.iter().map(|d| d.to_string()).collect();
         let shape = if shape.len() == 1 { format!("({},)", shape[0]) } else { format!("({})", shape.join(", ")) };
@@ -380,7 +387,7 @@ fn loader(graph: &Graph) -> String {
 import ctypes
 import os
 
-import numpy as np
+{ml_dtypes}import numpy as np
 
 _lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib{name}.so"))
 _kernel = _lib.{name}

@@ -28,9 +28,9 @@ impl Graph {
     }
 }
 
-/// The bytes of a tensor of type `ty` (booleans and integers count as 4).
+/// The bytes of a tensor of type `ty` as the kernel ABI stores it.
 pub fn bytes(ty: &crate::TensorType) -> f64 {
-    ty.num_elements() as f64 * if ty.dtype == crate::DType::F64 { 8.0 } else { 4.0 }
+    (ty.num_elements() * ty.dtype.size()) as f64
 }
 
 /// The arithmetic operations of one op over operands of types `args` (see [`Cost::flops`]).

@@ -56,8 +56,20 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
         let a: Vec<Option<&Tensor>> = node.args.iter().map(|a| bounds[a.index()].1.as_ref()).collect();
         // Contractions weigh errors by their operands' magnitudes: taken once for both bounds.
         let abs: Vec<Tensor> = if matches!(node.op, Op::Einsum(_)) { v.iter().map(|t| t.mapv(f64::abs)).collect() } else { Vec::new() };
-        let rounding = sum(own_rounding(&node.op, &value_view, &v, &abs), propagate(&node.op, &value_view, &v, &abs, &e, inputs));
-        let underflow = sum(own_underflow(&node.op, node.ty.dtype, &value_view, &v), propagate(&node.op, &value_view, &v, &abs, &a, inputs));
+        let (own_e, own_a) = match node.op {
+            // A cast to a 16-bit float inside the graph rounds there (`u₁₆/u` roundings of the
+            // computation's unit, and float16's subnormal spacing near zero); a graph's output
+            // rounds where it is stored, which the accuracy rule adds itself.
+            Op::Cast { dtype } if dtype.is_half() && !graph.outputs.contains(&id) => {
+                let unit = if graph.ty(node.args[0]).dtype == DType::F64 { DType::F64 } else { DType::F32 };
+                let ratio = dtype.unit_roundoff() / unit.unit_roundoff();
+                let spacing = if dtype == DType::F16 { 2f64.powi(-25) / f64::from(f32::MIN_POSITIVE) } else { 1.0 };
+                (Some(value_view.mapv(|f| ratio * f.abs())), Some(ArrayD::from_elem(value_view.raw_dim(), spacing)))
+            }
+            _ => (own_rounding(&node.op, &value_view, &v, &abs), own_underflow(&node.op, node.ty.dtype, &value_view, &v)),
+        };
+        let rounding = sum(own_e, propagate(&node.op, &value_view, &v, &abs, &e, inputs));
+        let underflow = sum(own_a, propagate(&node.op, &value_view, &v, &abs, &a, inputs));
         drop(v);
         for &arg in &node.args {
             remaining[arg.index()] -= 1;

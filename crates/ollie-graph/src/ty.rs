@@ -3,13 +3,17 @@
 use std::fmt;
 
 /// Element type of a tensor. The reference evaluates every dtype in float64; the dtype records
-/// what numpy would produce and what the kernel ABI delivers.
+/// what numpy would produce and what the kernel ABI delivers. `F16` (numpy's float16) and `BF16`
+/// (bfloat16, as `ml_dtypes` gives numpy) are storage formats: kernels compute them in float32
+/// and round where they store one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     F32,
     F64,
     I64,
     Bool,
+    F16,
+    BF16,
 }
 
 impl DType {
@@ -19,6 +23,8 @@ impl DType {
             DType::F64 => "f64",
             DType::I64 => "i64",
             DType::Bool => "bool",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
         }
     }
 
@@ -28,12 +34,53 @@ impl DType {
             "f64" => DType::F64,
             "i64" => DType::I64,
             "bool" => DType::Bool,
+            "f16" => DType::F16,
+            "bf16" => DType::BF16,
             _ => return None,
         })
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+
+    /// A 16-bit float: stored in 16 bits, computed in float32.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// Bytes of one element as the kernel ABI stores it: integer and boolean results are
+    /// float32 there (`docs/abi.md`).
+    pub fn size(self) -> usize {
+        match self {
+            DType::F64 => 8,
+            DType::F32 | DType::I64 | DType::Bool => 4,
+            DType::F16 | DType::BF16 => 2,
+        }
+    }
+
+    /// The unit roundoff of a float dtype (half an ulp of 1): 2⁻⁵³, 2⁻²⁴, 2⁻¹¹, 2⁻⁸.
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            DType::F64 => f64::EPSILON / 2.0,
+            DType::F16 => 1.0 / 2048.0,
+            DType::BF16 => 1.0 / 256.0,
+            _ => f64::from(f32::EPSILON) / 2.0,
+        }
+    }
+
+    /// `x` rounded to the nearest value of this dtype (ties to even; past the largest finite
+    /// value, infinity), as numpy's `astype` rounds; integer and boolean dtypes as casts do.
+    pub fn round(self, x: f64) -> f64 {
+        match self {
+            DType::F64 => x,
+            DType::F32 => f64::from(x as f32),
+            // numpy rounds float64 to float16 directly; ml_dtypes goes through float32.
+            DType::F16 => f64::from(half::f16::from_f64(x)),
+            DType::BF16 => f64::from(half::bf16::from_f32(x as f32)),
+            DType::I64 => x.trunc(),
+            DType::Bool => (x != 0.0) as u8 as f64,
+        }
     }
 
     /// numpy's promotion between two array dtypes, restricted to the dtypes ollie knows.
@@ -42,6 +89,10 @@ impl DType {
         match (self, other) {
             (F64, _) | (_, F64) => F64,
             (F32, _) | (_, F32) => F32,
+            // ml_dtypes: float16 with bfloat16 is float32, as neither holds the other.
+            (F16, BF16) | (BF16, F16) => F32,
+            (F16, _) | (_, F16) => F16,
+            (BF16, _) | (_, BF16) => BF16,
             (I64, _) | (_, I64) => I64,
             (Bool, Bool) => Bool,
         }

@@ -52,9 +52,10 @@ impl Buffer {
         self.len() == 0
     }
 
-    /// Its size in the kernel's C, where f64 is `double` and every other dtype `float`.
+    /// Its size in the kernel's C, where f64 is `double`, f16 and bf16 `uint16_t` and every
+    /// other dtype `float`.
     pub fn bytes(&self) -> usize {
-        self.len() * if self.dtype == DType::F64 { 8 } else { 4 }
+        self.len() * self.dtype.size()
     }
 }
 

@@ -9,7 +9,7 @@ mod schedule;
 mod text;
 
 pub use check::{check, LoopError};
-pub use emit::{emit_c, prototype, vector_math};
+pub use emit::{emit_c, half_conversions, prototype, vector_math};
 pub use ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 pub use lower::{lower, strides, LowerError};
 pub use schedule::{apply_step, Schedule, ScheduleError, Step};

@@ -41,7 +41,10 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
     for (k, &o) in graph.outputs.iter().enumerate() {
         let ty = graph.ty(o);
         let b = l.add_buffer(graph.output_name(k), BufferKind::Output(k), ty.dtype, ty.shape.clone());
-        let computed_here = l.buffer_of[o.index()].is_none() && materialize[o.index()];
+        // A 16-bit output is not accumulated in: its sums run in a float32 temporary, rounded
+        // once when copied out.
+        let accumulates = matches!(graph.node(o).op, Op::Reduce { .. } | Op::Einsum(_) | Op::SumExp { .. } | Op::SumSqDev { .. });
+        let computed_here = l.buffer_of[o.index()].is_none() && materialize[o.index()] && !(ty.dtype.is_half() && accumulates);
         if computed_here {
             l.buffer_of[o.index()] = Some(b);
         } else {
@@ -148,6 +151,9 @@ fn materialized(graph: &Graph) -> Vec<bool> {
         let node = graph.node(id);
         m[id.index()] = match &node.op {
             Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::SumSqDev { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
+            // Widening what is in a buffer anyway (a bfloat16 input's `.astype(np.float32)`) is
+            // a conversion where it is loaded, for every use: no buffer of its own.
+            Op::Cast { dtype } if dtype.is_float() && !dtype.is_half() && m[node.args[0].index()] => false,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
             Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
         };
@@ -221,7 +227,10 @@ struct Lowering<'g> {
 }
 
 impl Lowering<'_> {
+    /// A buffer; a temporary of a 16-bit float is float32 (kernels compute 16-bit floats in
+    /// float32 and round only where an output stores one).
     fn add_buffer(&mut self, name: String, kind: BufferKind, dtype: DType, shape: Vec<usize>) -> BufferId {
+        let dtype = if kind == BufferKind::Temp && dtype.is_half() { DType::F32 } else { dtype };
         self.nest.buffers.push(Buffer { name, kind, dtype, shape, scope: None, registers: None });
         BufferId(self.nest.buffers.len() as u32 - 1)
     }

@@ -1,4 +1,4 @@
-/* Vector math for ollie's emitted kernels: exp, log, tanh, sin, cos, sqrt, fabs, floor, ceil and small integer powers
+/* Vector math for ollie's emitted kernels: exp, log, tanh, sin, cos, sqrt, fabs, floor, ceil and small integer powers, and float16 and bfloat16 loads and stores
  * on `{W}`-lane float vectors (GCC vector extensions, so the same source is AVX2 or AVX-512 code
  * as -march=native chooses; sqrt by the widest x86 instruction the target has).
  * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
@@ -379,4 +379,75 @@ static inline void ollie_vstream{W}(float *p, ollie_v{W} v) {
     }
 #endif
     __builtin_memcpy(p, a, sizeof a);
+}
+
+/* 16-bit storage: `{W}` lanes of float16 or bfloat16 bits read as floats, and floats stored as
+ * them rounded to nearest even (NaN kept and quieted, the subnormals rounded, never flushed:
+ * as numpy and ml_dtypes convert). float16 by AVX-512's or F16C's conversions where the
+ * target has them, else lane by lane through `_Float16`; bfloat16 by integer lanes (AVX-512
+ * BF16's `vcvtneps2bf16` flushes subnormals to zero, so it is not used). */
+typedef unsigned short ollie_h{W} __attribute__((vector_size({W} * 2)));
+typedef unsigned int ollie_u{W} __attribute__((vector_size({W} * 4)));
+
+static inline ollie_v{W} ollie_vload_bf16{W}(const unsigned short *p) {
+    ollie_h{W} h;
+    __builtin_memcpy(&h, p, sizeof h);
+    return (ollie_v{W})(__builtin_convertvector(h, ollie_u{W}) << 16);
+}
+
+static inline void ollie_vstore_bf16{W}(unsigned short *p, ollie_v{W} x) {
+    ollie_u{W} u = (ollie_u{W})x;
+    ollie_u{W} rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+    ollie_u{W} nan = (ollie_u{W})((u & 0x7fffffff) > 0x7f800000);
+    rounded = (nan & ((u >> 16) | 0x40)) | (~nan & rounded);
+    ollie_h{W} h = __builtin_convertvector(rounded, ollie_h{W});
+    __builtin_memcpy(p, &h, sizeof h);
+}
+
+static inline ollie_v{W} ollie_vload_f16{W}(const unsigned short *p) {
+    float r[{W}];
+    int l = 0;
+#if defined(__AVX512F__)
+    for (; l + 16 <= {W}; l += 16) _mm512_storeu_ps(r + l, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + l))));
+#endif
+#if defined(__F16C__)
+    for (; l + 8 <= {W}; l += 8) _mm256_storeu_ps(r + l, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + l))));
+#endif
+    for (; l < {W}; l++) {
+        _Float16 h;
+        __builtin_memcpy(&h, p + l, 2);
+        r[l] = (float)h;
+    }
+    ollie_v{W} v;
+    __builtin_memcpy(&v, r, sizeof v);
+    return v;
+}
+
+static inline void ollie_vstore_f16{W}(unsigned short *p, ollie_v{W} x) {
+    float a[{W}];
+    __builtin_memcpy(a, &x, sizeof x);
+    int l = 0;
+#if defined(__AVX512F__)
+    for (; l + 16 <= {W}; l += 16) _mm256_storeu_si256((__m256i *)(p + l), _mm512_cvtps_ph(_mm512_loadu_ps(a + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+#if defined(__F16C__)
+    for (; l + 8 <= {W}; l += 8) _mm_storeu_si128((__m128i *)(p + l), _mm256_cvtps_ph(_mm256_loadu_ps(a + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    for (; l < {W}; l++) {
+        _Float16 h = (_Float16)a[l];
+        __builtin_memcpy(p + l, &h, 2);
+    }
+}
+
+/* A value rounded to float16 or bfloat16 and read back (`.astype` inside a kernel). */
+static inline ollie_v{W} ollie_vround_f16{W}(ollie_v{W} x) {
+    unsigned short h[{W}];
+    ollie_vstore_f16{W}(h, x);
+    return ollie_vload_f16{W}(h);
+}
+
+static inline ollie_v{W} ollie_vround_bf16{W}(ollie_v{W} x) {
+    unsigned short h[{W}];
+    ollie_vstore_bf16{W}(h, x);
+    return ollie_vload_bf16{W}(h);
 }

@@ -128,3 +128,101 @@ fn vector_math_is_within_a_few_ulp_over_the_whole_float_range_with_the_special_v
         }
     }
 }
+
+/// The 16-bit loads and stores (`ollie_vload_f16`, `ollie_vstore_bf16`, ...) and the kernels'
+/// scalar conversions are exact: every float16 and bfloat16 bit pattern reads as its value, and
+/// dense samples of the float range (subnormals, ties, overflow, NaNs) store rounded to nearest
+/// even, as numpy and ml_dtypes round (the `half` crate here). With AVX-512, with AVX2 and F16C,
+/// and with neither (the portable code).
+#[test]
+fn sixteen_bit_loads_and_stores_round_as_numpy_does() {
+    let harness = r#"
+#define N (1 << 16)
+int main(void) {
+    static unsigned short bits[N], back[N];
+    static float values[N];
+    for (int i = 0; i < N; i++) bits[i] = (unsigned short)i;
+    /* Loads: every pattern; vector, then scalar. */
+    for (int kind = 0; kind < 2; kind++) {
+        for (int i = 0; i < N; i += W) {
+            ollie_vW v = kind ? ollie_vload_bf16W(bits + i) : ollie_vload_f16W(bits + i);
+            memcpy(values + i, &v, sizeof v);
+        }
+        fwrite(values, sizeof values, 1, stdout);
+        for (int i = 0; i < N; i++) values[i] = kind ? ollie_bf16_f32(bits[i]) : ollie_f16_f32(bits[i]);
+        fwrite(values, sizeof values, 1, stdout);
+    }
+    /* Stores: float bit patterns 65521 apart, shifted by each of 0..STEP-1 in turn over the
+     * blocks, plus the ties and neighbours of every 16-bit value. */
+    static float in[N];
+    for (int block = 0; block < 64; block++) {
+        for (int i = 0; i < N; i++) {
+            unsigned int u = block < 32 ? (unsigned int)i * 65521u + (unsigned int)block * 2654435761u
+                                        : ((unsigned int)i << 16) + (unsigned int)(block - 32) * 0x0400u + ((block & 1) ? 0x8000u : 0x7fffu);
+            memcpy(&in[i], &u, 4);
+        }
+        fwrite(in, sizeof in, 1, stdout);
+        for (int kind = 0; kind < 2; kind++) {
+            for (int i = 0; i < N; i += W) {
+                ollie_vW v;
+                memcpy(&v, in + i, sizeof v);
+                if (kind) ollie_vstore_bf16W(back + i, v); else ollie_vstore_f16W(back + i, v);
+            }
+            fwrite(back, sizeof back, 1, stdout);
+            for (int i = 0; i < N; i++) back[i] = kind ? ollie_f32_bf16(in[i]) : ollie_f32_f16(in[i]);
+            fwrite(back, sizeof back, 1, stdout);
+        }
+    }
+    return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    for (w, isa) in [4u32, 8, 16].into_iter().flat_map(|w| [(w, vec!["-march=native"]), (w, vec!["-march=native", "-mno-avx512f"]), (w, vec!["-march=x86-64"])]) {
+        let size = 4 * w;
+        let source = dir.path().join(format!("half{w}.c"));
+        let binary = dir.path().join(format!("half{w}"));
+        let text = format!(
+            "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n#pragma GCC diagnostic ignored \"-Wpsabi\"\n\
+             #define W {w}\ntypedef float ollie_v{w} __attribute__((vector_size({size})));\ntypedef int ollie_m{w} __attribute__((vector_size({size})));\n{}\n{}\n{}",
+            ollie_loops::half_conversions(),
+            ollie_loops::vector_math(w),
+            harness.replace("ollie_vW", &format!("ollie_v{w}")).replace("W(", &format!("{w}("))
+        );
+        std::fs::write(&source, text).unwrap();
+        let cc = Command::new("cc").args(["-O2"]).args(&isa).arg("-o").arg(&binary).arg(&source).arg("-lm").output().unwrap();
+        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+        let run = Command::new(&binary).output().unwrap();
+        assert!(run.status.success());
+        let out = run.stdout;
+        let n = 1usize << 16;
+        let floats = |bytes: &[u8]| bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<f32>>();
+        let halves = |bytes: &[u8]| bytes.chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect::<Vec<u16>>();
+        let mut at = 0;
+        let mut take = |len: usize| {
+            at += len;
+            &out[at - len..at]
+        };
+        for kind in ["f16", "bf16"] {
+            for form in ["vector", "scalar"] {
+                let got = floats(take(4 * n));
+                for (h, y) in got.iter().enumerate() {
+                    let want = if kind == "f16" { half::f16::from_bits(h as u16).to_f32() } else { half::bf16::from_bits(h as u16).to_f32() };
+                    assert!(y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()), "{w} lanes {isa:?}: {form} {kind} load of {h:#06x} gives {y:e}, not {want:e}");
+                }
+            }
+        }
+        for _ in 0..64 {
+            let input = floats(take(4 * n));
+            for kind in ["f16", "bf16"] {
+                for form in ["vector", "scalar"] {
+                    let got = halves(take(2 * n));
+                    for (x, &h) in input.iter().zip(&got) {
+                        let want = if kind == "f16" { half::f16::from_f32(*x).to_bits() } else { half::bf16::from_f32(*x).to_bits() };
+                        let nan = |b: u16| if kind == "f16" { half::f16::from_bits(b).is_nan() } else { half::bf16::from_bits(b).is_nan() };
+                        assert!(h == want || (x.is_nan() && nan(h)), "{w} lanes {isa:?}: {form} {kind} store of {x:e} ({:#010x}) gives {h:#06x}, not {want:#06x}", x.to_bits());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -20,8 +20,12 @@ use crate::worker::{EXIT_FAULT, EXIT_FORBIDDEN, EXIT_SIGNAL_BASE, SHARED_FD};
 pub const POISON_F32: u32 = 0x7fc5_0f0f;
 /// The float64 NaN outputs are poisoned with.
 pub const POISON_F64: u64 = 0x7ff8_0000_dead_beef;
+/// The float16 and bfloat16 NaNs outputs are poisoned with: signaling NaNs, which no
+/// arithmetic or conversion produces (they come out quieted).
+pub const POISON_F16: u16 = 0x7d5a;
+pub const POISON_BF16: u16 = 0x7fa5;
 
-/// A buffer of the kernel ABI: element type (f32 unless f64) and shape.
+/// A buffer of the kernel ABI: element type and shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BufferSpec {
     pub dtype: DType,
@@ -43,7 +47,7 @@ impl BufferSpec {
     }
 
     pub(crate) fn element_size(&self) -> usize {
-        if self.dtype == DType::F64 { 8 } else { 4 }
+        self.dtype.size()
     }
 
     pub(crate) fn bytes(&self) -> usize {
@@ -287,6 +291,31 @@ pub enum Call {
 pub enum OutputData<'a> {
     F32(&'a [u8]),
     F64(&'a [u8]),
+    F16(&'a [u8]),
+    BF16(&'a [u8]),
+}
+
+impl OutputData<'_> {
+    /// A 16-bit output's elements widened to float32 (exactly); `None` for the others, which
+    /// are read where they lie.
+    pub fn widened(&self) -> Option<Vec<f32>> {
+        let halves = |b: &[u8]| b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect::<Vec<u16>>();
+        match self {
+            OutputData::F16(b) => Some(halves(b).into_iter().map(|h| half::f16::from_bits(h).to_f32()).collect()),
+            OutputData::BF16(b) => Some(halves(b).into_iter().map(|h| half::bf16::from_bits(h).to_f32()).collect()),
+            OutputData::F32(_) | OutputData::F64(_) => None,
+        }
+    }
+}
+
+/// The bits of the NaN a `dtype` output is poisoned with, little-endian.
+fn poison(dtype: DType) -> Vec<u8> {
+    match dtype {
+        DType::F64 => POISON_F64.to_le_bytes().to_vec(),
+        DType::F16 => POISON_F16.to_le_bytes().to_vec(),
+        DType::BF16 => POISON_BF16.to_le_bytes().to_vec(),
+        _ => POISON_F32.to_le_bytes().to_vec(),
+    }
 }
 
 /// A running worker with the kernel loaded: set inputs, call, read outputs, as often as needed.
@@ -349,14 +378,8 @@ impl Session {
     /// [`POISON_F64`]), so that unwritten elements can be told from computed NaNs.
     pub fn poison_outputs(&mut self) {
         for k in self.inputs..self.specs.len() {
-            let dtype = self.specs[k].dtype;
-            in_halves_mut(self.bytes(k), |_, half| {
-                if dtype == DType::F64 {
-                    half.chunks_exact_mut(8).for_each(|c| c.copy_from_slice(&POISON_F64.to_le_bytes()));
-                } else {
-                    half.chunks_exact_mut(4).for_each(|c| c.copy_from_slice(&POISON_F32.to_le_bytes()));
-                }
-            });
+            let nan = poison(self.specs[k].dtype);
+            in_halves_mut(self.bytes(k), |_, half| half.chunks_exact_mut(nan.len()).for_each(|c| c.copy_from_slice(&nan)));
         }
     }
 
@@ -365,11 +388,8 @@ impl Session {
         let index = self.inputs + k;
         let r = &self.layout.regions[index];
         let bytes = &self.map[r.start..r.start + r.len];
-        if self.specs[index].dtype == DType::F64 {
-            bytes.chunks_exact(8).filter(|c| u64::from_le_bytes((*c).try_into().unwrap()) == POISON_F64).count()
-        } else {
-            bytes.chunks_exact(4).filter(|c| u32::from_le_bytes((*c).try_into().unwrap()) == POISON_F32).count()
-        }
+        let nan = poison(self.specs[index].dtype);
+        bytes.chunks_exact(nan.len()).filter(|c| *c == &nan[..]).count()
     }
 
     /// Output `k` (0-based among the outputs) as it is now in shared memory.
@@ -384,10 +404,11 @@ impl Session {
         let index = self.inputs + k;
         let r = &self.layout.regions[index];
         let bytes = &self.map[r.start..r.start + r.len];
-        if self.specs[index].dtype == DType::F64 {
-            OutputData::F64(bytes)
-        } else {
-            OutputData::F32(bytes)
+        match self.specs[index].dtype {
+            DType::F64 => OutputData::F64(bytes),
+            DType::F16 => OutputData::F16(bytes),
+            DType::BF16 => OutputData::BF16(bytes),
+            _ => OutputData::F32(bytes),
         }
     }
 
@@ -598,10 +619,12 @@ impl Drop for Session {
 
 fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
     fn fill(bytes: &mut [u8], dtype: DType, values: impl Iterator<Item = f64>) {
-        if dtype == DType::F64 {
-            bytes.chunks_exact_mut(8).zip(values).for_each(|(chunk, x)| chunk.copy_from_slice(&x.to_le_bytes()));
-        } else {
-            bytes.chunks_exact_mut(4).zip(values).for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes()));
+        let chunks = bytes.chunks_exact_mut(dtype.size()).zip(values);
+        match dtype {
+            DType::F64 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&x.to_le_bytes())),
+            DType::F16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&half::f16::from_f64(x).to_le_bytes())),
+            DType::BF16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&half::bf16::from_f32(x as f32).to_le_bytes())),
+            _ => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes())),
         }
     }
     // A tensor in standard layout (as inputs are made) is read as a slice: much faster.
@@ -612,10 +635,12 @@ fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
 }
 
 fn read_tensor(bytes: &[u8], spec: &BufferSpec) -> Tensor {
-    let values: Vec<f64> = if spec.dtype == DType::F64 {
-        bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()
-    } else {
-        bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect()
+    let chunks = bytes.chunks_exact(spec.dtype.size());
+    let values: Vec<f64> = match spec.dtype {
+        DType::F64 => chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
+        DType::F16 => chunks.map(|c| half::f16::from_le_bytes(c.try_into().unwrap()).to_f64()).collect(),
+        DType::BF16 => chunks.map(|c| half::bf16::from_le_bytes(c.try_into().unwrap()).to_f64()).collect(),
+        _ => chunks.map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
     };
     ArrayD::from_shape_vec(IxDyn(&spec.shape), values).expect("the layout matches the shape")
 }

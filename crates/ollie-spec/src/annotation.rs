@@ -30,6 +30,8 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
     let dtype = match &text[ds..de] {
         "f32" | "float32" => DType::F32,
         "f64" | "float64" => DType::F64,
+        "f16" | "float16" => DType::F16,
+        "bf16" | "bfloat16" => DType::BF16,
         "" => {
             return Err(Diagnostic::error(Code::BadAnnotation, "malformed type annotation")
                 .label(span(0, text.len()), "expected a dtype such as `f32`")
@@ -38,7 +40,7 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         other => {
             return Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype `{other}` in annotation"))
                 .label(span(ds, de), "not a supported dtype")
-                .help("kernel parameters and results are `f32` or `f64`"))
+                .help("kernel parameters and results are `f32`, `f64`, `f16` or `bf16`"))
         }
     };
     skip_ws(&mut pos);

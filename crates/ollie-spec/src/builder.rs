@@ -24,6 +24,8 @@ pub struct Module<'a> {
     pub numpy: Option<String>,
     /// The name `import math` bound, if the module imports it.
     pub math: Option<String>,
+    /// The name `import ml_dtypes` bound, if the module imports it.
+    pub ml_dtypes: Option<String>,
     pub constants: HashMap<String, Value>,
     pub functions: HashMap<String, &'a ast::StmtFunctionDef>,
 }
@@ -313,6 +315,9 @@ impl<'a> Builder<'a> {
         }
         if self.module.math.as_deref() == Some(name) {
             return Ok(Value::Math);
+        }
+        if self.module.ml_dtypes.as_deref() == Some(name) {
+            return Ok(Value::MlDtypes);
         }
         match name {
             "float" => return Ok(Value::DType(DType::F64)),

@@ -52,7 +52,7 @@ pub fn compile(source: &str, options: &Options) -> Result<Spec, Diagnostic> {
     })?;
     let module = parsed.syntax();
     let mut builder = Builder::new(
-        Module { numpy: None, math: None, constants: HashMap::new(), functions: HashMap::new() },
+        Module { numpy: None, math: None, ml_dtypes: None, constants: HashMap::new(), functions: HashMap::new() },
         Graph::new("", Vec::new()),
     );
     let mut defs: Vec<&ast::StmtFunctionDef> = Vec::new();
@@ -84,15 +84,27 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
                     match alias.name.as_str() {
                         "numpy" => builder.module.numpy = Some(name),
                         "math" => builder.module.math = Some(name),
+                        "ml_dtypes" => builder.module.ml_dtypes = Some(name),
                         other => {
                             return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{other}`"))
-                                .label(alias.range(), "specs may import numpy and math")
+                                .label(alias.range(), "specs may import numpy, math and ml_dtypes")
                                 .help("write `import numpy as np`; use numpy for the kernel's math"))
                         }
                     }
                 }
             }
             Stmt::ImportFrom(from) if from.module.as_ref().is_some_and(|m| m.as_str() == "__future__") => {}
+            // `from ml_dtypes import bfloat16`: the name is the dtype.
+            Stmt::ImportFrom(from) if from.module.as_ref().is_some_and(|m| m.as_str() == "ml_dtypes") => {
+                for alias in &from.names {
+                    if alias.name.as_str() != "bfloat16" {
+                        return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `ml_dtypes.{}`", alias.name))
+                            .label(alias.range(), "of ml_dtypes, specs import `bfloat16`"));
+                    }
+                    let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                    builder.module.constants.insert(name, Value::DType(ollie_graph::DType::BF16));
+                }
+            }
             Stmt::ImportFrom(from) => {
                 return Err(Diagnostic::error(Code::UnsupportedImport, "`from ... import` is not supported")
                     .label(from.range(), "not supported")

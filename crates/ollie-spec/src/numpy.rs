@@ -242,9 +242,9 @@ impl Builder<'_> {
                 let (m, k) = bind!("m", "k");
                 self.tri(name == "tril", required(m, &fname, "m", call)?, k, call)
             }
-            "float32" | "float64" => {
+            "float32" | "float64" | "float16" => {
                 let x = required(bind!("x"), &fname, "x", call)?;
-                let dtype = if name == "float32" { DType::F32 } else { DType::F64 };
+                let dtype = match name { "float32" => DType::F32, "float16" => DType::F16, _ => DType::F64 };
                 match x.value {
                     Value::Tensor(id) => Ok(Value::Tensor(self.cast(id, dtype, call)?)),
                     ref v => v.number().map(Value::Float).ok_or_else(|| {
@@ -333,14 +333,16 @@ impl Builder<'_> {
             Value::DType(d) => Ok(*d),
             Value::Str(s) => match s.as_str() {
                 "float32" | "f4" => Ok(DType::F32),
+                "float16" | "f2" | "half" => Ok(DType::F16),
+                "bfloat16" => Ok(DType::BF16),
                 "float64" | "f8" | "float" => Ok(DType::F64),
                 "int64" | "int32" | "int" => Ok(DType::I64),
                 "bool" => Ok(DType::Bool),
                 _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype \"{s}\"")).label(arg.range, "not supported")
-                    .help("use np.float32, np.float64, np.int64 or bool")),
+                    .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64 or bool")),
             },
             other => Err(Diagnostic::error(Code::UnsupportedDtype, format!("expected a dtype, found {}", other.a_kind())).label(arg.range, "not a dtype")
-                .help("use np.float32, np.float64, np.int64 or bool")),
+                .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64 or bool")),
         }
     }
 

@@ -183,6 +183,12 @@ impl Builder<'_> {
         }
         match object.value {
             Value::Math => crate::math::attribute(name, name_range, range),
+            Value::MlDtypes => match name {
+                "bfloat16" => Ok(Value::DType(DType::BF16)),
+                _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("`ml_dtypes.{name}` is not supported"))
+                    .label(name_range, "not supported")
+                    .help("of ml_dtypes, specs use `bfloat16`")),
+            },
             Value::Numpy => Ok(match name {
                 "inf" => Value::Float(f64::INFINITY),
                 "nan" => Value::Float(f64::NAN),
@@ -190,6 +196,7 @@ impl Builder<'_> {
                 "e" => Value::Float(std::f64::consts::E),
                 "newaxis" => Value::None,
                 "float32" => Value::DType(DType::F32),
+                "float16" | "half" => Value::DType(DType::F16),
                 "float64" | "double" => Value::DType(DType::F64),
                 "int64" | "int32" => Value::DType(DType::I64),
                 "bool_" => Value::DType(DType::Bool),

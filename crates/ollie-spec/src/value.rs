@@ -20,6 +20,8 @@ pub enum Value {
     Numpy,
     /// Python's `math` module.
     Math,
+    /// The `ml_dtypes` module (`ml_dtypes.bfloat16`).
+    MlDtypes,
 }
 
 impl Value {
@@ -35,7 +37,7 @@ impl Value {
             Value::None => "None",
             Value::Ellipsis => "Ellipsis",
             Value::DType(_) => "dtype",
-            Value::Numpy | Value::Math => "module",
+            Value::Numpy | Value::Math | Value::MlDtypes => "module",
         }
     }
 

@@ -6,24 +6,64 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use ollie_graph::{ErrorBound, Tensor};
+use ollie_graph::{DType, ErrorBound, Tensor};
 
 use crate::values::Values;
 
 /// The constants of the rule: `α` (how many times the baseline's error a candidate may make),
-/// the unit roundoff `u` and the smallest normal number `λ` of the output's dtype.
+/// the unit roundoff `u` and the smallest normal number `λ` of the dtype the output is computed
+/// in, and for a 16-bit output the rounding where it is stored.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tolerance {
     pub alpha: f64,
     pub unit_roundoff: f64,
     pub smallest_normal: f64,
+    pub storage: Option<Storage>,
+}
+
+/// A 16-bit output, computed in float32 and rounded once where it is stored: the rounding may
+/// move it by `unit·|y|` (half an ulp), or by `spacing` among the subnormals. That rounding is
+/// allowed once, not `α` times, so a kernel that rounds twice (an intermediate to bfloat16,
+/// then the result) is told apart from one that rounds once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Storage {
+    pub dtype: DType,
+    pub unit: f64,
+    pub spacing: f64,
 }
 
 impl Tolerance {
     /// α = 16, u = 2⁻²⁴, λ = 2⁻¹²⁶: float32 outputs.
-    pub const F32: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 16_777_216.0, smallest_normal: f32::MIN_POSITIVE as f64 };
+    pub const F32: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 16_777_216.0, smallest_normal: f32::MIN_POSITIVE as f64, storage: None };
     /// α = 16, u = 2⁻⁵³, λ = 2⁻¹⁰²²: float64 outputs.
-    pub const F64: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 9_007_199_254_740_992.0, smallest_normal: f64::MIN_POSITIVE };
+    pub const F64: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 9_007_199_254_740_992.0, smallest_normal: f64::MIN_POSITIVE, storage: None };
+
+    /// The tolerance of an output of `dtype`: float32's for a 16-bit float (computed in
+    /// float32), with its storage rounding of 2⁻¹¹ (float16; subnormal spacing 2⁻²⁴) or 2⁻⁸
+    /// (bfloat16; 2⁻¹³³).
+    pub fn of(dtype: DType) -> Tolerance {
+        let storage = |spacing: f64| Some(Storage { dtype, unit: dtype.unit_roundoff(), spacing: spacing / 2.0 });
+        match dtype {
+            DType::F64 => Tolerance::F64,
+            DType::F16 => Tolerance { storage: storage(2f64.powi(-24)), ..Tolerance::F32 },
+            DType::BF16 => Tolerance { storage: storage(2f64.powi(-133)), ..Tolerance::F32 },
+            _ => Tolerance::F32,
+        }
+    }
+
+    /// Whether targets may be kept in float32 (where that is sound: see [`Target::fold`]).
+    fn narrow(&self) -> bool {
+        self.unit_roundoff == Tolerance::F32.unit_roundoff
+    }
+
+    /// `x` as the output's dtype stores it.
+    fn stored(&self, x: f64) -> f64 {
+        match self.storage {
+            Some(s) => s.dtype.round(x),
+            None if self.narrow() => f64::from(x as f32),
+            None => x,
+        }
+    }
 }
 
 /// Why an output is not accurate enough.
@@ -106,6 +146,7 @@ impl Values {
         match self {
             Values::F32(v) => nans(v),
             Values::F64(v) => nans(v),
+            Values::F16(_) | Values::BF16(_) => unreachable!("targets are float32 or float64"),
         }
     }
 }
@@ -152,7 +193,7 @@ impl Target {
         let (rs, ms, as_) = (r.as_slice().map(Cow::Borrowed), m.as_slice().map(Cow::Borrowed), a.as_slice().map(Cow::Borrowed));
         let (rs, ms, as_) = (rs.unwrap_or_else(|| Cow::Owned(slice(&r))), ms.unwrap_or_else(|| Cow::Owned(slice(&m))), as_.unwrap_or_else(|| Cow::Owned(slice(&a))));
         let shape = r.shape().to_vec();
-        let narrow = if tolerance == Tolerance::F32 { Target::fold(tolerance, &shape, &rs, &ms, &as_, b, true) } else { None };
+        let narrow = if tolerance.narrow() { Target::fold(tolerance, &shape, &rs, &ms, &as_, b, true) } else { None };
         narrow.or_else(|| Target::fold(tolerance, &shape, &rs, &ms, &as_, b, false)).expect("a float64 target always folds")
     }
 
@@ -171,21 +212,27 @@ impl Target {
     /// least `d` from `r`, every bound at least α = 16 times that, and `|y − r₃₂|` at most `d` more
     /// than `|y − r|`.
     fn fold<B: Copy + Into<f64>>(tolerance: Tolerance, shape: &[usize], r: &[f64], m: &[f64], a: &[f64], b: Option<&[B]>, narrow: bool) -> Option<Target> {
-        let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda } = tolerance;
+        let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda, storage } = tolerance;
         let n = r.len();
         let (mut wide, mut thin) = if narrow { (Vec::new(), vec![0f32; 2 * n]) } else { ([r, &vec![0.0; n]].concat(), Vec::new()) };
         let mut specials = Vec::new();
-        let (mut base2, mut ref2, mut under2, mut moved2, mut bound2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        // Without the naive output, the reference rounded to the output's dtype stands for it.
-        let rounded = |rv: f64| if tolerance == Tolerance::F32 { f64::from(rv as f32) } else { rv };
+        let (mut base2, mut ref2, mut under2, mut moved2, mut bound2, mut finite) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64, 0usize);
+        // A 16-bit output's storage rounding: `unit·|x| + spacing` at most.
+        let (store_unit, store_spacing) = storage.map_or((0.0, 0.0), |s| (s.unit, s.spacing));
         for (i, ((&rv, &mv), &av)) in r.iter().zip(m).zip(a).enumerate() {
-            let bv: f64 = b.map_or_else(|| rounded(rv), |b| b[i].into());
+            // Without the naive output, the reference rounded to the output's dtype stands for it.
+            let bv: f64 = b.map_or_else(|| tolerance.stored(rv), |b| b[i].into());
             let t = if !rv.is_finite() || !bv.is_finite() {
                 specials.push(Special { index: i, reference: rv, baseline: bv });
                 f64::NAN
             } else {
-                let bound = alpha * ((bv - rv).abs().max(u * mv) + lambda * av);
-                base2 += (bv - rv) * (bv - rv);
+                // The naive kernel's error less what storing its result may have cost: its error
+                // in float32, which a candidate may make α times; then its own storage rounding.
+                let deviation = ((bv - rv).abs() - (store_unit * bv.abs() * (1.0 + 2.0 * store_unit) + store_spacing)).max(0.0);
+                let computed = alpha * (deviation.max(u * mv) + lambda * av);
+                let bound = if storage.is_some() { computed + store_unit * (rv.abs() + computed) + store_spacing } else { computed };
+                finite += 1;
+                base2 += deviation * deviation;
                 ref2 += rv * rv;
                 bound2 += mv * mv;
                 under2 += av * av;
@@ -215,7 +262,8 @@ impl Target {
         }
         // The naive kernel's error overall, or without it the a-priori bound's norm.
         let base = if b.is_some() { base2.sqrt() } else { base2.sqrt().max(u * bound2.sqrt()) };
-        let norm_bound = alpha * (base.max(u * ref2.sqrt()) + lambda * under2.sqrt());
+        let computed = alpha * (base.max(u * ref2.sqrt()) + lambda * under2.sqrt());
+        let norm_bound = if storage.is_some() { computed + store_unit * (ref2.sqrt() + computed) + store_spacing * (finite as f64).sqrt() } else { computed };
         let shape = shape.to_vec();
         if !narrow {
             return Some(Target { shape, values: Values::F64(wide), specials, norm_bound });
@@ -239,6 +287,7 @@ impl Target {
         match &self.values {
             Values::F32(v) => self.judge_against(v, y),
             Values::F64(v) => self.judge_against(v, y),
+            Values::F16(_) | Values::BF16(_) => unreachable!("targets are float32 or float64"),
         }
     }
 

@@ -44,6 +44,16 @@ impl InputSet {
                     let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng));
                 })),
+                // 16-bit parameters: the generated values rounded to their dtype, the values
+                // stored and so what the reference starts from.
+                DType::F16 => Values::F16(fill(n, |block, out: &mut [u16]| {
+                    let mut rng = stream(seed, k, block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = half::f16::from_f64(element(k, block * BLOCK + i, &mut rng)).to_bits());
+                })),
+                DType::BF16 => Values::BF16(fill(n, |block, out: &mut [u16]| {
+                    let mut rng = stream(seed, k, block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = half::bf16::from_f32(element(k, block * BLOCK + i, &mut rng) as f32).to_bits());
+                })),
                 _ => Values::F32(fill(n, |block, out: &mut [f32]| {
                     let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as f32);
@@ -59,10 +69,7 @@ impl InputSet {
         let values: Vec<Values> = params
             .iter()
             .zip(tensors)
-            .map(|(p, t)| match p.ty.dtype {
-                DType::F64 => Values::F64(t.iter().copied().collect()),
-                _ => Values::F32(t.iter().map(|&x| x as f32).collect()),
-            })
+            .map(|(p, t)| Values::of(p.ty.dtype, t.iter().copied()))
             .collect();
         let shapes: Vec<Vec<usize>> = tensors.iter().map(|t| t.shape().to_vec()).collect();
         let mut key = Xxh3::new();
@@ -101,10 +108,7 @@ impl InputSet {
         let per_row: usize = shape.iter().skip(1).product();
         let rows = rows.unwrap_or(0..shape.first().copied().unwrap_or(1));
         let span = rows.start * per_row..rows.end * per_row;
-        let flat: Vec<f64> = match &self.values[k] {
-            Values::F32(v) => v[span].iter().map(|&x| f64::from(x)).collect(),
-            Values::F64(v) => v[span].to_vec(),
-        };
+        let flat: Vec<f64> = self.values[k].to_f64(span);
         let mut shape = shape.clone();
         if let Some(n) = shape.first_mut() {
             *n = rows.len();
@@ -156,10 +160,8 @@ impl InputSet {
         }
         let param = candidates[rng.random_range(0..candidates.len())];
         let index = rng.random_range(0..self.values[param].len());
-        let (old, value) = match &self.values[param] {
-            Values::F32(v) => (f64::from(v[index]), f64::from((f64::from(v[index]) * 1.5 + 0.25) as f32)),
-            Values::F64(v) => (v[index], v[index] * 1.5 + 0.25),
-        };
+        let old = self.values[param].get(index);
+        let value = self.values[param].dtype().round(old * 1.5 + 0.25);
         let mut key = Xxh3::new();
         key.update(&self.key.to_le_bytes());
         key.update(b"one element changed");
@@ -169,10 +171,7 @@ impl InputSet {
 
     /// Makes `change` (found by [`InputSet::one_element_changed`] on this very set).
     pub(crate) fn change(&mut self, change: &Change) {
-        match &mut self.values[change.param] {
-            Values::F32(v) => v[change.index] = change.value as f32,
-            Values::F64(v) => v[change.index] = change.value,
-        }
+        self.values[change.param].set(change.index, change.value);
         self.key = change.key;
     }
 

@@ -12,7 +12,7 @@ mod screen;
 mod values;
 mod verify;
 
-pub use accuracy::{judge, Figures, Inaccuracy, Target, Tolerance};
+pub use accuracy::{judge, Figures, Inaccuracy, Storage, Target, Tolerance};
 pub use bench::{bench, bench_with, prepare, median_interval, BenchConfig, BenchReport, EarlyStop, Timing, FAR_PAIRS};
 pub use family::Family;
 pub use inputs::InputSet;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use ollie_graph::{DType, Graph};
+use ollie_graph::Graph;
 use ollie_runner::{BufferSpec, Call, OutputData, Runner, Session};
 use sha2::Digest;
 use xxhash_rust::xxh3::Xxh3;
@@ -407,10 +407,11 @@ impl Expected {
             .iter()
             .enumerate()
             .map(|(k, &o)| {
-                let tolerance = if graph.ty(o).dtype == DType::F64 { Tolerance::F64 } else { Tolerance::F32 };
+                let tolerance = Tolerance::of(graph.ty(o).dtype);
                 match base.map(|b| b.output_data(k)) {
                     Some(OutputData::F32(bytes)) => Target::from_reference(tolerance, &reference[k], &bounds[k], Some(&cast::<f32>(bytes)[..])),
                     Some(OutputData::F64(bytes)) => Target::from_reference(tolerance, &reference[k], &bounds[k], Some(&cast::<f64>(bytes)[..])),
+                    Some(data) => Target::from_reference(tolerance, &reference[k], &bounds[k], data.widened().as_deref()),
                     None => Target::from_reference::<f64>(tolerance, &reference[k], &bounds[k], None),
                 }
             })

@@ -1,17 +1,46 @@
-//! `Values`: numbers as a buffer of the kernel ABI holds them, in float32 or float64 — an input
-//! set's parameters, a target's reference and bounds.
+//! `Values`: numbers as a buffer of the kernel ABI holds them, in float32 or float64 (or, for
+//! an input set's 16-bit parameters, as float16 or bfloat16 bits) — an input set's parameters, a
+//! target's reference and bounds.
+
+use ollie_graph::DType;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Values {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    /// float16 bits.
+    F16(Vec<u16>),
+    /// bfloat16 bits.
+    BF16(Vec<u16>),
 }
 
 impl Values {
+    /// `values` as a buffer of `dtype` holds them, each rounded to it (integer and boolean
+    /// buffers are float32 in the ABI).
+    pub fn of(dtype: DType, values: impl Iterator<Item = f64>) -> Values {
+        match dtype {
+            DType::F64 => Values::F64(values.collect()),
+            DType::F16 => Values::F16(values.map(|x| half::f16::from_f64(x).to_bits()).collect()),
+            DType::BF16 => Values::BF16(values.map(|x| half::bf16::from_f32(x as f32).to_bits()).collect()),
+            _ => Values::F32(values.map(|x| x as f32).collect()),
+        }
+    }
+
+    /// The dtype whose buffer holds them as these do.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Values::F32(_) => DType::F32,
+            Values::F64(_) => DType::F64,
+            Values::F16(_) => DType::F16,
+            Values::BF16(_) => DType::BF16,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Values::F32(v) => v.len(),
             Values::F64(v) => v.len(),
+            Values::F16(v) | Values::BF16(v) => v.len(),
         }
     }
 
@@ -20,6 +49,35 @@ impl Values {
         match self {
             Values::F32(_) => 4,
             Values::F64(_) => 8,
+            Values::F16(_) | Values::BF16(_) => 2,
+        }
+    }
+
+    /// Value `i`, exactly.
+    pub fn get(&self, i: usize) -> f64 {
+        match self {
+            Values::F32(v) => f64::from(v[i]),
+            Values::F64(v) => v[i],
+            Values::F16(v) => half::f16::from_bits(v[i]).to_f64(),
+            Values::BF16(v) => half::bf16::from_bits(v[i]).to_f64(),
+        }
+    }
+
+    /// Sets value `i` to `x` rounded to the values' dtype.
+    pub fn set(&mut self, i: usize, x: f64) {
+        match self {
+            Values::F32(v) => v[i] = x as f32,
+            Values::F64(v) => v[i] = x,
+            Values::F16(v) => v[i] = half::f16::from_f64(x).to_bits(),
+            Values::BF16(v) => v[i] = half::bf16::from_f32(x as f32).to_bits(),
+        }
+    }
+
+    /// Values `span`, exactly, in float64.
+    pub fn to_f64(&self, span: std::ops::Range<usize>) -> Vec<f64> {
+        match self {
+            Values::F64(v) => v[span].to_vec(),
+            _ => span.map(|i| self.get(i)).collect(),
         }
     }
 
@@ -28,6 +86,7 @@ impl Values {
         match self {
             Values::F32(v) => bytemuck::cast_slice(v),
             Values::F64(v) => bytemuck::cast_slice(v),
+            Values::F16(v) | Values::BF16(v) => bytemuck::cast_slice(v),
         }
     }
 }

@@ -484,6 +484,7 @@ fn judge_outputs(cand: &Session, expected: &Expected, id: &TestId, checksums: &[
         let judged = match cand.output_data(k) {
             OutputData::F32(bytes) => target.judge_slice(&cast::<f32>(bytes)),
             OutputData::F64(bytes) => target.judge_slice(&cast::<f64>(bytes)),
+            data => target.judge_slice(&data.widened().expect("a 16-bit output widens")),
         };
         match judged {
             Ok(f) => figures.push(f),

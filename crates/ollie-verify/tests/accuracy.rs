@@ -1,7 +1,7 @@
 //! The accuracy rule on small hand-made outputs: what it accepts and what it rejects, and why.
 
 use ndarray::{arr1, ArrayD};
-use ollie_graph::ErrorBound;
+use ollie_graph::{DType, ErrorBound};
 use ollie_verify::{judge, Figures, Inaccuracy, Tolerance};
 
 fn t(v: &[f64]) -> ArrayD<f64> {
@@ -108,4 +108,40 @@ fn flushing_normal_numbers_fails() {
     assert!(matches!(err, Inaccuracy::Elementwise { ref index, .. } if index == &vec![0]), "{err}");
     // Without an underflow allowance (a computation that cannot underflow), nothing is flushed.
     assert!(check(&[1e-39], &[1e-39], &[1e-39], &[0.0]).is_err());
+}
+
+/// A bfloat16 output of an accurate float32 computation: values spread over many binades, the
+/// naive kernel's float32 value a few ulps off the reference, then rounded.
+fn bf16_case() -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let r: Vec<f64> = (0..4096).map(|_| (next() - 0.5) * 2f64.powf(16.0 * next() - 8.0)).collect();
+    let e = vec![8.0; r.len()];
+    let b: Vec<f64> = r.iter().map(|&v| DType::BF16.round(((v * (1.0 + 3.0 * U)) as f32) as f64)).collect();
+    (r, e, b)
+}
+
+fn judge_bf16(r: &[f64], e: &[f64], b: &[f64], y: &[f64]) -> Result<Figures, Inaccuracy> {
+    judge(Tolerance::of(DType::BF16), &t(r), &ErrorBound { rounding: t(e), underflow: t(&vec![0.0; r.len()]) }, &t(b), &t(y))
+}
+
+#[test]
+fn a_16_bit_output_may_round_once_but_not_twice_nor_toward_zero() {
+    let (r, e, b) = bf16_case();
+    // The naive kernel, the rounded reference, and another accurate float32 value rounded.
+    judge_bf16(&r, &e, &b, &b).unwrap();
+    judge_bf16(&r, &e, &b, &r.iter().map(|&v| DType::BF16.round(v)).collect::<Vec<_>>()).unwrap();
+    judge_bf16(&r, &e, &b, &r.iter().map(|&v| DType::BF16.round(v * (1.0 - 5.0 * U))).collect::<Vec<_>>()).unwrap();
+    // Rounded twice: the value before its last product (by a bfloat16 weight w) rounded too.
+    let w = [0.75, 1.25, 1.5, 0.875];
+    let twice: Vec<f64> = r.iter().enumerate().map(|(i, &v)| DType::BF16.round(DType::BF16.round(v / w[i % 4]) * w[i % 4])).collect();
+    assert!(matches!(judge_bf16(&r, &e, &b, &twice), Err(Inaccuracy::Elementwise { .. })));
+    // Truncated: the float32 value's low half dropped.
+    let truncated: Vec<f64> = r.iter().map(|&v| f32::from_bits((v as f32).to_bits() & 0xffff_0000) as f64).collect();
+    assert!(matches!(judge_bf16(&r, &e, &b, &truncated), Err(Inaccuracy::Elementwise { .. })));
 }

@@ -629,3 +629,22 @@ fn a_call_over_the_time_limit_is_the_users_error_naming_the_flag() {
     }
     assert!(!out.exists(), "optimize wrote nothing");
 }
+
+#[test]
+fn every_sketch_of_the_16_bit_corpus_passes_the_verifier() {
+    // float16 and bfloat16 loads and stores in vectors (8 and 16 lanes) and in tails, sums of
+    // 16-bit outputs in float32 temporaries, a cast to bfloat16 inside the kernel.
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[(&str, i64)])] = &[
+        ("test_data/corpus/rmsnorm_bf16.py", &[("R", 6), ("D", 200)]),
+        ("test_data/corpus/softmax_f16.py", &[]),
+        ("test_data/corpus/silu_f16.py", &[("N", 1003)]),
+        ("test_data/corpus/kv_cache_f16.py", &[]),
+        ("test_data/corpus/residual_bf16.py", &[]),
+        ("test_data/corpus/half_reductions.py", &[]),
+        ("test_data/corpus/bf16_matmul.py", &[]),
+    ];
+    let (checked, steps) = check_every_sketch(dir.path(), cases);
+    assert!(checked >= 14, "{checked} sketches checked");
+    assert!(steps.iter().any(|s| s.starts_with("vectorize ")), "no sketch vectorizes: {steps:?}");
+}

@@ -90,8 +90,12 @@ fn run(runner: &Runner, library: &Path, graph: &ollie_graph::Graph, inputs: &[Ar
     }
 }
 
-/// Each output within `BOUND` of the reference normwise, finite exactly where it is.
+/// Each output within `BOUND` of the reference normwise (in a graph that rounds to a 16-bit
+/// float, as a 16-bit output is stored, twice that dtype's unit roundoff more), finite exactly
+/// where it is.
 fn agrees(graph: &ollie_graph::Graph, reference: &[ArrayD<f64>], outputs: &[ArrayD<f64>]) -> Result<(), String> {
+    let half_unit = graph.nodes.iter().map(|n| n.ty.dtype).filter(|d| d.is_half()).map(|d| d.unit_roundoff()).fold(0.0, f64::max);
+    let bound = BOUND + 2.0 * half_unit;
     for (k, (r, y)) in reference.iter().zip(outputs).enumerate() {
         let name = graph.output_name(k);
         let (mut err, mut norm) = (0.0f64, 0.0f64);
@@ -105,8 +109,8 @@ fn agrees(graph: &ollie_graph::Graph, reference: &[ArrayD<f64>], outputs: &[Arra
             }
         }
         let (err, norm) = (err.sqrt(), norm.sqrt());
-        if err > BOUND * norm {
-            return Err(format!("{name}: ‖y − r‖ = {err:e} exceeds {BOUND:e} · ‖r‖ = {:e}", BOUND * norm));
+        if err > bound * norm {
+            return Err(format!("{name}: ‖y − r‖ = {err:e} exceeds {bound:e} · ‖r‖ = {:e}", bound * norm));
         }
     }
     Ok(())
@@ -133,7 +137,7 @@ fn normal_inputs(graph: &ollie_graph::Graph, rng: &mut ChaCha8Rng, masked: bool)
             ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
                 let x: f64 = StandardNormal.sample(rng);
                 let x = if masked && p.ty.dtype.is_float() && rand::RngExt::random_range(rng, 0..10) == 0 { f64::NEG_INFINITY } else { x };
-                if p.ty.dtype == DType::F64 { x } else { x as f32 as f64 }
+                p.ty.dtype.round(x)
             })
         })
         .collect()
@@ -215,10 +219,8 @@ fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
         let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(&graph, &inputs).map_err(|e| e.to_string())?;
         let baseline = run(&runner, &library, &graph, &inputs).map_err(|e| format!("{family}: {e}"))?;
         for (k, &o) in graph.outputs.iter().enumerate() {
-            let (tolerance, rounded) = match graph.ty(o).dtype {
-                DType::F64 => (Tolerance::F64, reference[k].clone()),
-                _ => (Tolerance::F32, reference[k].mapv(|v| v as f32 as f64)),
-            };
+            let dtype = graph.ty(o).dtype;
+            let (tolerance, rounded) = (Tolerance::of(dtype), reference[k].mapv(|v| dtype.round(v)));
             let flushed = rounded.mapv(|v| if v.abs() < tolerance.smallest_normal { 0.0 } else { v });
             for (what, y) in [("rounded", &rounded), ("rounded and flushed", &flushed)] {
                 judge(tolerance, &reference[k], &bounds[k], &baseline[k], y).map_err(|e| format!("{family}, output {k}, {what}: {e}"))?;

@@ -1,7 +1,11 @@
 //! Differential test: ollie's float64 reference against real numpy running the very same `.py`
 //! file, on the same random inputs, for every spec in `test_data/corpus/` and `examples/`.
 //!
-//! Needs `python3` with numpy; when either is missing the test fails (it never skips).
+//! A spec with float16 or bfloat16 arrays runs under numpy (and ml_dtypes) as it is: numpy rounds
+//! every 16-bit intermediate where ollie's reference is exact, so those agree to a few units of
+//! the 16-bit roundoff, and each 16-bit result must have the dtype numpy gives it.
+//!
+//! Needs `python3` with numpy and ml_dtypes; when any is missing the test fails (it never skips).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +24,9 @@ const OVERRIDES: &[(&str, &[(&str, i64)])] = &[
 
 /// Agreement required between ollie and numpy: max |diff| / max |ref|.
 const TOLERANCE: f64 = 1e-12;
+
+/// The same for a spec with 16-bit arrays, in units of the coarsest 16-bit roundoff among them.
+const HALF_TOLERANCE: f64 = 16.0;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -72,9 +79,15 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
     for param in &graph.params {
         let array = ArrayD::from_shape_simple_fn(IxDyn(&param.ty.shape), || -> f64 { StandardNormal.sample(&mut rng) });
         let path = inputs.join(format!("{}.npy", param.name));
-        array.write_npy(std::fs::File::create(&path).unwrap()).unwrap();
+        if param.ty.dtype.is_half() {
+            ollie_driver::inputs::write_npy(&path, &array, param.ty.dtype).unwrap();
+        } else {
+            array.write_npy(std::fs::File::create(&path).unwrap()).unwrap();
+        }
         eval.arg("--input").arg(format!("{}={}", param.name, path.display()));
     }
+    let dtypes = graph.params.iter().map(|p| p.ty.dtype).chain(graph.outputs.iter().map(|&o| graph.ty(o).dtype));
+    let tolerance = dtypes.filter(|d| d.is_half()).map(|d| HALF_TOLERANCE * d.unit_roundoff()).fold(TOLERANCE, f64::max);
     let mut oracle = Command::new("python3");
     oracle.arg(root().join("crates/ollie/tests/numpy_oracle.py")).arg(spec).arg(&graph.name).arg(&inputs).arg(&theirs);
     for (name, value) in &dims {
@@ -91,7 +104,20 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
             ArrayD::<f64>::read_npy(file).map_err(|e| format!("{}: {e}", path.display()))
         };
         let (actual, expected) = (read(&ours)?, read(&theirs)?);
-        compare(&name, &actual, &expected)?;
+        compare(&name, &actual, &expected, tolerance)?;
+        // numpy's dtype for the result, where ollie's or numpy's is a 16-bit float.
+        let dtype_path = theirs.join(format!("{name}.dtype"));
+        let numpy_dtype = std::fs::read_to_string(&dtype_path).map_err(|e| format!("{}: {e}", dtype_path.display()))?;
+        let ours_dtype = graph.ty(graph.outputs[k]).dtype;
+        let half = |n: &str| match n.trim() {
+            "float16" => Some("f16"),
+            "bfloat16" => Some("bf16"),
+            _ => None,
+        };
+        let ours_half = ours_dtype.is_half().then(|| ours_dtype.name());
+        if half(&numpy_dtype) != ours_half {
+            return Err(format!("{name}: ollie's dtype is {ours_dtype}, numpy's {}", numpy_dtype.trim()));
+        }
     }
     Ok(())
 }
@@ -104,7 +130,7 @@ fn run(command: &mut Command) -> Result<(), String> {
     Ok(())
 }
 
-fn compare(name: &str, actual: &ArrayD<f64>, expected: &ArrayD<f64>) -> Result<(), String> {
+fn compare(name: &str, actual: &ArrayD<f64>, expected: &ArrayD<f64>, tolerance: f64) -> Result<(), String> {
     if actual.shape() != expected.shape() {
         return Err(format!("{name}: shape {:?}, numpy {:?}", actual.shape(), expected.shape()));
     }
@@ -120,8 +146,8 @@ fn compare(name: &str, actual: &ArrayD<f64>, expected: &ArrayD<f64>) -> Result<(
         }
         worst = worst.max((a - e).abs());
     }
-    if worst > TOLERANCE * scale.max(f64::MIN_POSITIVE) {
-        return Err(format!("{name}: max |diff| {worst:e} exceeds {TOLERANCE:e} x max |ref| {scale:e}"));
+    if worst > tolerance * scale.max(f64::MIN_POSITIVE) {
+        return Err(format!("{name}: max |diff| {worst:e} exceeds {tolerance:e} x max |ref| {scale:e}"));
     }
     if scale == 0.0 && worst > 0.0 {
         return Err(format!("{name}: numpy is all zero, ollie differs by {worst:e}"));

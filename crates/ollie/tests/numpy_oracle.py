@@ -2,9 +2,10 @@
 
 usage: numpy_oracle.py SPEC.py KERNEL INPUT_DIR OUT_DIR [NAME=VALUE ...]
 
-Reads INPUT_DIR/<param>.npy for each parameter, calls the kernel exactly as the file defines it,
-and writes OUT_DIR/out.npy (or out0.npy, out1.npy, ... for a tuple) in float64. NAME=VALUE
-overrides a module-level constant, as `ollie --dim` does.
+Reads INPUT_DIR/<param>.npy for each parameter (a two-byte void array, as numpy saves
+ml_dtypes.bfloat16, read as bfloat16), calls the kernel exactly as the file defines it, and
+writes OUT_DIR/out.npy (or out0.npy, out1.npy, ... for a tuple) in float64, with the result's
+own dtype name in out.dtype. NAME=VALUE overrides a module-level constant, as `ollie --dim` does.
 
 ollie's reference evaluates every float in float64 (docs/spec.md, "Semantics"), so numpy runs the
 spec with float32 aliased to float64 (`np.float32`, and `dtype=`/`astype` spelled any way);
@@ -17,6 +18,7 @@ import os
 import sys
 import types
 
+import ml_dtypes
 import numpy
 
 
@@ -78,14 +80,22 @@ def main():
         for name, p in inspect.signature(fn).parameters.items()
         if p.annotation is not inspect.Parameter.empty or p.default is inspect.Parameter.empty
     ]
-    args = [numpy.load(os.path.join(input_dir, p + ".npy")).view(Float64Array) for p in params]
+    def load(p):
+        a = numpy.load(os.path.join(input_dir, p + ".npy"))
+        if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+            a = a.view(ml_dtypes.bfloat16)
+        return a.view(Float64Array)
+
+    args = [load(p) for p in params]
     with numpy.errstate(all="ignore"):
         result = fn(*args)
     results = list(result) if isinstance(result, tuple) else [result]
     os.makedirs(out_dir, exist_ok=True)
     for k, r in enumerate(results):
         name = "out" if len(results) == 1 else f"out{k}"
-        numpy.save(os.path.join(out_dir, name + ".npy"), numpy.asarray(r, dtype=numpy.float64))
+        numpy.save(os.path.join(out_dir, name + ".npy"), numpy.asarray(r).astype(numpy.float64))
+        with open(os.path.join(out_dir, name + ".dtype"), "w") as f:
+            f.write(numpy.asarray(r).dtype.name)
 
 
 if __name__ == "__main__":
