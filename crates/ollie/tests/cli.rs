@@ -648,3 +648,43 @@ fn every_sketch_of_the_16_bit_corpus_passes_the_verifier() {
     assert!(checked >= 14, "{checked} sketches checked");
     assert!(steps.iter().any(|s| s.starts_with("vectorize ")), "no sketch vectorizes: {steps:?}");
 }
+
+#[test]
+fn eval_reads_and_writes_float16_and_bfloat16_files_numpy_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let x = tmp.path().join("x.npy");
+    let w = tmp.path().join("w.npy");
+    let values = ArrayD::from_shape_fn(ndarray::IxDyn(&[8, 500]), |i| ((i[0] * 500 + i[1]) % 37) as f64 / 9.0 - 2.0);
+    ollie_driver::inputs::write_npy(&x, &values, ollie_graph::DType::F16).unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = ollie(&["eval", "test_data/corpus/softmax_f16.py", "--input", &format!("logits={}", x.display()), "--out", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // numpy reads both files as float16, and the output is numpy's softmax rounded to float16.
+    let script = r#"
+import sys
+import numpy as np
+x = np.load(sys.argv[1]); y = np.load(sys.argv[2])
+assert x.dtype == np.float16 and y.dtype == np.float16 and y.shape == (8, 500), (x.dtype, y.dtype, y.shape)
+f = x.astype(np.float64); e = np.exp(f - f.max(axis=-1, keepdims=True)); r = e / e.sum(axis=-1, keepdims=True)
+assert np.array_equal(y, r.astype(np.float16)) or np.abs(y.astype(np.float64) - r).max() <= 2 ** -11 * np.abs(r).max(), np.abs(y - r).max()
+print("float16 ok")
+"#;
+    let py = Command::new("python3").arg("-c").arg(script).arg(&x).arg(out_dir.join("out.npy")).output().unwrap();
+    assert!(py.status.success() && String::from_utf8_lossy(&py.stdout).contains("float16 ok"), "{}", String::from_utf8_lossy(&py.stderr));
+    // bfloat16 as numpy saves ml_dtypes arrays (V2), only where the parameter is bfloat16.
+    let bf = tmp.path().join("bf.npy");
+    let saved = Command::new("python3")
+        .arg("-c")
+        .arg("import sys, numpy as np, ml_dtypes; np.save(sys.argv[1], (np.arange(32 * 256).reshape(32, 256) % 11 - 5).astype(ml_dtypes.bfloat16)); np.save(sys.argv[2], np.ones(256, dtype=ml_dtypes.bfloat16))")
+        .arg(&bf)
+        .arg(&w)
+        .output()
+        .unwrap();
+    assert!(saved.status.success(), "{}", String::from_utf8_lossy(&saved.stderr));
+    let out = ollie(&["eval", "test_data/corpus/rmsnorm_bf16.py", "--input", &format!("x={}", bf.display()), "--input", &format!("weight={}", w.display())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("out: bf16[32,256] sum="), "{}", String::from_utf8_lossy(&out.stdout));
+    let refused = ollie(&["eval", "test_data/corpus/softmax_f16.py", "--input", &format!("logits={}", bf.display())]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("dtype `|V2` is not supported; expected float16 with shape [8, 500]") || stderr(&refused).contains("dtype `<V2` is not supported; expected float16 with shape [8, 500]"), "{}", stderr(&refused));
+}
