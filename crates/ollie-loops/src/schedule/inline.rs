@@ -46,6 +46,10 @@ pub(crate) fn inline(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     value.every_load(&mut read);
     let (mut written, mut loads) = (Vec::new(), Vec::new());
     super::deps::collect(&body[*at + 1..], &mut Vec::new(), &mut written, &mut loads);
+    // A store in a loop after it (a sum accumulated into it) is not among the body's own.
+    if written.iter().any(|(w, _)| *w == id) {
+        return Err(site.illegal(&format!("`{name}` is stored again after the store")));
+    }
     if let Some((w, _)) = written.iter().find(|(w, _)| read.iter().any(|(r, _)| r == w)) {
         return Err(site.illegal(&format!("`{}`, which the value reads, is written after the store", site.buffers[w.0 as usize].name)));
     }
