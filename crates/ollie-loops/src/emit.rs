@@ -645,7 +645,17 @@ impl<'a> Emitter<'a> {
             Expr::Cast(DType::BF16, a) if !self.wide => format!("ollie_vround_bf16{w}({})", v(a)),
             // Float vectors get vector math; double ones go lane by lane.
             Expr::Unary(
-                op @ (UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil),
+                op @ (UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Log1p
+                | UnaryOp::Expm1
+                | UnaryOp::Tanh
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Sqrt
+                | UnaryOp::Abs
+                | UnaryOp::Floor
+                | UnaryOp::Ceil),
                 a,
             ) if !self.wide => format!("ollie_v{}{w}({})", op.name(), v(a)),
             // A small integer power by multiplication (powf itself stays scalar).
@@ -785,7 +795,7 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
 }
 
 /// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.
-const VECTOR_MATH: [&str; 17] = ["exp", "log", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "powi", "stream", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
+const VECTOR_MATH: [&str; 19] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "powi", "stream", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
 
 /// Scalar conversions between float32 and the 16-bit floats, rounding to nearest even as numpy
 /// and ml_dtypes do (NaN kept and quieted, subnormals rounded, not flushed); float16 through
@@ -795,10 +805,10 @@ static inline uint16_t ollie_f32_bf16(float f) { uint32_t u; __builtin_memcpy(&u
 static inline float ollie_f16_f32(uint16_t h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n\
 static inline uint16_t ollie_f32_f16(float f) { _Float16 x = (_Float16)f; uint16_t h; __builtin_memcpy(&h, &x, 2); return h; }\n\n";
 
-/// The vector math functions for `w`-lane float vectors (`ollie_vexp{w}`, `ollie_vlog{w}`,
-/// `ollie_vtanh{w}`, `ollie_vsqrt{w}`, `ollie_vabs{w}`, `ollie_vpowi{w}`) and the streaming
-/// store `ollie_vstream{w}`, in C; they need the
-/// types `ollie_v{w}` (float lanes) and `ollie_m{w}` (int lanes) declared before them.
+/// The vector math functions for `w`-lane float vectors (`ollie_v{f}{w}` for each `f` of
+/// [`VECTOR_MATH`]: exp, log, log1p, expm1, tanh, sin, cos, sqrt, abs, floor, ceil, small
+/// powers), the streaming store `ollie_vstream{w}` and the 16-bit loads and stores, in C; they
+/// need the types `ollie_v{w}` (float lanes) and `ollie_m{w}` (int lanes) declared before them.
 pub fn vector_math(w: u32) -> String {
     include_str!("vector_math.c").replace("{W}", &w.to_string())
 }

@@ -1,4 +1,4 @@
-/* Vector math for ollie's emitted kernels: exp, log, tanh, sin, cos, sqrt, fabs, floor, ceil and small integer powers, and float16 and bfloat16 loads and stores
+/* Vector math for ollie's emitted kernels: exp, log, log1p, expm1, tanh, sin, cos, sqrt, fabs, floor, ceil and small integer powers, and float16 and bfloat16 loads and stores
  * on `{W}`-lane float vectors (GCC vector extensions, so the same source is AVX2 or AVX-512 code
  * as -march=native chooses; sqrt by the widest x86 instruction the target has).
  * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
@@ -352,6 +352,28 @@ static inline ollie_v{W} ollie_vtanh{W}(ollie_v{W} x) {
     ollie_v{W} big = 1.0f - 2.0f / (ollie_vexp{W}(a + a) + 1.0f);
     big = (ollie_v{W})((ollie_m{W})big | ((ollie_m{W})x & (int)0x80000000));
     return ollie_pick{W}(a < 0.625f, small, big);
+}
+
+/* log1p(x) = log(u)·x/(u − 1) with u = 1 + x as rounded (Goldberg's correction for that
+ * rounding): x itself where u is 1 (tiny x, ±0), +inf at +inf; −1 gives −inf and below it NaN,
+ * as log gives them. */
+static inline ollie_v{W} ollie_vlog1p{W}(ollie_v{W} x) {
+    ollie_v{W} u = 1.0f + x;
+    ollie_v{W} d = u - 1.0f;
+    ollie_v{W} r = ollie_vlog{W}(u) * (x / d);
+    r = ollie_pick{W}(d == 0.0f, x, r);
+    return ollie_pick{W}(x == __builtin_inff(), x, r);
+}
+
+/* expm1(x) = (u − 1)·x/log(u) with u = exp(x) as rounded (Kahan's correction): x where u is 1
+ * (tiny x, ±0), −1 where u − 1 is (x → −inf), u where it overflows; NaN passes through. */
+static inline ollie_v{W} ollie_vexpm1{W}(ollie_v{W} x) {
+    ollie_v{W} u = ollie_vexp{W}(x);
+    ollie_v{W} d = u - 1.0f;
+    ollie_v{W} r = d * (x / ollie_vlog{W}(u));
+    r = ollie_pick{W}(u == 1.0f, x, r);
+    r = ollie_pick{W}(d == -1.0f, d, r);
+    return ollie_pick{W}(u == __builtin_inff(), u, r);
 }
 
 /* A store that bypasses the caches (no read for ownership of the lines it fills), for a large
