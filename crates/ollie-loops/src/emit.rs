@@ -806,7 +806,7 @@ static inline float ollie_f16_f32(uint16_t h) { _Float16 x; __builtin_memcpy(&x,
 static inline uint16_t ollie_f32_f16(float f) { _Float16 x = (_Float16)f; uint16_t h; __builtin_memcpy(&h, &x, 2); return h; }\n\n";
 
 /// The vector math functions for `w`-lane float vectors (`ollie_v{f}{w}` for each `f` of
-/// [`VECTOR_MATH`]: exp, log, log1p, expm1, tanh, sin, cos, sqrt, abs, floor, ceil, small
+/// `VECTOR_MATH`: exp, log, log1p, expm1, tanh, sin, cos, sqrt, abs, floor, ceil, small
 /// powers), the streaming store `ollie_vstream{w}` and the 16-bit loads and stores, in C; they
 /// need the types `ollie_v{w}` (float lanes) and `ollie_m{w}` (int lanes) declared before them.
 pub fn vector_math(w: u32) -> String {
