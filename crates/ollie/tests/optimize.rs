@@ -268,3 +268,45 @@ fn a_search_whose_naive_kernel_is_slow_starts_from_a_sketch() {
     // not flake on a shared one).
     assert!(wall < 45.0, "{wall:.1} s for a 30 s budget");
 }
+
+#[test]
+fn a_bfloat16_kernel_is_optimized_and_called_from_python_with_ml_dtypes_arrays() {
+    let cache = cache();
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_ollie"))
+        .args(["optimize", "test_data/corpus/rmsnorm_bf16.py", "--seed", "3", "--time", "20s", "--out"])
+        .arg(out.path())
+        .env("XDG_CACHE_HOME", cache.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let header = std::fs::read_to_string(out.path().join("rmsnorm_bf16.h")).unwrap();
+    assert!(header.contains("void rmsnorm_bf16(const uint16_t *restrict x, const uint16_t *restrict weight, uint16_t *restrict out);"), "{header}");
+    // The loader takes and returns bfloat16 arrays: numpy's own result, rounded once, element
+    // for element (or within the one rounding the accuracy rule allows), and refuses float32.
+    let script = r#"
+import sys
+import ml_dtypes
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from rmsnorm_bf16 import rmsnorm_bf16
+rng = np.random.default_rng(0)
+x = rng.standard_normal((32, 256)).astype(ml_dtypes.bfloat16)
+w = rng.standard_normal(256).astype(ml_dtypes.bfloat16)
+y = rmsnorm_bf16(x, w)
+assert y.dtype == ml_dtypes.bfloat16 and y.shape == (32, 256), (y.dtype, y.shape)
+h = x.astype(np.float64)
+r = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + 1e-6) * w.astype(np.float64)
+err = np.abs(y.astype(np.float64) - r) / np.maximum(np.abs(r), 1e-30)
+assert err.max() <= 2.0 ** -8 * 1.01, err.max()
+try:
+    rmsnorm_bf16(x.astype(np.float32), w)
+except TypeError as e:
+    print("refused:", e)
+print("bf16 loader ok")
+"#;
+    let py = Command::new("python3").arg("-c").arg(script).arg(out.path()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&py.stdout);
+    assert!(py.status.success() && stdout.contains("bf16 loader ok") && stdout.contains("must be bfloat16, got float32"), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
+}
