@@ -144,11 +144,12 @@ impl<'a> Emitter<'a> {
         // the 16-bit conversions only where some statement converts.
         let mut function = String::new();
         self.function(&mut function);
-        if self.nest.buffers.iter().any(|b| b.dtype.is_half()) || function.contains("16_f32(") || function.contains("ollie_f32_") {
+        let converts = ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f));
+        if converts || self.nest.buffers.iter().any(|b| b.dtype.is_half()) {
             out.push_str("#include <stdint.h>\n");
         }
         out.push('\n');
-        if ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f)) {
+        if converts {
             out.push_str(HALF_CONVERSIONS);
         }
         // numpy's maximum/minimum propagate NaN; C's fmax/fmin do not.
@@ -479,13 +480,17 @@ impl<'a> Emitter<'a> {
         }
         let value = self.vector_expr(self.stored(*buffer, value), var, w, transposed);
         let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
-        // 16-bit floats are stored by vector conversions in float kernels (not streamed).
-        let half = self.half(*buffer).filter(|_| !self.wide);
+        // 16-bit floats are stored by vector conversions in float kernels (not streamed: measured
+        // slower), lane by lane in double ones.
+        let (half, double_half) = match self.half(*buffer) {
+            Some(h) if !self.wide => (Some(h), false),
+            h => (None, h.is_some()),
+        };
         match offset.coefficient(var) {
             1 if self.nest.buffer(*buffer).registers.is_some() => writeln!(out, "{pad}{} = {value};", self.element(*buffer, offset)).unwrap(),
             1 if half.is_some() => writeln!(out, "{pad}ollie_vstore_{}{w}(&{name}[{}], {value});", half.expect("checked"), affine(offset)).unwrap(),
-            1 if streamed && self.half(*buffer).is_none() => writeln!(out, "{pad}ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
-            1 if self.half(*buffer).is_none() => writeln!(out, "{pad}ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
+            1 if streamed && !double_half => writeln!(out, "{pad}ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
+            1 if !double_half => writeln!(out, "{pad}ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
             c => {
                 writeln!(out, "{pad}{{ ollie_v{w} ollie_lanes = {value};").unwrap();
                 for lane in 0..w as i64 {

@@ -643,6 +643,8 @@ fn every_sketch_of_the_16_bit_corpus_passes_the_verifier() {
         ("test_data/corpus/residual_bf16.py", &[]),
         ("test_data/corpus/half_reductions.py", &[]),
         ("test_data/corpus/bf16_matmul.py", &[]),
+        // A double kernel: its 16-bit loads and stores go lane by lane.
+        ("test_data/corpus/mixed_f64_f16.py", &[]),
     ];
     let (checked, steps) = check_every_sketch(dir.path(), cases);
     assert!(checked >= 14, "{checked} sketches checked");
