@@ -30,7 +30,9 @@ fn graphs(dirs: &[&str]) -> Vec<(String, ollie_graph::Graph)> {
 
 /// Whether `a` and `b` agree to `relative` (a few float64 roundings for values: a chunk's sums
 /// may be ordered differently by the matrix product; float32 ones for bounds, whose
-/// contractions' magnitudes are summed in float32) and in where they are not finite.
+/// contractions' magnitudes are summed in float32 and raised by `(n + 2)·2⁻²³`, so a chunk's
+/// may differ by twice that: 2.3e-5 for kv_cache_f16's 96 terms, where 1.2e-5 was seen) and in
+/// where they are not finite.
 fn agree(a: &Tensor, b: &Tensor, relative: f64) -> Result<(), String> {
     if a.shape() != b.shape() {
         return Err(format!("shapes {:?} and {:?}", a.shape(), b.shape()));
@@ -59,7 +61,7 @@ fn chunks_give_what_the_whole_gives() {
             // Small chunks: as many as there are rows, most of the time.
             let (rc, bc) = evaluate_with_error_bounds_chunked(&graph, 1, |k, rows| inputs.tensor(k, rows)).unwrap();
             for k in 0..r.len() {
-                let checks = [("value", &r[k], &rc[k], 1e-12), ("rounding bound", &b[k].rounding, &bc[k].rounding, 1e-5), ("underflow bound", &b[k].underflow, &bc[k].underflow, 1e-5)];
+                let checks = [("value", &r[k], &rc[k], 1e-12), ("rounding bound", &b[k].rounding, &bc[k].rounding, 1e-4), ("underflow bound", &b[k].underflow, &bc[k].underflow, 1e-4)];
                 for (what, whole, chunked, relative) in checks {
                     if let Err(e) = agree(whole, chunked, relative) {
                         failures.push(format!("{file} ({family}), output {k} {what}: {e}"));
