@@ -87,7 +87,7 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
                 return Err(bad(format!("holds {} bytes of data, {n} elements of 2 bytes expected", bytes.len())));
             }
             let bits = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
-            let values: Vec<f64> = if dtype == DType::F16 { bits.map(|h| half::f16::from_bits(h).to_f64()).collect() } else { bits.map(|h| half::bf16::from_bits(h).to_f64()).collect() };
+            let values: Vec<f64> = bits.map(|h| dtype.half_value(h)).collect();
             ArrayD::from_shape_vec(IxDyn(&header.shape), values).expect("the size was checked")
         }
         _ => ArrayD::<f64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?,
@@ -145,8 +145,7 @@ pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()
             file.write_all(&(header.len() as u16).to_le_bytes())?;
             file.write_all(header.as_bytes())?;
             for &x in value.as_standard_layout().iter() {
-                let bits = if dtype == DType::F16 { half::f16::from_f64(x).to_bits() } else { half::bf16::from_f32(x as f32).to_bits() };
-                file.write_all(&bits.to_le_bytes())?;
+                file.write_all(&dtype.half_bits(x).to_le_bytes())?;
             }
             file.flush()?;
         }

@@ -75,11 +75,29 @@ impl DType {
         match self {
             DType::F64 => x,
             DType::F32 => f64::from(x as f32),
-            // numpy rounds float64 to float16 directly; ml_dtypes goes through float32.
-            DType::F16 => f64::from(half::f16::from_f64(x)),
-            DType::BF16 => f64::from(half::bf16::from_f32(x as f32)),
+            DType::F16 | DType::BF16 => self.half_value(self.half_bits(x)),
             DType::I64 => x.trunc(),
             DType::Bool => (x != 0.0) as u8 as f64,
+        }
+    }
+
+    /// The bits of `x` stored as this 16-bit float, rounded to nearest even: numpy rounds float64
+    /// to float16 directly, ml_dtypes rounds to bfloat16 through float32. Every 16-bit value
+    /// ollie stores (inputs, files, buffers) is rounded here.
+    pub fn half_bits(self, x: f64) -> u16 {
+        match self {
+            DType::F16 => half::f16::from_f64(x).to_bits(),
+            DType::BF16 => half::bf16::from_f32(x as f32).to_bits(),
+            _ => panic!("{self} is not a 16-bit float"),
+        }
+    }
+
+    /// The value of 16-bit float `bits` of this dtype (exact).
+    pub fn half_value(self, bits: u16) -> f64 {
+        match self {
+            DType::F16 => half::f16::from_bits(bits).to_f64(),
+            DType::BF16 => half::bf16::from_bits(bits).to_f64(),
+            _ => panic!("{self} is not a 16-bit float"),
         }
     }
 

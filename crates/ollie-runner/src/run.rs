@@ -300,11 +300,12 @@ impl OutputData<'_> {
     /// are read where they lie.
     pub fn widened(&self) -> Option<Vec<f32>> {
         let halves = |b: &[u8]| b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect::<Vec<u16>>();
-        match self {
-            OutputData::F16(b) => Some(halves(b).into_iter().map(|h| half::f16::from_bits(h).to_f32()).collect()),
-            OutputData::BF16(b) => Some(halves(b).into_iter().map(|h| half::bf16::from_bits(h).to_f32()).collect()),
-            OutputData::F32(_) | OutputData::F64(_) => None,
-        }
+        let (dtype, b) = match self {
+            OutputData::F16(b) => (DType::F16, b),
+            OutputData::BF16(b) => (DType::BF16, b),
+            OutputData::F32(_) | OutputData::F64(_) => return None,
+        };
+        Some(halves(b).into_iter().map(|h| dtype.half_value(h) as f32).collect())
     }
 }
 
@@ -622,8 +623,7 @@ fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
         let chunks = bytes.chunks_exact_mut(dtype.size()).zip(values);
         match dtype {
             DType::F64 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&x.to_le_bytes())),
-            DType::F16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&half::f16::from_f64(x).to_le_bytes())),
-            DType::BF16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&half::bf16::from_f32(x as f32).to_le_bytes())),
+            DType::F16 | DType::BF16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&dtype.half_bits(x).to_le_bytes())),
             _ => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes())),
         }
     }
@@ -638,8 +638,7 @@ fn read_tensor(bytes: &[u8], spec: &BufferSpec) -> Tensor {
     let chunks = bytes.chunks_exact(spec.dtype.size());
     let values: Vec<f64> = match spec.dtype {
         DType::F64 => chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
-        DType::F16 => chunks.map(|c| half::f16::from_le_bytes(c.try_into().unwrap()).to_f64()).collect(),
-        DType::BF16 => chunks.map(|c| half::bf16::from_le_bytes(c.try_into().unwrap()).to_f64()).collect(),
+        DType::F16 | DType::BF16 => chunks.map(|c| spec.dtype.half_value(u16::from_le_bytes([c[0], c[1]]))).collect(),
         _ => chunks.map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
     };
     ArrayD::from_shape_vec(IxDyn(&spec.shape), values).expect("the layout matches the shape")

@@ -46,14 +46,13 @@ impl InputSet {
                 })),
                 // 16-bit parameters: the generated values rounded to their dtype, the values
                 // stored and so what the reference starts from.
-                DType::F16 => Values::F16(fill(n, |block, out: &mut [u16]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = half::f16::from_f64(element(k, block * BLOCK + i, &mut rng)).to_bits());
-                })),
-                DType::BF16 => Values::BF16(fill(n, |block, out: &mut [u16]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = half::bf16::from_f32(element(k, block * BLOCK + i, &mut rng) as f32).to_bits());
-                })),
+                dtype @ (DType::F16 | DType::BF16) => {
+                    let bits = fill(n, |block, out: &mut [u16]| {
+                        let mut rng = stream(seed, k, block);
+                        out.iter_mut().enumerate().for_each(|(i, x)| *x = dtype.half_bits(element(k, block * BLOCK + i, &mut rng)));
+                    });
+                    if dtype == DType::F16 { Values::F16(bits) } else { Values::BF16(bits) }
+                }
                 _ => Values::F32(fill(n, |block, out: &mut [f32]| {
                     let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as f32);

@@ -20,8 +20,8 @@ impl Values {
     pub fn of(dtype: DType, values: impl Iterator<Item = f64>) -> Values {
         match dtype {
             DType::F64 => Values::F64(values.collect()),
-            DType::F16 => Values::F16(values.map(|x| half::f16::from_f64(x).to_bits()).collect()),
-            DType::BF16 => Values::BF16(values.map(|x| half::bf16::from_f32(x as f32).to_bits()).collect()),
+            DType::F16 => Values::F16(values.map(|x| dtype.half_bits(x)).collect()),
+            DType::BF16 => Values::BF16(values.map(|x| dtype.half_bits(x)).collect()),
             _ => Values::F32(values.map(|x| x as f32).collect()),
         }
     }
@@ -58,8 +58,7 @@ impl Values {
         match self {
             Values::F32(v) => f64::from(v[i]),
             Values::F64(v) => v[i],
-            Values::F16(v) => half::f16::from_bits(v[i]).to_f64(),
-            Values::BF16(v) => half::bf16::from_bits(v[i]).to_f64(),
+            Values::F16(v) | Values::BF16(v) => self.dtype().half_value(v[i]),
         }
     }
 
@@ -68,8 +67,8 @@ impl Values {
         match self {
             Values::F32(v) => v[i] = x as f32,
             Values::F64(v) => v[i] = x,
-            Values::F16(v) => v[i] = half::f16::from_f64(x).to_bits(),
-            Values::BF16(v) => v[i] = half::bf16::from_f32(x as f32).to_bits(),
+            Values::F16(v) => v[i] = DType::F16.half_bits(x),
+            Values::BF16(v) => v[i] = DType::BF16.half_bits(x),
         }
     }
 
