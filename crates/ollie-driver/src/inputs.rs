@@ -1,6 +1,7 @@
 //! Kernel inputs from .npy files (float32, float64, float16, or bfloat16 as `np.save` writes
-//! `ml_dtypes.bfloat16` arrays: two-byte `V2` elements; checked against the parameters) or from
-//! a seed, and arrays written back as .npy files.
+//! `ml_dtypes.bfloat16` arrays: two-byte `V2` elements; int32 or int64 for an integer
+//! parameter; checked against the parameters) or from a seed, and arrays written back as .npy
+//! files.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -8,8 +9,8 @@ use std::path::{Path, PathBuf};
 use ndarray::{ArrayD, IxDyn};
 use ndarray_npy::npy::header::Header;
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
-use ollie_graph::{DType, Param, Tensor};
-use rand::SeedableRng;
+use ollie_graph::{DType, Graph, Param, Tensor};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -46,11 +47,15 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
     let expected = match param.ty.dtype {
         DType::F16 => "float16",
         DType::BF16 => "bfloat16 (ml_dtypes; saved as V2)",
+        DType::I32 | DType::I64 => "int32 or int64",
         _ => "float32 or float64",
     };
+    let int = param.ty.dtype.is_int();
     let dtype = match descr.trim_matches('\'') {
-        "<f4" => DType::F32,
-        "<f8" => DType::F64,
+        "<f4" if !int => DType::F32,
+        "<f8" if !int => DType::F64,
+        "<i4" if int => DType::I32,
+        "<i8" if int => DType::I64,
         "<f2" => DType::F16,
         // numpy saves an ml_dtypes.bfloat16 array as two-byte voids: read as bfloat16 where the
         // parameter is one, and only there.
@@ -90,6 +95,8 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
             let values: Vec<f64> = bits.map(|h| dtype.half_value(h)).collect();
             ArrayD::from_shape_vec(IxDyn(&header.shape), values).expect("the size was checked")
         }
+        DType::I32 => ArrayD::<i32>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
+        DType::I64 => ArrayD::<i64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(|i| i as f64),
         _ => ArrayD::<f64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?,
     };
     Ok(array)
@@ -109,22 +116,28 @@ fn numpy_dtype_name(descr: &str) -> String {
     name.to_string()
 }
 
-/// Seeded standard-normal inputs, rounded to each parameter's dtype.
-pub fn random(params: &[Param], seed: u64) -> Vec<Tensor> {
+/// Seeded inputs for `graph`: standard normal, rounded to each parameter's dtype; an integer
+/// parameter uniform in its index range (`Graph::index_range`, without negatives).
+pub fn random(graph: &Graph, seed: u64) -> Vec<Tensor> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    params
-        .iter()
-        .map(|p| {
-            ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
-                let x: f64 = StandardNormal.sample(&mut rng);
-                p.ty.dtype.round(x)
+    (0..graph.params.len())
+        .map(|k| {
+            let p = &graph.params[k];
+            let range = graph.index_range(k);
+            ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || match range {
+                Some(r) => rng.random_range(0..r.extent) as f64,
+                None => {
+                    let x: f64 = StandardNormal.sample(&mut rng);
+                    p.ty.dtype.round(x)
+                }
             })
         })
         .collect()
 }
 
 /// Writes `value` as a .npy file of `dtype`: float64, float16, bfloat16 (as `np.save` writes
-/// ml_dtypes' arrays: `V2`, which `.view(ml_dtypes.bfloat16)` reads back), else float32.
+/// ml_dtypes' arrays: `V2`, which `.view(ml_dtypes.bfloat16)` reads back), int32, int64, else
+/// float32.
 pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     match dtype {
@@ -149,6 +162,8 @@ pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()
             }
             file.flush()?;
         }
+        DType::I32 => value.mapv(|x| x as i32).write_npy(file)?,
+        DType::I64 => value.mapv(|x| x as i64).write_npy(file)?,
         _ => value.mapv(|x| x as f32).write_npy(file)?,
     }
     Ok(())

@@ -221,7 +221,7 @@ fn time(graph: &Graph, library: &Path, warmups: usize, calls: usize, limit: Dura
         Ok(s) => s,
         Err(outcome) => return Err(Timing::Failed(anyhow::anyhow!("the naive kernel does not load, which is a bug in ollie: {}", outcome.summary()).into())),
     };
-    Family::Normal.inputs(&graph.params, setup::spec_seed(graph)).load(&mut session).context("writing the naive kernel's inputs")?;
+    Family::Normal.inputs(graph, setup::spec_seed(graph)).load(&mut session).context("writing the naive kernel's inputs")?;
     let mut samples = Vec::new();
     let mut spent = 0.0;
     for call in 0..warmups + calls {

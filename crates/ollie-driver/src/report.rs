@@ -235,6 +235,8 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "fraction_of_roofline": floor.seconds / summary.best_seconds,
         "flops": cost.flops,
         "compulsory_bytes": cost.min_bytes,
+        // What the verifier drew each integer parameter from (its index range).
+        "index_ranges": (0..graph.params.len()).filter_map(|k| graph.index_range(k).map(|r| (graph.params[k].name.clone(), serde_json::json!({ "extent": r.extent, "negative": r.negative })))).collect::<serde_json::Map<String, serde_json::Value>>(),
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs, "measured": machine.measured_date(), "measurements": machine.measurements, "pinned": machine.pinned },
         "proposers": proposers,
         "rules": rules,
@@ -359,24 +361,23 @@ fn loader(graph: &Graph) -> String {
         DType::F32 => "np.float32",
         DType::F64 => "np.float64",
         DType::I64 => "np.int64",
+        DType::I32 => "np.int32",
         DType::Bool => "np.bool_",
         DType::F16 => "np.float16",
         DType::BF16 => "ml_dtypes.bfloat16",
     };
-    // The ABI passes float64 as double, 16-bit floats as their bits, every other dtype as float.
-    let abi = |d: DType| match d {
-        DType::F64 | DType::F16 | DType::BF16 => np(d),
-        _ => "np.float32",
-    };
+    // The ABI passes float64 as double, 16-bit floats as their bits, integer inputs as
+    // themselves, every other dtype (integer and boolean results) as float.
+    let abi = |d: DType| np(d.result());
     let types = || graph.params.iter().map(|p| p.ty.dtype).chain(graph.outputs.iter().map(|&o| graph.ty(o).dtype));
     let ml_dtypes = if types().any(|d| d == DType::BF16) { "import ml_dtypes\n" } else { "" };
-    let spec = |name: &str, ty: &ollie_graph::TensorType| {
+    let spec = |name: &str, ty: &ollie_graph::TensorType, abi: &str| {
         let shape: Vec<String> = ty.shape.iter().map(|d| d.to_string()).collect();
         let shape = if shape.len() == 1 { format!("({},)", shape[0]) } else { format!("({})", shape.join(", ")) };
-        format!("    ({name:?}, {shape}, {}, {}),\n", np(ty.dtype), abi(ty.dtype))
+        format!("    ({name:?}, {shape}, {}, {abi}),\n", np(ty.dtype))
     };
-    let inputs: String = graph.params.iter().map(|p| spec(&p.name, &p.ty)).collect();
-    let outputs: String = (0..graph.outputs.len()).map(|k| spec(&graph.output_name(k), graph.ty(graph.outputs[k]))).collect();
+    let inputs: String = graph.params.iter().map(|p| spec(&p.name, &p.ty, np(p.ty.dtype))).collect();
+    let outputs: String = (0..graph.outputs.len()).map(|k| { let ty = graph.ty(graph.outputs[k]); spec(&graph.output_name(k), ty, abi(ty.dtype)) }).collect();
     let params: Vec<&str> = graph.params.iter().map(|p| p.name.as_str()).collect();
     format!(
         r#""""{name}: the kernel ollie found, callable with numpy arrays.

@@ -1,6 +1,7 @@
 //! The graph invariant checker: topological operands, types that match the op rules, outputs.
 
 use crate::graph::{Graph, GraphError, NodeId};
+use crate::op::Op;
 
 /// Checks every invariant a well-formed [`Graph`] keeps. Passes build graphs through
 /// [`Graph::push`], which keeps them; this catches graphs read from text or edited by hand.
@@ -14,6 +15,9 @@ pub fn check(graph: &Graph) -> Result<(), GraphError> {
         if inferred != node.ty {
             return Err(GraphError::TypeMismatch { node: id, recorded: node.ty.clone(), inferred });
         }
+        if let Op::Gather { .. } = node.op {
+            check_gather(graph, id)?;
+        }
     }
     if graph.outputs.is_empty() {
         return Err(GraphError::NoOutputs);
@@ -22,4 +26,36 @@ pub fn check(graph: &Graph) -> Result<(), GraphError> {
         return Err(GraphError::BadOutput { output });
     }
     Ok(())
+}
+
+/// A gather that indexes reads a parameter, and its indices are integers computed from
+/// integers alone: a float rounded to an index could pick another element in a kernel than in
+/// the reference.
+fn check_gather(graph: &Graph, id: NodeId) -> Result<(), GraphError> {
+    let node = graph.node(id);
+    let invalid = |message: String| GraphError::Invalid { node: id, message };
+    if node.args.len() > 1 && !matches!(graph.node(node.args[0]).op, Op::Input { .. }) {
+        return Err(invalid(format!("gathers from {}, not from a parameter", node.args[0])));
+    }
+    for &index in &node.args[1..] {
+        if let Some(n) = graph.float_in(index) {
+            return Err(invalid(format!("its index depends on {n}, a {} value: indices are computed from integers alone", graph.ty(n).dtype)));
+        }
+    }
+    Ok(())
+}
+
+impl Graph {
+    /// A float value node `id` is computed from, if there is one (an index must have none).
+    pub fn float_in(&self, id: NodeId) -> Option<NodeId> {
+        let mut stack = vec![id];
+        while let Some(n) = stack.pop() {
+            let d = self.ty(n).dtype;
+            if !(d.is_int() || d == crate::DType::Bool) {
+                return Some(n);
+            }
+            stack.extend(&self.node(n).args);
+        }
+        None
+    }
 }

@@ -16,7 +16,7 @@ use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::error_bound::{evaluate_with_error_bounds, ErrorBound};
 use crate::graph::{Graph, GraphError};
-use crate::op::{Op, SliceAxis};
+use crate::op::{GatherAxis, Op, SliceAxis};
 use crate::reference::Tensor;
 
 /// How a graph's evaluation splits along a leading axis of its inputs.
@@ -185,6 +185,21 @@ impl Chunks {
                         Carry::Whole
                     }
                 },
+                // The source whole (a table read at the rows' indices), or split on an axis the
+                // result reads along its own rows' axis; every index operand split.
+                Op::Gather { from, .. } => {
+                    let indices: Vec<Option<usize>> = args[1..].iter().map(rows_of).collect();
+                    match (args[0], indices.first().copied().flatten()) {
+                        _ if args.contains(&Carry::Spread) => return None,
+                        (Carry::Whole, None) if indices.iter().all(Option::is_none) => Carry::Whole,
+                        (Carry::Whole, Some(k)) if indices.iter().all(|i| *i == Some(k)) => Carry::Rows(k),
+                        (Carry::Rows(j), k) if indices.iter().all(|i| *i == k) => match from[j] {
+                            GatherAxis::Along { axis, start: 0, step: 1 } if k.is_none_or(|k| k == axis) => Carry::Rows(axis),
+                            _ => return None,
+                        },
+                        _ => return None,
+                    }
+                }
                 Op::Einsum(spec) => {
                     // One label carries the rows, in the output and in every operand that has it.
                     let mut labels: Vec<u8> = args.iter().zip(&spec.inputs).filter_map(|(c, l)| rows_of(c).map(|k| l[k])).collect();
@@ -256,7 +271,7 @@ impl Chunks {
             let mut op = node.op.clone();
             if let Some(k) = self.axes[i] {
                 match &mut op {
-                    Op::Broadcast { shape } | Op::Reshape { shape } => shape[k] = len,
+                    Op::Broadcast { shape } | Op::Reshape { shape } | Op::Gather { shape, .. } => shape[k] = len,
                     Op::Slice { axes } => axes[k] = SliceAxis::full(len),
                     _ => {}
                 }

@@ -12,7 +12,8 @@ pub struct Cost {
     /// multiplications and an addition). Comparisons, selections, casts and data movement
     /// count zero.
     pub flops: f64,
-    /// Bytes of every input and output, each moved once.
+    /// Bytes of every input and output, each moved once (of a parameter only gathered from,
+    /// the elements gathered).
     pub min_bytes: f64,
 }
 
@@ -22,13 +23,37 @@ impl Graph {
             let args: Vec<&crate::TensorType> = node.args.iter().map(|&a| self.ty(a)).collect();
             flops(&node.op, &args, &node.ty)
         });
-        let inputs: f64 = self.params.iter().map(|p| bytes(&p.ty)).sum();
-        let outputs: f64 = self.outputs.iter().map(|&o| bytes(self.ty(o))).sum();
+        let inputs: f64 = (0..self.params.len()).map(|k| self.param_bytes(k)).sum();
+        let outputs: f64 = self.outputs.iter().map(|&o| {
+            let ty = self.ty(o);
+            (ty.num_elements() * ty.dtype.result().size()) as f64
+        }).sum();
         Cost { flops: flops.sum(), min_bytes: inputs + outputs }
     }
 }
 
-/// The bytes of a tensor of type `ty` as the kernel ABI stores it.
+impl Graph {
+    /// The bytes parameter `k` must move: all of it, or, when the graph only gathers from it
+    /// (an embedding table), the elements gathered.
+    fn param_bytes(&self, k: usize) -> f64 {
+        let whole = bytes(&self.params[k].ty);
+        let mut gathered = 0.0;
+        for node in &self.nodes {
+            for (i, &a) in node.args.iter().enumerate() {
+                if self.node(a).op != (Op::Input { index: k }) {
+                    continue;
+                }
+                match &node.op {
+                    Op::Gather { shape, .. } if i == 0 => gathered += (shape.iter().product::<usize>() * self.params[k].ty.dtype.size()) as f64,
+                    _ => return whole,
+                }
+            }
+        }
+        if gathered > 0.0 { whole.min(gathered) } else { whole }
+    }
+}
+
+/// The bytes of a tensor of type `ty` stored in its dtype (a parameter's, as the ABI passes it).
 pub fn bytes(ty: &crate::TensorType) -> f64 {
     (ty.num_elements() * ty.dtype.size()) as f64
 }

@@ -47,6 +47,7 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
     for id in graph.ids() {
         let node = graph.node(id);
         let v: Vec<ArrayViewD<f64>> = node.args.iter().map(|a| values[a.index()].as_ref().expect("evaluated").view()).collect();
+        crate::reference::check_indices(&node.op, &v)?;
         let value: Value = match node.op {
             Op::Input { index } => Value::from(inputs[index].view()),
             _ => Value::from(apply(&node.op, &v, inputs)),
@@ -225,6 +226,8 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
         Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) => return None,
         // Data movement: errors move with the values.
         Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, &ev, inputs),
+        // The errors at the elements read (indices are exact integers).
+        Op::Gather { .. } => apply(op, &[&ev[..1], &v[1..]].concat(), inputs),
         // Linear: the running sums of the errors.
         Op::Scan { .. } => apply(op, &ev, inputs),
         // `∂/∂xₖ = exp(xₖ − m)` for every term, and the maximum's error moves every term: at

@@ -75,6 +75,19 @@ impl SliceAxis {
     }
 }
 
+/// How a gather reads one axis of its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GatherAxis {
+    /// At `start + step · i`, `i` the result's index on its axis `axis`; with `step` 0 at
+    /// `start` alone (a broadcast), and `axis` is then 0.
+    Along { axis: usize, start: usize, step: i64 },
+    /// At the value of the gather's next index operand at the result's element; as numpy
+    /// indexes, a negative value counts from the end. A value outside `-n..n` is outside the
+    /// contract: numpy raises, the reference reports it, a kernel reads some element in the
+    /// axis (never outside the buffer).
+    Index,
+}
+
 /// A tensor operation. Attributes that equal the result type (a reshape's target shape, a
 /// cast's dtype) live in the op so that its type can be inferred; the text form elides them.
 ///
@@ -116,6 +129,12 @@ pub enum Op {
     /// summing the operand too when the graph also sums it over the same axes.
     SumSqDev { axes: Vec<usize> },
     Einsum(EinsumSpec),
+    /// numpy's integer-array indexing (`np.take`, `take_along_axis`, `x[np.arange(n), idx]`):
+    /// the result, of `shape`, reads its source (the first operand) at an index whose axes
+    /// `from` gives, one per source axis; each [`GatherAxis::Index`] axis takes the next
+    /// operand, an integer tensor of `shape`. The source of a gather with index operands is a
+    /// parameter: the front end moves gathers through views and elementwise ops to one.
+    Gather { shape: Vec<usize>, from: Vec<GatherAxis> },
 }
 
 /// `Op` with its constant as bits: the form equality, hashing and ordering look at.
@@ -139,6 +158,7 @@ enum OpKey<'a> {
     SumExp(&'a [usize]),
     SumSqDev(&'a [usize]),
     Einsum(&'a EinsumSpec),
+    Gather(&'a [usize], &'a [GatherAxis]),
 }
 
 impl Op {
@@ -162,6 +182,7 @@ impl Op {
             Op::SumExp { axes } => OpKey::SumExp(axes),
             Op::SumSqDev { axes } => OpKey::SumSqDev(axes),
             Op::Einsum(spec) => OpKey::Einsum(spec),
+            Op::Gather { shape, from } => OpKey::Gather(shape, from),
         }
     }
 }
@@ -335,7 +356,7 @@ impl Op {
             | Op::SumSqDev { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) => Some(2),
             Op::Select => Some(3),
-            Op::Concat { .. } | Op::Einsum(_) => None,
+            Op::Concat { .. } | Op::Einsum(_) | Op::Gather { .. } => None,
         }
     }
 
@@ -360,6 +381,7 @@ impl Op {
             Op::SumExp { .. } => "sum_exp",
             Op::SumSqDev { .. } => "sum_sq_dev",
             Op::Einsum(_) => "einsum",
+            Op::Gather { .. } => "gather",
         }
     }
 
@@ -489,6 +511,36 @@ impl Op {
                 TensorType::new(dtype, args[0].shape.clone())
             }
             Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,
+            Op::Gather { shape, from } => {
+                let source = args[0];
+                if from.len() != source.rank() {
+                    return Err(self.error(format!("has {} axes, its source is {source}", from.len())));
+                }
+                let indices = from.iter().filter(|a| **a == GatherAxis::Index).count();
+                if args.len() != 1 + indices {
+                    return Err(self.error(format!("takes its source and {indices} index operands, got {} operands", args.len())));
+                }
+                if let Some(bad) = args[1..].iter().find(|a| !a.dtype.is_int() || a.shape != *shape) {
+                    return Err(self.error(format!("an index operand must be an integer tensor of shape [{}], got {bad}", crate::ty::join(shape))));
+                }
+                for (j, (a, &n)) in from.iter().zip(&source.shape).enumerate() {
+                    match *a {
+                        GatherAxis::Along { axis, start, step: 0 } if axis != 0 || start >= n => {
+                            return Err(self.error(format!("source axis {j} is read at {start} alone: `0:{start}:+0` within 0..{n}")));
+                        }
+                        GatherAxis::Along { step: 0, .. } | GatherAxis::Index => {}
+                        GatherAxis::Along { axis, start, step } => {
+                            let Some(&len) = shape.get(axis) else {
+                                return Err(self.error(format!("source axis {j} follows axis {axis}, past the result's rank {}", shape.len())));
+                            };
+                            if !(SliceAxis { start, step, len }).fits(n) {
+                                return Err(self.error(format!("source axis {j} reads outside 0..{n}")));
+                            }
+                        }
+                    }
+                }
+                TensorType::new(source.dtype, shape.clone())
+            }
         };
         Ok(ty)
     }

@@ -6,7 +6,7 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice, Zip};
 
 use crate::graph::{Graph, GraphError};
-use crate::op::{BinaryOp, CmpOp, Op, ReduceOp};
+use crate::op::{BinaryOp, CmpOp, GatherAxis, Op, ReduceOp};
 use crate::ty::DType;
 
 /// A float64 array, row-major when it leaves the interpreter.
@@ -29,6 +29,7 @@ pub fn evaluate(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, GraphEr
             let v = if remaining[a.index()] == 0 { values[a.index()].take() } else { values[a.index()].clone() };
             args.push(v.expect("operand evaluated before its use"));
         }
+        check_indices(&node.op, &args.iter().map(|a| a.view()).collect::<Vec<_>>())?;
         let value = eval_op(&node.op, args, inputs);
         debug_assert_eq!(value.shape(), node.ty.shape.as_slice(), "{id} = {}", node.op.name());
         if remaining[id.index()] > 0 {
@@ -129,7 +130,7 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             .map_collect(|&c, &t, &e| if c != 0.0 { t } else { e }),
         Op::Cast { dtype } => match dtype {
             DType::Bool => map(args.pop().unwrap(), |x| (x != 0.0) as u8 as f64),
-            DType::I64 => map(args.pop().unwrap(), f64::trunc),
+            DType::I64 | DType::I32 => map(args.pop().unwrap(), f64::trunc),
             // Float casts are exact here: the reference is the exact value, and the rounding a
             // cast costs is in the error bound (`error_bound`), a 16-bit output's in the judge.
             DType::F32 | DType::F64 | DType::F16 | DType::BF16 => return args.pop().unwrap(),
@@ -165,8 +166,51 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             reduce_axes(sum_sq_dev_terms(a.view(), axes).view(), ReduceOp::Sum, axes, false)
         }
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
+        Op::Gather { shape, from } => gather(shape, from, &args),
     };
     CowArray::from(owned)
+}
+
+/// A gather's index `v` on an axis of `n` elements as numpy takes it (negative from the end),
+/// or `None` outside `-n..n`.
+pub fn gather_index(v: f64, n: usize) -> Option<usize> {
+    let n = n as f64;
+    let i = if v < 0.0 { v + n } else { v };
+    (0.0..n).contains(&i).then_some(i as usize)
+}
+
+/// The error numpy raises for a gather's index out of range, if one is.
+pub(crate) fn check_indices(op: &Op, args: &[ArrayViewD<f64>]) -> Result<(), GraphError> {
+    let Op::Gather { from, .. } = op else { return Ok(()) };
+    let extents = from.iter().zip(args[0].shape()).filter(|(a, _)| **a == GatherAxis::Index).map(|(_, &n)| n);
+    for (index, n) in args[1..].iter().zip(extents) {
+        if let Some(&v) = index.iter().find(|&&v| gather_index(v, n).is_none()) {
+            return Err(GraphError::Op { op: "gather", message: format!("index {v} is out of bounds for an axis of size {n}") });
+        }
+    }
+    Ok(())
+}
+
+/// `gather` (see [`Op::Gather`]); an index out of range reads the nearest element.
+fn gather(shape: &[usize], from: &[GatherAxis], args: &[Value]) -> Tensor {
+    let source = &args[0];
+    let extents = source.shape().to_vec();
+    let mut at = vec![0usize; from.len()];
+    ArrayD::from_shape_fn(IxDyn(shape), |ix| {
+        let mut k = 1;
+        for (j, a) in from.iter().enumerate() {
+            at[j] = match *a {
+                GatherAxis::Along { start, step: 0, .. } => start,
+                GatherAxis::Along { axis, start, step } => (start as i64 + step * ix[axis] as i64) as usize,
+                GatherAxis::Index => {
+                    let v = args[k][&ix];
+                    k += 1;
+                    gather_index(v, extents[j]).unwrap_or(if v < 0.0 { 0 } else { extents[j] - 1 })
+                }
+            };
+        }
+        source[IxDyn(&at)]
+    })
 }
 
 /// The maximum over `axes` (NaN if any element is), keeping them as axes of size 1.

@@ -9,13 +9,15 @@
 //! }
 //! ```
 //! Attributes that the result type already states (a reshape's shape, a cast's dtype) are not
-//! repeated. A slice axis prints as `start:step` (its length is in the result type).
+//! repeated. A slice axis prints as `start:step` (its length is in the result type); a
+//! gather's source axis as `axis:start:step` (read along the result's `axis`) or `*` (read at
+//! the next index operand).
 
 use std::fmt;
 
 use crate::einsum::EinsumSpec;
 use crate::graph::{Graph, GraphError, Node, NodeId, Param};
-use crate::op::{BinaryOp, CmpOp, Op, ReduceOp, SliceAxis, UnaryOp};
+use crate::op::{BinaryOp, CmpOp, GatherAxis, Op, ReduceOp, SliceAxis, UnaryOp};
 use crate::ty::{join, DType, TensorType};
 
 impl fmt::Display for Graph {
@@ -42,6 +44,16 @@ impl fmt::Display for Graph {
                     write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
                 }
                 Op::Einsum(spec) => write!(f, "[{spec}]")?,
+                Op::Gather { from, .. } => {
+                    let axes: Vec<String> = from
+                        .iter()
+                        .map(|a| match a {
+                            GatherAxis::Along { axis, start, step } => format!("{axis}:{start}:{step:+}"),
+                            GatherAxis::Index => "*".to_string(),
+                        })
+                        .collect();
+                    write!(f, "[{}]", axes.join(","))?
+                }
                 Op::Unary(_)
                 | Op::Binary(_)
                 | Op::Compare(_)
@@ -165,6 +177,17 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
                 Op::Scan { axis, reverse, exclusive }
             }
             "einsum" => Op::Einsum(EinsumSpec::parse(need_attr()?)?),
+            "gather" => {
+                let from = split_top(need_attr()?)
+                    .iter()
+                    .map(|p| match p.split(':').collect::<Vec<_>>()[..] {
+                        ["*"] => Ok(GatherAxis::Index),
+                        [axis, start, step] => Ok(GatherAxis::Along { axis: parse_num(axis)?, start: parse_num(start)?, step: parse_num(step.trim_start_matches('+'))? }),
+                        _ => Err(format!("gather axis `{p}` is not `axis:start:step` or `*`")),
+                    })
+                    .collect::<Result<_, String>>()?;
+                Op::Gather { shape: ty.shape.clone(), from }
+            }
             "slice" => {
                 let attr = need_attr()?;
                 let parts = split_top(attr);

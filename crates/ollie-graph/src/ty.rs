@@ -14,6 +14,8 @@ pub enum DType {
     Bool,
     F16,
     BF16,
+    /// numpy's int32, as parameters (indices, labels) hold it.
+    I32,
 }
 
 impl DType {
@@ -25,6 +27,7 @@ impl DType {
             DType::Bool => "bool",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
+            DType::I32 => "i32",
         }
     }
 
@@ -36,6 +39,7 @@ impl DType {
             "bool" => DType::Bool,
             "f16" => DType::F16,
             "bf16" => DType::BF16,
+            "i32" => DType::I32,
             _ => return None,
         })
     }
@@ -49,13 +53,27 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16)
     }
 
-    /// Bytes of one element as the kernel ABI stores it: integer and boolean results are
-    /// float32 there (`docs/abi.md`).
+    /// An integer dtype (`i32`, `i64`).
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+
+    /// Bytes of one element stored in this dtype: a parameter's as the kernel ABI passes it
+    /// (`int32_t`, `int64_t`, ...). A result is stored in [`DType::result`].
     pub fn size(self) -> usize {
         match self {
-            DType::F64 => 8,
-            DType::F32 | DType::I64 | DType::Bool => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 | DType::Bool => 4,
             DType::F16 | DType::BF16 => 2,
+        }
+    }
+
+    /// The dtype the kernel ABI delivers a result (or keeps a temporary) of this dtype in:
+    /// integer and boolean values are float32 there (`docs/abi.md`).
+    pub fn result(self) -> DType {
+        match self {
+            DType::I32 | DType::I64 | DType::Bool => DType::F32,
+            d => d,
         }
     }
 
@@ -76,7 +94,7 @@ impl DType {
             DType::F64 => x,
             DType::F32 => f64::from(x as f32),
             DType::F16 | DType::BF16 => self.half_value(self.half_bits(x)),
-            DType::I64 => x.trunc(),
+            DType::I64 | DType::I32 => x.trunc(),
             DType::Bool => (x != 0.0) as u8 as f64,
         }
     }
@@ -112,6 +130,7 @@ impl DType {
             (F16, _) | (_, F16) => F16,
             (BF16, _) | (_, BF16) => BF16,
             (I64, _) | (_, I64) => I64,
+            (I32, _) | (_, I32) => I32,
             (Bool, Bool) => Bool,
         }
     }

@@ -23,6 +23,8 @@ pub enum LoopError {
     NotRegisters { buffer: String, reason: String },
     #[error("`{buffer}` is read at offset {offset} before that element is written")]
     ReadBeforeWrite { buffer: String, offset: i64 },
+    #[error("a gather from `{buffer}`: {reason}")]
+    BadGather { buffer: String, reason: &'static str },
 }
 
 /// Enumerations larger than this fall back to the interval check alone.
@@ -148,6 +150,22 @@ impl Checker<'_> {
                 self.expr(a)?;
                 self.expr(b)
             }
+            Expr::Gather { buffer, offset, indices } => {
+                let b = self.nest.buffer(*buffer);
+                let bad = |reason| Err(LoopError::BadGather { buffer: b.name.clone(), reason });
+                if !matches!(b.kind, BufferKind::Input(_)) {
+                    return bad("only inputs are gathered from");
+                }
+                if indices.iter().any(|d| d.extent == 0) {
+                    return bad("an index into an empty axis");
+                }
+                let spread = indices.iter().fold((0, 0), |(lo, hi), d| {
+                    let last = d.stride * (d.extent as i64 - 1);
+                    (lo + last.min(0), hi + last.max(0))
+                });
+                self.in_bounds_spread("a gather", *buffer, offset, spread)?;
+                indices.iter().try_for_each(|d| self.expr(&d.value))
+            }
         }
     }
 
@@ -170,12 +188,17 @@ impl Checker<'_> {
 
     /// The offsets `offset` reaches, if they all lie inside `buffer`.
     fn in_bounds(&self, access: &'static str, buffer: BufferId, offset: &Affine) -> Result<(i64, i64), LoopError> {
+        self.in_bounds_spread(access, buffer, offset, (0, 0))
+    }
+
+    /// [`Self::in_bounds`] for the offsets `offset` takes plus anything in `spread`.
+    fn in_bounds_spread(&self, access: &'static str, buffer: BufferId, offset: &Affine, spread: (i64, i64)) -> Result<(i64, i64), LoopError> {
         self.vars_bound(offset)?;
         let b = self.nest.buffer(buffer);
         if let Some(scope) = b.scope.filter(|s| !self.bound.iter().any(|(v, _)| v == s)) {
             return Err(LoopError::OutOfScope { buffer: b.name.clone(), scope: var_name(scope) });
         }
-        let (mut min, mut max) = (offset.constant, offset.constant);
+        let (mut min, mut max) = (offset.constant + spread.0, offset.constant + spread.1);
         for (v, c) in &offset.terms {
             let extent = self.bound.iter().find(|(w, _)| w == v).map(|&(_, n)| n as i64).unwrap();
             let last = c * (extent - 1);

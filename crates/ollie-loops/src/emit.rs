@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
-use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
 use crate::schedule::FOLD_LIMIT;
 
 /// Names C reserves, which a spec parameter might still use.
@@ -82,12 +82,32 @@ impl<'a> Emitter<'a> {
         if self.wide { "double" } else { "float" }
     }
 
-    fn ctype(&self, dtype: DType) -> &'static str {
+    /// The C type of `b`'s elements: its dtype's for an input (`int32_t`, `int64_t`, ...); a
+    /// result's or temporary's integers and booleans are `float` (see [`DType::result`]).
+    fn ctype(&self, b: &crate::ir::Buffer) -> &'static str {
+        let dtype = if matches!(b.kind, BufferKind::Input(_)) { b.dtype } else { b.dtype.result() };
         match dtype {
             DType::F64 => "double",
             DType::F16 | DType::BF16 => "uint16_t",
-            _ => "float",
+            DType::I32 => "int32_t",
+            DType::I64 => "int64_t",
+            DType::F32 | DType::Bool => "float",
         }
+    }
+
+    /// Whether `buffer` holds integers (an integer input), which a vector load does not convert.
+    fn integer(&self, buffer: BufferId) -> bool {
+        let b = self.nest.buffer(buffer);
+        matches!(b.kind, BufferKind::Input(_)) && b.dtype.is_int()
+    }
+
+    /// The offset a gather reads at: its affine part plus each index's, clamped into its axis.
+    fn gather_offset(&self, offset: &Affine, indices: &[Dynamic]) -> String {
+        let mut at = affine(offset);
+        for d in indices {
+            write!(at, " + {} * ollie_ix((long)({}), {})", d.stride, self.expr(&d.value), d.extent).unwrap();
+        }
+        at
     }
 
     /// `f16` or `bf16` for a buffer of 16-bit floats (an input or output: temporaries are
@@ -145,12 +165,15 @@ impl<'a> Emitter<'a> {
         let mut function = String::new();
         self.function(&mut function);
         let converts = ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f));
-        if converts || self.nest.buffers.iter().any(|b| b.dtype.is_half()) {
+        if converts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int()) {
             out.push_str("#include <stdint.h>\n");
         }
         out.push('\n');
         if converts {
             out.push_str(HALF_CONVERSIONS);
+        }
+        if function.contains("ollie_ix(") {
+            out.push_str(GATHER_INDEX);
         }
         // numpy's maximum/minimum propagate NaN; C's fmax/fmin do not.
         writeln!(out, "static inline {s} ollie_max({s} a, {s} b) {{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }}").unwrap();
@@ -192,7 +215,7 @@ impl<'a> Emitter<'a> {
         // Not those no statement touches any more (inlined).
         let temps: Vec<_> = self.nest.temps().filter(|(id, b)| (b.scope.is_none() || self.hoisted(*id)) && touched(&self.nest.body, *id)).collect();
         for (id, b) in &temps {
-            let t = self.ctype(b.dtype);
+            let t = self.ctype(b);
             if b.scope.is_some() {
                 writeln!(out, "    {t} *{} = ({t} *)aligned_alloc(64, {});", self.names[id.0 as usize], b.bytes().next_multiple_of(64)).unwrap();
             } else {
@@ -218,10 +241,10 @@ impl<'a> Emitter<'a> {
     fn prototype(&self) -> String {
         let mut params = Vec::new();
         for (id, b) in self.nest.inputs() {
-            params.push(format!("const {} *restrict {}", self.ctype(b.dtype), self.names[id.0 as usize]));
+            params.push(format!("const {} *restrict {}", self.ctype(b), self.names[id.0 as usize]));
         }
         for (id, b) in self.nest.outputs() {
-            params.push(format!("{} *restrict {}", self.ctype(b.dtype), self.names[id.0 as usize]));
+            params.push(format!("{} *restrict {}", self.ctype(b), self.names[id.0 as usize]));
         }
         format!("void {}({})", self.nest.name, params.join(", "))
     }
@@ -274,7 +297,7 @@ impl<'a> Emitter<'a> {
         let mut heap = Vec::new();
         // Not those no statement touches any more (inlined).
         for (id, b) in self.nest.temps().filter(|(id, b)| b.scope.is_some_and(|s| vars.contains(&s)) && !self.hoisted(*id) && touched(body, *id)) {
-            let (t, name) = (self.ctype(b.dtype), &self.names[id.0 as usize]);
+            let (t, name) = (self.ctype(b), &self.names[id.0 as usize]);
             if let Some(w) = b.registers {
                 let t = if w > 1 { format!("ollie_v{w}") } else { self.scalar().to_string() };
                 let locals: Vec<String> = (0..b.len() / w as usize).map(|k| format!("{name}_{k}")).collect();
@@ -333,6 +356,13 @@ impl<'a> Emitter<'a> {
         match e {
             Expr::Const(v) => self.literal(*v),
             Expr::Load { buffer, offset } => self.read(*buffer, offset),
+            Expr::Gather { buffer, offset, indices } => {
+                let element = format!("{}[{}]", self.names[buffer.0 as usize], self.gather_offset(offset, indices));
+                match self.half(*buffer) {
+                    Some(h) => format!("ollie_{h}_f32({element})"),
+                    None => element,
+                }
+            }
             Expr::Index(a) => format!("({s})({})", affine(a)),
             Expr::Unary(op, a) => {
                 let a = self.expr(a);
@@ -370,7 +400,7 @@ impl<'a> Emitter<'a> {
                 let a = self.expr(a);
                 match dtype {
                     DType::Bool => format!("({a} != {} ? {} : {})", self.literal(0.0), self.literal(1.0), self.literal(0.0)),
-                    DType::I64 => format!("trunc{f}({a})"),
+                    DType::I64 | DType::I32 => format!("trunc{f}({a})"),
                     DType::F32 if self.wide => format!("({s})(float)({a})"),
                     DType::F32 | DType::F64 => a,
                     // A cast to a 16-bit float rounds to it (the kernel goes on in float32).
@@ -623,8 +653,15 @@ impl<'a> Emitter<'a> {
         }
         match e {
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && self.nest.buffer(*buffer).registers.is_some() => self.element(*buffer, offset),
-            // 16-bit floats in a double kernel are gathered lane by lane (below).
-            Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && (self.half(*buffer).is_none() || !self.wide) => self.vector_load(*buffer, &affine(offset), w),
+            // 16-bit floats in a double kernel, and integers, are read lane by lane (below).
+            Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && (self.half(*buffer).is_none() || !self.wide) && !self.integer(*buffer) => self.vector_load(*buffer, &affine(offset), w),
+            // A row gathered at indices that do not move with the lanes (an embedding's row):
+            // contiguous.
+            Expr::Gather { buffer, offset, indices }
+                if offset.coefficient(var) == 1 && !indices.iter().any(|d| d.value.depends_on(var)) && (self.half(*buffer).is_none() || !self.wide) && !self.integer(*buffer) =>
+            {
+                self.vector_load(*buffer, &self.gather_offset(offset, indices), w)
+            }
             // Every other element (a 2 x 2 pool's columns, interleaved pairs): two loads and a
             // shuffle, not a lane-by-lane gather.
             Expr::Load { buffer, offset } if offset.coefficient(var) == 2 && w >= 2 && self.nest.buffer(*buffer).registers.is_none() && self.half(*buffer).is_none() => format!("ollie_even{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
@@ -743,7 +780,7 @@ fn transpose_helper(w: u32) -> String {
 /// function (exp, log, tanh, sin, cos, sqrt).
 fn invariant_math(e: &Expr) -> Option<bool> {
     match e {
-        Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => Some(false),
+        Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) | Expr::Gather { .. } => Some(false),
         Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt, a) => invariant_math(a).map(|_| true),
         Expr::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil, a) => invariant_math(a),
         Expr::Binary(BinaryOp::Pow, a, b) if matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => invariant_math(a),
@@ -805,6 +842,11 @@ const VECTOR_MATH: [&str; 19] = ["exp", "log", "log1p", "expm1", "tanh", "sin", 
 /// Scalar conversions between float32 and the 16-bit floats, rounding to nearest even as numpy
 /// and ml_dtypes do (NaN kept and quieted, subnormals rounded, not flushed); float16 through
 /// `_Float16` (F16C's instructions where the target has them).
+/// A gather's index `i` into an axis of `n`: counted from the end when negative (numpy's
+/// meaning), then clamped into the axis, so that an index outside the contract reads some
+/// element of it rather than outside the buffer.
+const GATHER_INDEX: &str = "static inline long ollie_ix(long i, long n) { i += i < 0 ? n : 0; return i < 0 ? 0 : i >= n ? n - 1 : i; }\n\n";
+
 const HALF_CONVERSIONS: &str = "static inline float ollie_bf16_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }\n\
 static inline uint16_t ollie_f32_bf16(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16); }\n\
 static inline float ollie_f16_f32(uint16_t h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n\

@@ -52,10 +52,11 @@ impl Buffer {
         self.len() == 0
     }
 
-    /// Its size in the kernel's C, where f64 is `double`, f16 and bf16 `uint16_t` and every
-    /// other dtype `float`.
+    /// Its size in the kernel's C, where f64 is `double`, f16 and bf16 `uint16_t`, an integer
+    /// input `int32_t` or `int64_t`, and every other dtype `float`.
     pub fn bytes(&self) -> usize {
-        self.len() * self.dtype.size()
+        let dtype = if matches!(self.kind, BufferKind::Input(_)) { self.dtype } else { self.dtype.result() };
+        self.len() * dtype.size()
     }
 }
 
@@ -115,6 +116,20 @@ pub enum Expr {
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// Conversion to `dtype` (rounding to an integer truncates; to bool gives 0 or 1).
     Cast(DType, Box<Expr>),
+    /// The element of input `buffer` at `offset` plus, per index, `stride` times its value (see
+    /// [`Dynamic`]): numpy's integer-array indexing. Only inputs are gathered from: they are
+    /// never written, so no dependence runs through the elements read.
+    Gather { buffer: BufferId, offset: Affine, indices: Vec<Dynamic> },
+}
+
+/// An index computed while the kernel runs, into an axis of `extent` elements `stride` apart:
+/// its value counts from the end when negative, as numpy's does, and is clamped into the axis,
+/// so that no value reads outside the buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dynamic {
+    pub value: Expr,
+    pub stride: i64,
+    pub extent: usize,
 }
 
 impl Expr {
@@ -130,10 +145,35 @@ impl Expr {
             Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
             Expr::Compare(op, a, b) => Expr::Compare(*op, m(a), m(b)),
             Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
+            Expr::Gather { buffer, offset, indices } => Expr::Gather {
+                buffer: *buffer,
+                offset: f(offset),
+                indices: indices.iter().map(|d| Dynamic { value: d.value.map_affine(f), ..*d }).collect(),
+            },
         }
     }
 
-    /// Every load in the expression: its buffer and index.
+    /// The expression with each direct operand replaced by `f` of it (the values of a gather's
+    /// indices are its operands): what a rewrite that recurses applies itself through.
+    pub fn map_operands(&self, mut f: impl FnMut(&Expr) -> Expr) -> Expr {
+        let mut m = |x: &Expr| Box::new(f(x));
+        match self {
+            Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => self.clone(),
+            Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
+            Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
+            Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
+            Expr::Compare(op, a, b) => Expr::Compare(*op, m(a), m(b)),
+            Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
+            Expr::Gather { buffer, offset, indices } => Expr::Gather {
+                buffer: *buffer,
+                offset: offset.clone(),
+                indices: indices.iter().map(|d| Dynamic { value: *m(&d.value), ..*d }).collect(),
+            },
+        }
+    }
+
+    /// Every load in the expression: its buffer and index. A gather's own read is not a load
+    /// (its element is known only when the kernel runs); the loads its indices make are.
     pub fn every_load(&self, out: &mut Vec<(BufferId, Affine)>) {
         match self {
             Expr::Load { buffer, offset } => out.push((*buffer, offset.clone())),
@@ -148,6 +188,7 @@ impl Expr {
                 a.every_load(out);
                 b.every_load(out);
             }
+            Expr::Gather { indices, .. } => indices.iter().for_each(|d| d.value.every_load(out)),
         }
     }
 
@@ -166,6 +207,7 @@ impl Expr {
             Expr::Unary(_, a) | Expr::Cast(_, a) => a.depends_on(v),
             Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => a.depends_on(v) || b.depends_on(v),
             Expr::Select(c, a, b) => c.depends_on(v) || a.depends_on(v) || b.depends_on(v),
+            Expr::Gather { offset, indices, .. } => offset.coefficient(v) != 0 || indices.iter().any(|d| d.value.depends_on(v)),
         }
     }
 }

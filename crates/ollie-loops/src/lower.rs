@@ -1,9 +1,9 @@
 //! Lowering a tensor graph to a loop nest: one nest per materialized node, elementwise work and
 //! views fused into their consumers as index arithmetic.
 
-use ollie_graph::{DType, Graph, NodeId, Op, ReduceOp};
+use ollie_graph::{DType, GatherAxis, Graph, NodeId, Op, ReduceOp};
 
-use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LowerError {
@@ -155,6 +155,7 @@ fn materialized(graph: &Graph) -> Vec<bool> {
             // a conversion where it is loaded, for every use: no buffer of its own.
             Op::Cast { dtype } if dtype.is_float() && !dtype.is_half() && m[node.args[0].index()] => false,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast { .. } => uses[id.index()] > 1,
+            Op::Gather { from, .. } => from.contains(&GatherAxis::Index) && uses[id.index()] > 1,
             Op::Constant { .. } | Op::Iota { .. } | Op::Broadcast { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Reshape { .. } => false,
         };
         // An elementwise operand of a contraction would be computed again for every element
@@ -649,6 +650,29 @@ impl Lowering<'_> {
                 let inner: Vec<Affine> =
                     from.iter().map(|&n| if n == 1 { Affine::constant(0) } else { kept.next().expect("unit reshape") }).collect();
                 self.access(arg(0), &inner)
+            }
+            Op::Gather { from, .. } => {
+                let source = arg(0);
+                let extents = &self.graph.ty(source).shape;
+                let strides = strides(extents);
+                let mut along = Vec::with_capacity(from.len());
+                let mut indices = Vec::new();
+                for (j, a) in from.iter().enumerate() {
+                    along.push(match *a {
+                        GatherAxis::Along { start, step: 0, .. } => Affine::constant(start as i64),
+                        GatherAxis::Along { axis, start, step } => index[axis].scale(step).add_scaled(&Affine::constant(start as i64), 1),
+                        GatherAxis::Index => {
+                            indices.push(Dynamic { value: self.access(node.args[1 + indices.len()], index), stride: strides[j], extent: extents[j] });
+                            Affine::constant(0)
+                        }
+                    });
+                }
+                if indices.is_empty() {
+                    return self.access(source, &along);
+                }
+                // The graph gathers from parameters only (`ollie_graph::check`).
+                let buffer = self.buffer_of[source.index()].expect("a gather's source is a parameter");
+                Expr::Gather { buffer, offset: flat(extents, &along), indices }
             }
             Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::SumSqDev { .. } | Op::Einsum(_) | Op::Concat { .. } => {
                 unreachable!("{} is always materialized", node.op.name())

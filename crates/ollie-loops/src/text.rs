@@ -20,7 +20,7 @@ use std::fmt;
 use ollie_graph::{BinaryOp, CmpOp, DType, TensorType, UnaryOp};
 
 use crate::emit::{affine, var_name};
-use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 impl fmt::Display for LoopNest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -77,6 +77,13 @@ impl LoopNest {
             Expr::Compare(op, a, b) => format!("{}({}, {})", op.name(), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Select(c, a, b) => format!("select({}, {}, {})", self.fmt_expr(c), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Cast(d, a) => format!("cast<{d}>({})", self.fmt_expr(a)),
+            Expr::Gather { buffer, offset, indices } => {
+                let mut text = format!("gather({}[{}]", self.buffer(*buffer).name, affine(offset));
+                for d in indices {
+                    text.push_str(&format!(", {}, {}, {}", d.stride, d.extent, self.fmt_expr(&d.value)));
+                }
+                text + ")"
+            }
         }
     }
 }
@@ -287,6 +294,20 @@ impl ExprParser<'_> {
             let a = self.expr()?;
             self.expect(")")?;
             return Ok(Expr::Cast(dtype, Box::new(a)));
+        }
+        if is_call("gather") {
+            self.pos += "gather(".len();
+            let Expr::Load { buffer, offset } = self.load()? else { unreachable!("load returns a load") };
+            let mut indices = Vec::new();
+            while self.eat(",") {
+                let stride = self.word().parse().map_err(|_| "expected a gather's stride".to_string())?;
+                self.expect(",")?;
+                let extent = self.word().parse().map_err(|_| "expected a gather's extent".to_string())?;
+                self.expect(",")?;
+                indices.push(Dynamic { value: self.expr()?, stride, extent });
+            }
+            self.expect(")")?;
+            return Ok(Expr::Gather { buffer, offset, indices });
         }
         if is_call("index") {
             self.pos += "index(".len();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use expect_test::expect_file;
 use ollie_graph::{BinaryOp, DType};
-use ollie_loops::{check, emit_c, lower, parse, Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
+use ollie_loops::{check, emit_c, lower, parse, Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -111,4 +111,11 @@ fn checker_rejects_broken_nests() {
         ]
     });
     check(&temp_ok).unwrap();
+    // Gathers read inputs alone, and every index they can take lies in the buffer.
+    let gather = |b: u32, extent: usize, v: VarId| Expr::Gather { buffer: BufferId(b), offset: Affine::constant(0), indices: vec![Dynamic { value: load(0, i(v)), stride: 1, extent }] };
+    check(&nest(4, 0, |v| vec![store(1, i(v), gather(0, 4, v))])).unwrap();
+    let from_temp = nest(4, 0, |v| vec![store(2, i(v), Expr::Const(1.0)), store(1, i(v), gather(2, 4, v))]);
+    assert_eq!(err(from_temp), "a gather from `t`: only inputs are gathered from");
+    let too_far = nest(4, 0, |v| vec![store(1, i(v), gather(0, 5, v))]);
+    assert_eq!(err(too_far), "a gather of `x` reaches offsets 0..=4, outside 0..4");
 }

@@ -42,7 +42,8 @@ impl BufferSpec {
     /// The ABI's buffers of `graph`: its inputs, then its outputs.
     pub fn of(graph: &ollie_graph::Graph) -> (Vec<BufferSpec>, Vec<BufferSpec>) {
         let inputs = graph.params.iter().map(|p| BufferSpec::from(&p.ty)).collect();
-        let outputs = graph.outputs.iter().map(|&o| BufferSpec::from(graph.ty(o))).collect();
+        // Integer and boolean results are float32 in the ABI.
+        let outputs = graph.outputs.iter().map(|&o| BufferSpec { dtype: graph.ty(o).dtype.result(), shape: graph.ty(o).shape.clone() }).collect();
         (inputs, outputs)
     }
 
@@ -624,6 +625,8 @@ fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
         match dtype {
             DType::F64 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&x.to_le_bytes())),
             DType::F16 | DType::BF16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&dtype.half_bits(x).to_le_bytes())),
+            DType::I64 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i64).to_le_bytes())),
+            DType::I32 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i32).to_le_bytes())),
             _ => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes())),
         }
     }

@@ -114,6 +114,17 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
                 _ => {}
             }
         }
+        // A gather is a load at a computed offset: contiguous when only its row moves.
+        Expr::Gather { offset, indices, .. } => {
+            c.loads += n;
+            let moves = |v| indices.iter().any(|d| d.value.depends_on(v));
+            match at.innermost.map(|v| (offset.coefficient(v), moves(v))) {
+                Some((1, false)) => c.contiguous += n,
+                Some((0, false)) | None => c.invariant += n,
+                _ => {}
+            }
+            indices.iter().for_each(|d| expr(&d.value, at, c));
+        }
         Expr::Const(_) | Expr::Index(_) => {}
         Expr::Unary(op, a) => {
             match op {

@@ -1134,5 +1134,6 @@ fn cheap(e: &Expr) -> bool {
         Expr::Binary(BinaryOp::Div, a, b) => matches!(**b, Expr::Const(_)) && cheap(a),
         Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => cheap(a) && cheap(b),
         Expr::Select(c, a, b) => cheap(c) && cheap(a) && cheap(b),
+        Expr::Gather { indices, .. } => indices.iter().all(|d| cheap(&d.value)),
     }
 }

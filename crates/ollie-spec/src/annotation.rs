@@ -32,6 +32,8 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         "f64" | "float64" => DType::F64,
         "f16" | "float16" => DType::F16,
         "bf16" | "bfloat16" => DType::BF16,
+        "i32" | "int32" => DType::I32,
+        "i64" | "int64" => DType::I64,
         "" => {
             return Err(Diagnostic::error(Code::BadAnnotation, "malformed type annotation")
                 .label(span(0, text.len()), "expected a dtype such as `f32`")
@@ -40,7 +42,7 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         other => {
             return Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype `{other}` in annotation"))
                 .label(span(ds, de), "not a supported dtype")
-                .help("kernel parameters and results are `f32`, `f64`, `f16` or `bf16`"))
+                .help("kernel parameters and results are `f32`, `f64`, `f16`, `bf16`, `i32` or `i64`"))
         }
     };
     skip_ws(&mut pos);

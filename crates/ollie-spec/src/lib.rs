@@ -5,6 +5,7 @@ mod annotation;
 mod builder;
 mod composite;
 mod diagnostic;
+mod gather;
 mod math;
 mod numpy;
 mod operators;

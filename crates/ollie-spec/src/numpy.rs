@@ -14,7 +14,7 @@ pub const FUNCTIONS: &[&str] = &[
     "einsum", "exp", "exp2", "expand_dims", "expm1", "float32", "float64", "floor", "full", "full_like", "inner", "log",
     "log10", "log1p", "log2", "logaddexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
     "ones", "ones_like", "outer", "power", "reciprocal", "reshape", "sign", "sin", "sqrt", "square", "squeeze", "stack",
-    "std", "subtract", "sum", "swapaxes", "tanh", "tensordot", "transpose", "tril", "triu", "var", "where", "zeros",
+    "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tanh", "tensordot", "transpose", "tril", "triu", "var", "where", "zeros",
     "zeros_like",
 ];
 
@@ -137,6 +137,9 @@ impl Builder<'_> {
         }
         if crate::composite::FUNCTIONS.contains(&name) {
             return self.composite_call(name, args);
+        }
+        if crate::gather::FUNCTIONS.contains(&name) {
+            return self.gather_call(name, args);
         }
         match name {
             "square" => {
@@ -336,10 +339,11 @@ impl Builder<'_> {
                 "float16" | "f2" | "half" => Ok(DType::F16),
                 "bfloat16" => Ok(DType::BF16),
                 "float64" | "f8" | "float" => Ok(DType::F64),
-                "int64" | "int32" | "int" => Ok(DType::I64),
+                "int64" | "int" => Ok(DType::I64),
+                "int32" => Ok(DType::I32),
                 "bool" => Ok(DType::Bool),
                 _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype \"{s}\"")).label(arg.range, "not supported")
-                    .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64 or bool")),
+                    .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32 or bool")),
             },
             other => Err(Diagnostic::error(Code::UnsupportedDtype, format!("expected a dtype, found {}", other.a_kind())).label(arg.range, "not a dtype")
                 .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64 or bool")),

@@ -7,6 +7,7 @@ use ruff_text_size::{Ranged, TextRange};
 
 use crate::builder::{unsupported_syntax, Arg, Builder, Result, Scope};
 use crate::diagnostic::{Code, Diagnostic};
+use crate::gather::{AxisIndex, IndexArray};
 use crate::value::Value;
 
 impl Builder<'_> {
@@ -198,7 +199,8 @@ impl Builder<'_> {
                 "float32" => Value::DType(DType::F32),
                 "float16" | "half" => Value::DType(DType::F16),
                 "float64" | "double" => Value::DType(DType::F64),
-                "int64" | "int32" => Value::DType(DType::I64),
+                "int64" => Value::DType(DType::I64),
+                "int32" => Value::DType(DType::I32),
                 "bool_" => Value::DType(DType::Bool),
                 _ if crate::numpy::FUNCTIONS.contains(&name) => {
                     return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`np.{name}` is used as a value"))
@@ -291,10 +293,11 @@ impl Builder<'_> {
             Value::None => IndexItem::NewAxis,
             Value::Ellipsis => IndexItem::Ellipsis(e.range()),
             Value::Int(i) => IndexItem::Int(i, e.range()),
+            v @ Value::Tensor(_) => IndexItem::Array(self.index_array(&Arg { value: v, range: e.range() })?),
             v => {
                 return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with {} is not supported", self.describe(&v)))
                     .label(e.range(), "not a constant integer, slice, None or ...")
-                    .help("index with constant integers and slices (`x[:, 1:5:2]`), `None` and `...`; for masks use `np.where`"))
+                    .help("index with constant integers and slices (`x[:, 1:5:2]`), integer arrays, `None` and `...`; for masks use `np.where`"))
             }
         })
     }
@@ -303,7 +306,7 @@ impl Builder<'_> {
     /// integer-indexed axes and inserts the new ones.
     fn index_tensor(&mut self, id: NodeId, items: Vec<IndexItem>, object_range: TextRange, range: TextRange) -> Result<Value> {
         let ty = self.ty(id).clone();
-        let consumes = items.iter().filter(|i| matches!(i, IndexItem::Int(..) | IndexItem::Slice(..))).count();
+        let consumes = items.iter().filter(|i| matches!(i, IndexItem::Int(..) | IndexItem::Slice(..) | IndexItem::Array(_))).count();
         let ellipses: Vec<TextRange> = items.iter().filter_map(|i| if let IndexItem::Ellipsis(r) = i { Some(*r) } else { None }).collect();
         if ellipses.len() > 1 {
             return Err(Diagnostic::error(Code::UnsupportedIndex, "an index can only have a single ellipsis").label(ellipses[1], "second `...`"));
@@ -311,6 +314,9 @@ impl Builder<'_> {
         if consumes > ty.rank() {
             return Err(Diagnostic::error(Code::IndexOutOfRange, format!("too many indices: {consumes} for an array of rank {} ({ty})", ty.rank()))
                 .label(range, format!("{consumes} indices into {ty}")));
+        }
+        if items.iter().any(|i| matches!(i, IndexItem::Array(_))) {
+            return self.index_with_arrays(id, items, consumes, object_range, range);
         }
         let mut axes = Vec::with_capacity(ty.rank());
         let mut out_shape = Vec::new();
@@ -326,16 +332,11 @@ impl Builder<'_> {
                     }
                 }
                 IndexItem::Int(i, r) => {
-                    let n = ty.shape[axis] as i64;
-                    let j = if *i < 0 { i.saturating_add(n) } else { *i };
-                    if j < 0 || j >= n {
-                        return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for axis {axis} of size {n}"))
-                            .label(*r, "out of range")
-                            .label(object_range, ty.to_string()));
-                    }
-                    axes.push(SliceAxis { start: j as usize, step: 1, len: 1 });
+                    let j = constant_index(*i, *r, &ty, axis, object_range)?;
+                    axes.push(SliceAxis { start: j, step: 1, len: 1 });
                     axis += 1;
                 }
+                IndexItem::Array(_) => unreachable!("indexing with arrays is advanced indexing"),
                 IndexItem::Slice(s, r) => {
                     let a = s.resolve(ty.shape[axis], *r)?;
                     out_shape.push(a.len);
@@ -357,11 +358,62 @@ impl Builder<'_> {
     }
 }
 
+/// Integer `i` as an index into `axis` of `ty` (negative from the end), or out of range.
+fn constant_index(i: i64, r: TextRange, ty: &ollie_graph::TensorType, axis: usize, object_range: TextRange) -> Result<usize> {
+    let n = ty.shape[axis] as i64;
+    let j = if i < 0 { i.saturating_add(n) } else { i };
+    if j < 0 || j >= n {
+        return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for axis {axis} of size {n}"))
+            .label(r, "out of range")
+            .label(object_range, ty.to_string()));
+    }
+    Ok(j as usize)
+}
+
 enum IndexItem {
     Int(i64, TextRange),
+    /// An integer array (advanced indexing).
+    Array(IndexArray),
     Slice(PySlice, TextRange),
     NewAxis,
     Ellipsis(TextRange),
+}
+
+impl Builder<'_> {
+    /// numpy advanced indexing (some items are integer arrays): each source axis taken by an
+    /// array (an integer is a 0-d one) or a slice, `...` standing for whole axes.
+    fn index_with_arrays(&mut self, id: NodeId, items: Vec<IndexItem>, consumes: usize, object_range: TextRange, range: TextRange) -> Result<Value> {
+        let ty = self.ty(id).clone();
+        let mut axes = Vec::with_capacity(ty.rank());
+        for item in items {
+            match item {
+                IndexItem::NewAxis => {
+                    return Err(Diagnostic::error(Code::UnsupportedIndex, "`None` together with index arrays")
+                        .label(range, "numpy's placement of new axes among advanced indices")
+                        .help("index first, then add the axis with `[..., None]` or `np.expand_dims`"))
+                }
+                IndexItem::Ellipsis(_) => {
+                    for _ in 0..ty.rank() - consumes {
+                        axes.push(AxisIndex::Slice { start: 0, step: 1, len: ty.shape[axes.len()] });
+                    }
+                }
+                IndexItem::Int(i, r) => {
+                    let j = constant_index(i, r, &ty, axes.len(), object_range)?;
+                    let c = self.push(Op::Constant { value: j as f64, dtype: DType::I64 }, vec![], r)?;
+                    axes.push(AxisIndex::Array(IndexArray { id: c, range: r }));
+                }
+                IndexItem::Slice(s, r) => {
+                    let a = s.resolve(ty.shape[axes.len()], r)?;
+                    axes.push(AxisIndex::Slice { start: a.start, step: a.step, len: a.len });
+                }
+                IndexItem::Array(a) => axes.push(AxisIndex::Array(a)),
+            }
+        }
+        while axes.len() < ty.rank() {
+            axes.push(AxisIndex::Slice { start: 0, step: 1, len: ty.shape[axes.len()] });
+        }
+        Ok(Value::Tensor(self.advanced_index(id, axes, range)?))
+    }
 }
 
 /// A Python slice `start:stop:step` before it meets an axis length.

@@ -57,10 +57,13 @@ fn mutated_specs_never_panic() {
                     if g.nodes.iter().map(|n| n.ty.num_elements()).sum::<usize>() < 1_000_000 {
                         let inputs: Vec<_> = g.params.iter().map(|p| ndarray::ArrayD::from_elem(ndarray::IxDyn(&p.ty.shape), 0.5)).collect();
                         let outputs = std::panic::catch_unwind(|| ollie_graph::evaluate(g, &inputs))
-                            .unwrap_or_else(|_| panic!("the reference panicked on:\n{text}\n{g}"))
-                            .unwrap();
-                        for (o, id) in outputs.iter().zip(&g.outputs) {
-                            assert_eq!(o.shape(), g.ty(*id).shape.as_slice(), "{text}");
+                            .unwrap_or_else(|_| panic!("the reference panicked on:\n{text}\n{g}"));
+                        // An index out of range (numpy raises) is the one error the reference
+                        // reports on inputs of the right shapes.
+                        match outputs {
+                            Ok(outputs) => outputs.iter().zip(&g.outputs).for_each(|(o, id)| assert_eq!(o.shape(), g.ty(*id).shape.as_slice(), "{text}")),
+                            Err(ollie_graph::GraphError::Op { op: "gather", .. }) => {}
+                            Err(e) => panic!("{e} on:\n{text}"),
                         }
                     }
                 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use ollie_graph::{Param, Tensor};
+use ollie_graph::{Graph, IndexRange, Tensor};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -60,9 +60,14 @@ impl Family {
         families
     }
 
-    /// One input array per parameter, from `seed`, rounded to the parameters' dtypes.
-    pub fn inputs(self, params: &[Param], seed: u64) -> InputSet {
-        let normal = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
+    /// One input array per parameter of `graph`, from `seed`, rounded to the parameters'
+    /// dtypes. An integer parameter is drawn from its [`IndexRange`] (`Graph::index_range`), as
+    /// the family says: uniform in the range without negatives (normal, uniform), with them
+    /// (wide), the ends of the range (large), 0 and 1 (tiny), sorted (cancellation), repeated
+    /// along an axis (constant along it), all one value (zeros).
+    pub fn inputs(self, graph: &Graph, seed: u64) -> InputSet {
+        let params = &graph.params;
+        let ranges: Vec<Option<IndexRange>> = (0..params.len()).map(|k| graph.index_range(k)).collect();
         // What is drawn once per parameter: a scale, or the values a constant axis repeats.
         let mut once = ChaCha8Rng::seed_from_u64(seed);
         let scales: Vec<f64> = params.iter().map(|_| 10f64.powf(once.random_range(2.0..4.0))).collect();
@@ -70,7 +75,32 @@ impl Family {
             Family::ConstantAlong { from_end } => params.iter().enumerate().map(|(k, p)| Row::new(&p.ty.shape, from_end, seed, k)).collect(),
             _ => Vec::new(),
         };
-        InputSet::generate(params, &self.to_string(), seed, |k, i, rng| match self {
+        let one_value: Vec<f64> = ranges.iter().map(|r| r.map_or(0.0, |r| once.random_range(0..r.extent) as f64)).collect();
+        InputSet::generate(params, &self.to_string(), seed, |k, i, rng| match ranges[k] {
+            Some(range) => self.index(range, i, params[k].ty.num_elements(), rng, rows.get(k).and_then(Option::as_ref), one_value[k]),
+            None => self.float(k, i, rng, &scales, &rows),
+        })
+    }
+
+    /// Element `i` (of `len`) of an integer parameter drawn from `range`.
+    fn index(self, range: IndexRange, i: usize, len: usize, rng: &mut ChaCha8Rng, row: Option<&Row>, one_value: f64) -> f64 {
+        let n = range.extent as i64;
+        let low = if range.negative { -n } else { 0 };
+        (match self {
+            Family::Normal | Family::Uniform => rng.random_range(0..n),
+            Family::Wide => rng.random_range(low..n),
+            Family::Large => [0, n - 1, low, if range.negative { -1 } else { n / 2 }][rng.random_range(0..4)],
+            Family::Tiny => rng.random_range(0..2.min(n)),
+            Family::Cancellation => (i as i64 * n) / len.max(1) as i64,
+            Family::ConstantAlong { .. } => row.map_or_else(|| rng.random_range(0..n), |row| ((row.at(i).abs() * 1e6) as i64) % n),
+            Family::Zeros => return one_value,
+        }) as f64
+    }
+
+    /// Element `i` of float parameter `k`.
+    fn float(self, k: usize, i: usize, rng: &mut ChaCha8Rng, scales: &[f64], rows: &[Option<Row>]) -> f64 {
+        let normal = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
+        match self {
             Family::Normal => normal(rng),
             Family::Uniform => rng.random_range(0.0..1.0),
             Family::Large => scales[k] * normal(rng),
@@ -92,12 +122,12 @@ impl Family {
                     normal(rng)
                 }
             }
-        })
+        }
     }
 
     /// [`Family::inputs`] as float64 tensors.
-    pub fn generate(self, params: &[Param], seed: u64) -> Vec<Tensor> {
-        self.inputs(params, seed).to_tensors()
+    pub fn generate(self, graph: &Graph, seed: u64) -> Vec<Tensor> {
+        self.inputs(graph, seed).to_tensors()
     }
 }
 

@@ -1,5 +1,6 @@
-//! Input sets: per parameter, its values as the kernel's buffer holds them (float32 or
-//! float64, never a float64 copy of a float32 tensor), and the key the oracle knows the set by.
+//! Input sets: per parameter, its values as the kernel's buffer holds them (float32, float64,
+//! 16-bit or integer, never a float64 copy of a float32 tensor), and the key the oracle knows
+//! the set by.
 //! A generated set is named by its recipe (family, seed, edits), so it is never hashed; a set
 //! given as tensors (a saved counterexample) is named by a hash of its values.
 
@@ -53,7 +54,16 @@ impl InputSet {
                     });
                     if dtype == DType::F16 { Values::F16(bits) } else { Values::BF16(bits) }
                 }
-                _ => Values::F32(fill(n, |block, out: &mut [f32]| {
+                // Integer parameters: the generated values are integers already.
+                DType::I32 => Values::I32(fill(n, |block, out: &mut [i32]| {
+                    let mut rng = stream(seed, k, block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i32);
+                })),
+                DType::I64 => Values::I64(fill(n, |block, out: &mut [i64]| {
+                    let mut rng = stream(seed, k, block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i64);
+                })),
+                DType::F32 | DType::Bool => Values::F32(fill(n, |block, out: &mut [f32]| {
                     let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as f32);
                 })),
@@ -151,16 +161,23 @@ impl InputSet {
 
     /// The change [`InputSet::change`] makes: one element of one input multiplied by 1.5 and
     /// 0.25 added (rounded to its dtype), chosen by `rng` — a caching kernel keyed on the
-    /// pointer or on a few sampled values misses it. `None` if every input is empty.
+    /// pointer or on a few sampled values misses it. An integer (an index) moves one step
+    /// towards zero, so that it stays in its range; one that is zero is not chosen. `None` if
+    /// there is no element to change.
     pub(crate) fn one_element_changed(&self, rng: &mut ChaCha8Rng) -> Option<Change> {
-        let candidates: Vec<usize> = (0..self.values.len()).filter(|&i| self.values[i].len() > 0).collect();
+        let changeable = |v: &Values, i: usize| !v.dtype().is_int() || v.get(i) != 0.0;
+        let candidates: Vec<usize> = (0..self.values.len()).filter(|&k| (0..self.values[k].len()).any(|i| changeable(&self.values[k], i))).collect();
         if candidates.is_empty() {
             return None;
         }
         let param = candidates[rng.random_range(0..candidates.len())];
-        let index = rng.random_range(0..self.values[param].len());
-        let old = self.values[param].get(index);
-        let value = self.values[param].dtype().round(old * 1.5 + 0.25);
+        let values = &self.values[param];
+        let mut index = rng.random_range(0..values.len());
+        while !changeable(values, index) {
+            index = (index + 1) % values.len();
+        }
+        let old = values.get(index);
+        let value = if values.dtype().is_int() { old - old.signum() } else { values.dtype().round(old * 1.5 + 0.25) };
         let mut key = Xxh3::new();
         key.update(&self.key.to_le_bytes());
         key.update(b"one element changed");

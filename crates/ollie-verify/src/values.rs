@@ -1,6 +1,6 @@
 //! `Values`: numbers as a buffer of the kernel ABI holds them, in float32 or float64 (or, for
-//! an input set's 16-bit parameters, as float16 or bfloat16 bits) — an input set's parameters, a
-//! target's reference and bounds.
+//! an input set's 16-bit and integer parameters, as float16 or bfloat16 bits, int32 or int64) —
+//! an input set's parameters, a target's reference and bounds.
 
 use ollie_graph::DType;
 
@@ -12,17 +12,22 @@ pub(crate) enum Values {
     F16(Vec<u16>),
     /// bfloat16 bits.
     BF16(Vec<u16>),
+    /// An integer parameter's values.
+    I32(Vec<i32>),
+    I64(Vec<i64>),
 }
 
 impl Values {
-    /// `values` as a buffer of `dtype` holds them, each rounded to it (integer and boolean
-    /// buffers are float32 in the ABI).
+    /// `values` as a buffer of `dtype` holds them, each rounded to it (boolean buffers are
+    /// float32 in the ABI; an integer one truncates, saturating).
     pub fn of(dtype: DType, values: impl Iterator<Item = f64>) -> Values {
         match dtype {
             DType::F64 => Values::F64(values.collect()),
             DType::F16 => Values::F16(values.map(|x| dtype.half_bits(x)).collect()),
             DType::BF16 => Values::BF16(values.map(|x| dtype.half_bits(x)).collect()),
-            _ => Values::F32(values.map(|x| x as f32).collect()),
+            DType::I32 => Values::I32(values.map(|x| x as i32).collect()),
+            DType::I64 => Values::I64(values.map(|x| x as i64).collect()),
+            DType::F32 | DType::Bool => Values::F32(values.map(|x| x as f32).collect()),
         }
     }
 
@@ -33,6 +38,8 @@ impl Values {
             Values::F64(_) => DType::F64,
             Values::F16(_) => DType::F16,
             Values::BF16(_) => DType::BF16,
+            Values::I32(_) => DType::I32,
+            Values::I64(_) => DType::I64,
         }
     }
 
@@ -41,16 +48,14 @@ impl Values {
             Values::F32(v) => v.len(),
             Values::F64(v) => v.len(),
             Values::F16(v) | Values::BF16(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::I64(v) => v.len(),
         }
     }
 
     /// The bytes of one value.
     pub fn width(&self) -> usize {
-        match self {
-            Values::F32(_) => 4,
-            Values::F64(_) => 8,
-            Values::F16(_) | Values::BF16(_) => 2,
-        }
+        self.dtype().size()
     }
 
     /// Value `i`, exactly.
@@ -59,6 +64,8 @@ impl Values {
             Values::F32(v) => f64::from(v[i]),
             Values::F64(v) => v[i],
             Values::F16(v) | Values::BF16(v) => self.dtype().half_value(v[i]),
+            Values::I32(v) => f64::from(v[i]),
+            Values::I64(v) => v[i] as f64,
         }
     }
 
@@ -69,6 +76,8 @@ impl Values {
             Values::F64(v) => v[i] = x,
             Values::F16(v) => v[i] = DType::F16.half_bits(x),
             Values::BF16(v) => v[i] = DType::BF16.half_bits(x),
+            Values::I32(v) => v[i] = x as i32,
+            Values::I64(v) => v[i] = x as i64,
         }
     }
 
@@ -86,6 +95,8 @@ impl Values {
             Values::F32(v) => bytemuck::cast_slice(v),
             Values::F64(v) => bytemuck::cast_slice(v),
             Values::F16(v) | Values::BF16(v) => bytemuck::cast_slice(v),
+            Values::I32(v) => bytemuck::cast_slice(v),
+            Values::I64(v) => bytemuck::cast_slice(v),
         }
     }
 }

@@ -262,7 +262,7 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
             let mut first = true;
             for (family, seed) in plan {
                 let mut set = match family {
-                    Some(f) => f.inputs(params, seed),
+                    Some(f) => f.inputs(graph, seed),
                     None => InputSet::from_tensors(params, &saved[seed as usize]),
                 };
                 let change = family.and_then(|_| set.one_element_changed(&mut ChaCha8Rng::seed_from_u64(seed ^ CHANGE_SEED)));

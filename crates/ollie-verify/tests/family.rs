@@ -1,13 +1,49 @@
 //! Each input family has the property it promises, deterministically per seed.
 
-use ollie_graph::{DType, Param, TensorType};
+use ollie_graph::{DType, GatherAxis, Graph, Op, Param, TensorType};
 use ollie_verify::Family;
 
-fn params() -> Vec<Param> {
-    vec![
-        Param { name: "x".into(), ty: TensorType::new(DType::F32, vec![8, 64]) },
-        Param { name: "w".into(), ty: TensorType::new(DType::F64, vec![64]) },
-    ]
+fn params() -> Graph {
+    Graph::new(
+        "k",
+        vec![
+            Param { name: "x".into(), ty: TensorType::new(DType::F32, vec![8, 64]) },
+            Param { name: "w".into(), ty: TensorType::new(DType::F64, vec![64]) },
+        ],
+    )
+}
+
+#[test]
+fn integer_parameters_are_indices_in_the_range_of_the_axis_they_index() {
+    // `table[ids]` over 50 rows: indices in -50..50, each family as it promises.
+    let mut g = Graph::new(
+        "k",
+        vec![
+            Param { name: "table".into(), ty: TensorType::new(DType::F32, vec![50, 4]) },
+            Param { name: "ids".into(), ty: TensorType::new(DType::I32, vec![300]) },
+        ],
+    );
+    let table = g.push(Op::Input { index: 0 }, vec![]).unwrap();
+    let ids = g.push(Op::Input { index: 1 }, vec![]).unwrap();
+    let column = g.push(Op::Reshape { shape: vec![300, 1] }, vec![ids]).unwrap();
+    let wide = g.push(Op::Broadcast { shape: vec![300, 4] }, vec![column]).unwrap();
+    let rows = g.push(Op::Gather { shape: vec![300, 4], from: vec![GatherAxis::Index, GatherAxis::Along { axis: 1, start: 0, step: 1 }] }, vec![table, wide]).unwrap();
+    g.outputs = vec![rows];
+    for family in Family::all(2) {
+        let a = family.generate(&g, 3);
+        let i = &a[1];
+        assert!(i.iter().all(|v| v.fract() == 0.0 && (-50.0..50.0).contains(v)), "{family}: in range");
+        let distinct = { let mut v: Vec<i64> = i.iter().map(|&x| x as i64).collect(); v.sort(); v.dedup(); v.len() };
+        match family {
+            Family::Normal | Family::Uniform => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
+            Family::Wide => assert!(i.iter().any(|v| *v < 0.0), "{family}: negative indices"),
+            Family::Large => assert!(i.iter().any(|v| *v == 49.0) && i.iter().any(|v| *v == -50.0), "{family}: both ends"),
+            Family::Tiny => assert!(distinct <= 2, "{family}: repeated"),
+            Family::Cancellation => assert!(i.iter().zip(i.iter().skip(1)).all(|(a, b)| a <= b), "{family}: sorted"),
+            Family::Zeros => assert_eq!(distinct, 1, "{family}: one value"),
+            Family::ConstantAlong { .. } => {}
+        }
+    }
 }
 
 #[test]

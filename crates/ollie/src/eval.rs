@@ -12,11 +12,15 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
     let spec = load::load(args)?;
     let graph = &spec.graph;
     let inputs = match seed {
-        Some(seed) => inputs::random(&graph.params, seed),
+        Some(seed) => inputs::random(graph, seed),
         None => inputs::from_files(&graph.params, files)?,
     };
     let start = std::time::Instant::now();
-    let outputs = ollie_graph::evaluate(graph, &inputs).context("evaluating the reference")?;
+    let outputs = match ollie_graph::evaluate(graph, &inputs) {
+        // An index out of range in the given inputs: numpy raises too.
+        Err(e @ ollie_graph::GraphError::Op { op: "gather", .. }) => return Err(user_error(format!("error: {e} in the given inputs (numpy raises IndexError)")).into()),
+        other => other.context("evaluating the reference")?,
+    };
     tracing::info!(elapsed = ?start.elapsed(), "reference evaluated");
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).map_err(|e| user_error(format!("error: cannot create {}: {e}", dir.display())))?;

@@ -56,7 +56,7 @@ fn chunks_give_what_the_whole_gives() {
             split.push(file.clone());
         }
         for family in [Family::Normal, Family::Wide] {
-            let inputs = family.inputs(&graph.params, 5);
+            let inputs = family.inputs(&graph, 5);
             let (r, b) = evaluate_with_error_bounds(&graph, &inputs.to_tensors()).unwrap();
             // Small chunks: as many as there are rows, most of the time.
             let (rc, bc) = evaluate_with_error_bounds_chunked(&graph, 1, |k, rows| inputs.tensor(k, rows)).unwrap();

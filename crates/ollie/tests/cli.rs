@@ -652,6 +652,51 @@ fn every_sketch_of_the_16_bit_corpus_passes_the_verifier() {
 }
 
 #[test]
+fn eval_gathers_from_integer_files_and_refuses_an_index_numpy_refuses() {
+    // `embedding_lookup`: wte[ids] + wpe, ids of int64 with a negative one (from the end).
+    let tmp = tempfile::tempdir().unwrap();
+    let (wte, wpe, ids) = (tmp.path().join("wte.npy"), tmp.path().join("wpe.npy"), tmp.path().join("ids.npy"));
+    save(&wte, &[512, 48], |i| (i / 48) as f32);
+    save(&wpe, &[64, 48], |_| 0.25f32);
+    save(&ids, &[64], |i| if i == 0 { -1i64 } else { i as i64 * 7 });
+    let args = |ids: &Path| vec!["eval".to_string(), "test_data/corpus/embedding_lookup.py".into(), "--input".into(), format!("wte={}", wte.display()), "--input".into(), format!("wpe={}", wpe.display()), "--input".into(), format!("ids={}", ids.display())];
+    let out = ollie(&args(&ids).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Row r of wte holds r: the sum is 511 (id -1) plus 7 * (1 + ... + 63), plus the positions.
+    let expected = 48.0 * (511.0 + 7.0 * (63.0 * 64.0 / 2.0) + 64.0 * 0.25);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("sum={expected:.12e}")), "{}", String::from_utf8_lossy(&out.stdout));
+    save(&ids, &[64], |i| i as i32 * 9);
+    let out = ollie(&args(&ids).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("index 513 is out of bounds for an axis of size 512"), "{}", stderr(&out));
+    save(&ids, &[64], |_| 1.0f32);
+    let out = ollie(&args(&ids).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("dtype float32 is not supported; expected int32 or int64 with shape [64]"), "{}", stderr(&out));
+}
+
+#[test]
+fn every_sketch_of_the_gather_corpus_passes_the_verifier() {
+    // Gathers of rows (vector loads at a gathered row), of single elements (lane by lane), in
+    // reductions and contractions, from bfloat16 tables; indices of int32 and int64, negative
+    // ones among them.
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[(&str, i64)])] = &[
+        ("test_data/corpus/embedding_lookup.py", &[("D", 52)]),
+        ("test_data/corpus/nll_labels.py", &[]),
+        ("test_data/corpus/chosen_logprobs.py", &[]),
+        ("test_data/corpus/embedding_bag.py", &[]),
+        ("test_data/corpus/embedding_bf16.py", &[("D", 72)]),
+        ("test_data/corpus/rope_positions.py", &[]),
+        ("test_data/corpus/sampled_softmax.py", &[]),
+        ("test_data/corpus/one_hot_loss.py", &[]),
+    ];
+    let (checked, steps) = check_every_sketch(dir.path(), cases);
+    assert!(checked >= 16, "{checked} sketches checked");
+    assert!(steps.iter().any(|s| s.starts_with("vectorize ")), "no sketch vectorizes: {steps:?}");
+}
+
+#[test]
 fn eval_reads_and_writes_float16_and_bfloat16_files_numpy_reads() {
     let tmp = tempfile::tempdir().unwrap();
     let x = tmp.path().join("x.npy");

@@ -215,7 +215,7 @@ fn rounded_reference_passes(spec: &Path, seed: u64) -> Result<(), String> {
     let runner = runner();
     let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
     for family in Family::all(max_rank) {
-        let inputs = family.generate(&graph.params, seed);
+        let inputs = family.generate(&graph, seed);
         let (reference, bounds) = ollie_graph::evaluate_with_error_bounds(&graph, &inputs).map_err(|e| e.to_string())?;
         let baseline = run(&runner, &library, &graph, &inputs).map_err(|e| format!("{family}: {e}"))?;
         for (k, &o) in graph.outputs.iter().enumerate() {
@@ -300,7 +300,7 @@ fn scheduled_kernels_agree_with_the_reference() {
         ollie_loops::check(&nest).map_err(|e| format!("the scheduled nest is invalid: {e}"))?;
         let cache = tempfile::tempdir().unwrap();
         let library = compile(&ollie_loops::emit_c(&nest), &["-O3", "-march=native", "-fopenmp", "-Wall", "-Werror"], cache.path())?;
-        let inputs = Family::Normal.generate(&graph.params, seed);
+        let inputs = Family::Normal.generate(&graph, seed);
         let outputs = run(&runner, &library, &graph, &inputs).map_err(|e| format!("{e} ({applied} steps)"))?;
         let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
         agrees(&graph, &reference, &outputs).map_err(|e| format!("{e} after {applied} steps\n{nest}"))
@@ -342,7 +342,7 @@ fn kernels_with_reductions_in_lanes_agree_with_the_reference() {
             compared.fetch_add(c.matches("__builtin_convertvector(-(((ollie_m").count(), std::sync::atomic::Ordering::Relaxed);
             let cache = tempfile::tempdir().unwrap();
             let library = compile(&c, &["-O3", "-march=native", "-Wall", "-Werror"], cache.path())?;
-            let inputs = Family::Normal.generate(&graph.params, seed);
+            let inputs = Family::Normal.generate(&graph, seed);
             let outputs = run(&runner, &library, &graph, &inputs)?;
             let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
             agrees(&graph, &reference, &outputs).map_err(|e| format!("{e} at {width} lanes\n{nest}"))?;
@@ -381,7 +381,7 @@ fn transposes_in_registers_agree_with_the_reference() {
             assert_eq!(c.contains("ollie_vstream"), stream, "{c}");
             let cache = tempfile::tempdir().unwrap();
             let library = compile(&c, &["-O3", "-march=native", "-Wall", "-Werror"], cache.path()).unwrap();
-            let inputs = Family::Normal.generate(&graph.params, 7);
+            let inputs = Family::Normal.generate(&graph, 7);
             let outputs = run(&runner, &library, &graph, &inputs).unwrap();
             let reference = ollie_graph::evaluate(&graph, &inputs).unwrap();
             agrees(&graph, &reference, &outputs).unwrap_or_else(|e| panic!("{e} at {w} lanes\n{c}"));
@@ -438,7 +438,7 @@ fn check_random_schedule(runner: &Runner, hung: &std::sync::Mutex<Vec<String>>, 
         Err(Ok(outcome)) => return Err(format!("{}\n{schedule}\n{}", outcome.summary(), ollie_loops::emit_c(&nest))),
         Err(Err(e)) => return Err(e.to_string()),
     };
-    let inputs = Family::Normal.generate(&graph.params, seed);
+    let inputs = Family::Normal.generate(&graph, seed);
     let outputs = run(runner, &library, &graph, &inputs).map_err(|e| format!("{e}\n{schedule}"))?;
     let reference = ollie_graph::evaluate(&graph, &inputs).map_err(|e| e.to_string())?;
     agrees(&graph, &reference, &outputs).map_err(|e| format!("{e} with the schedule\n{schedule}\n{nest}"))

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use ndarray::{ArrayD, IxDyn};
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -76,10 +76,18 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut eval = Command::new(env!("CARGO_BIN_EXE_ollie"));
     eval.arg("eval").arg(spec).arg("--f64").arg("--out").arg(&ours);
-    for param in &graph.params {
-        let array = ArrayD::from_shape_simple_fn(IxDyn(&param.ty.shape), || -> f64 { StandardNormal.sample(&mut rng) });
+    for (k, param) in graph.params.iter().enumerate() {
+        // An integer parameter (an index) is drawn from its range, negative indices included
+        // where numpy takes them.
+        let range = graph.index_range(k);
+        let array = ArrayD::from_shape_simple_fn(IxDyn(&param.ty.shape), || -> f64 {
+            match range {
+                Some(r) => rng.random_range(if r.negative { -(r.extent as i64) } else { 0 }..r.extent as i64) as f64,
+                None => StandardNormal.sample(&mut rng),
+            }
+        });
         let path = inputs.join(format!("{}.npy", param.name));
-        if param.ty.dtype.is_half() {
+        if param.ty.dtype.is_half() || param.ty.dtype.is_int() {
             ollie_driver::inputs::write_npy(&path, &array, param.ty.dtype).unwrap();
         } else {
             array.write_npy(std::fs::File::create(&path).unwrap()).unwrap();

@@ -137,15 +137,9 @@ pub(super) fn rewrite(s: &Stmt, buffer: BufferId, to: BufferId, f: &dyn Fn(&Affi
 }
 
 fn rewrite_expr(e: &Expr, buffer: BufferId, to: BufferId, f: &dyn Fn(&Affine) -> Affine) -> Expr {
-    let m = |x: &Expr| Box::new(rewrite_expr(x, buffer, to, f));
     match e {
         Expr::Load { buffer: b, offset } if *b == buffer => Expr::Load { buffer: to, offset: f(offset) },
-        Expr::Load { .. } | Expr::Const(_) | Expr::Index(_) => e.clone(),
-        Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
-        Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
-        Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
-        Expr::Compare(op, a, b) => Expr::Compare(*op, m(a), m(b)),
-        Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
+        _ => e.map_operands(|x| rewrite_expr(x, buffer, to, f)),
     }
 }
 

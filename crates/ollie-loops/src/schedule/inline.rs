@@ -176,14 +176,15 @@ fn at_element(a: &Affine, digits: &[(VarId, i64, usize)], value: &Expr, around: 
 }
 
 fn replace_loads(e: &Expr, buffer: BufferId, with: &dyn Fn(&Affine) -> Result<Expr, String>) -> Result<Expr, String> {
-    let m = |x: &Expr| replace_loads(x, buffer, with).map(Box::new);
-    Ok(match e {
-        Expr::Load { buffer: b, offset } if *b == buffer => with(offset)?,
-        Expr::Load { .. } | Expr::Const(_) | Expr::Index(_) => e.clone(),
-        Expr::Unary(op, a) => Expr::Unary(*op, m(a)?),
-        Expr::Cast(d, a) => Expr::Cast(*d, m(a)?),
-        Expr::Binary(op, a, b) => Expr::Binary(*op, m(a)?, m(b)?),
-        Expr::Compare(op, a, b) => Expr::Compare(*op, m(a)?, m(b)?),
-        Expr::Select(c, a, b) => Expr::Select(m(c)?, m(a)?, m(b)?),
-    })
+    if let Expr::Load { buffer: b, offset } = e {
+        if *b == buffer {
+            return with(offset);
+        }
+    }
+    let mut failed = None;
+    let out = e.map_operands(|x| replace_loads(x, buffer, with).unwrap_or_else(|m| {
+        failed.get_or_insert(m);
+        x.clone()
+    }));
+    failed.map_or(Ok(out), Err)
 }

@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def f(x: "f32[8, 16]", idx: "i32[5]"):
+    return np.take(x, idx)
