@@ -90,8 +90,23 @@ impl Checker<'_> {
                 self.bound.pop();
                 Ok(())
             }
-            // A prefetch reads nothing and never faults: its variables must be bound, no more.
-            Stmt::Prefetch { offset, .. } => self.vars_bound(offset),
+            // A prefetch reads nothing and never faults: its variables must be bound, no more; a
+            // gather's prefetch reads its indices from inputs, at clamped offsets.
+            Stmt::Prefetch { buffer, offset, indices } => {
+                self.vars_bound(offset)?;
+                for d in indices {
+                    let mut loads = Vec::new();
+                    d.value.every_load(&mut loads);
+                    for (b, at) in loads {
+                        self.vars_bound(&at)?;
+                        if !matches!(self.nest.buffer(b).kind, BufferKind::Input(_)) {
+                            let name = self.nest.buffer(*buffer).name.clone();
+                            return Err(LoopError::BadGather { buffer: name, reason: "a prefetch's indices read a temporary" });
+                        }
+                    }
+                }
+                Ok(())
+            }
             Stmt::Store { buffer, offset, value } => {
                 self.expr(value)?;
                 let b = self.nest.buffer(*buffer);

@@ -58,6 +58,8 @@ struct Emitter<'a> {
     wide: bool,
     /// Buffers some statement reads: an output among them is not streamed.
     read: Vec<BufferId>,
+    /// Set while a gather's prefetch is emitted: loads clamp their offsets into the buffer.
+    clamped: std::cell::Cell<bool>,
 }
 
 impl<'a> Emitter<'a> {
@@ -75,7 +77,7 @@ impl<'a> Emitter<'a> {
             names.push(name);
         }
         let wide = nest.computes_in_f64();
-        Emitter { nest, names, wide, read: crate::schedule::buffers_read(&nest.body) }
+        Emitter { nest, names, wide, read: crate::schedule::buffers_read(&nest.body), clamped: std::cell::Cell::new(false) }
     }
 
     fn scalar(&self) -> &'static str {
@@ -275,8 +277,12 @@ impl<'a> Emitter<'a> {
             Stmt::Store { buffer, offset, value } => {
                 writeln!(out, "{pad}{}", self.assign(*buffer, &self.element(*buffer, offset), &self.expr(self.stored(*buffer, value)))).unwrap();
             }
-            Stmt::Prefetch { buffer, offset } => {
-                writeln!(out, "{pad}__builtin_prefetch(&{}[{}]);", self.names[buffer.0 as usize], affine(offset)).unwrap();
+            Stmt::Prefetch { buffer, offset, indices } => {
+                // A gather's next index may lie past its buffer: its loads are clamped.
+                self.clamped.set(true);
+                let at = self.gather_offset(offset, indices);
+                self.clamped.set(false);
+                writeln!(out, "{pad}__builtin_prefetch(&{}[{at}]);", self.names[buffer.0 as usize]).unwrap();
             }
         }
     }
@@ -324,6 +330,7 @@ impl<'a> Emitter<'a> {
         let name = &self.names[buffer.0 as usize];
         match self.nest.buffer(buffer).registers {
             Some(w) => format!("{name}_{}", offset.constant / w as i64),
+            None if self.clamped.get() => format!("{name}[ollie_ix({}, {})]", affine(offset), self.nest.buffer(buffer).len()),
             None => format!("{name}[{}]", affine(offset)),
         }
     }

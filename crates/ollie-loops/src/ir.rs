@@ -228,8 +228,10 @@ impl Stmt {
     pub fn accesses(&self, buffer: BufferId, out: &mut Vec<Affine>) {
         match self {
             Stmt::Loop { body, .. } => body.iter().for_each(|s| s.accesses(buffer, out)),
-            Stmt::Prefetch { buffer: b, offset } => {
-                if *b == buffer {
+            // A gather's prefetch reads some element of the axes it indexes: like the gather's
+            // own read, not an access at an affine offset.
+            Stmt::Prefetch { buffer: b, offset, indices } => {
+                if *b == buffer && indices.is_empty() {
                     out.push(offset.clone());
                 }
             }
@@ -247,7 +249,11 @@ impl Stmt {
         match self {
             Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| s.map_affine(f)).collect() },
             Stmt::Store { buffer, offset, value } => Stmt::Store { buffer: *buffer, offset: f(offset), value: value.map_affine(f) },
-            Stmt::Prefetch { buffer, offset } => Stmt::Prefetch { buffer: *buffer, offset: f(offset) },
+            Stmt::Prefetch { buffer, offset, indices } => Stmt::Prefetch {
+                buffer: *buffer,
+                offset: f(offset),
+                indices: indices.iter().map(|d| Dynamic { value: d.value.map_affine(f), ..*d }).collect(),
+            },
         }
     }
 }
@@ -306,8 +312,11 @@ pub enum Stmt {
     /// `buffer[offset] = value`.
     Store { buffer: BufferId, offset: Affine, value: Expr },
     /// A hint that `buffer[offset]` will be read soon (a cache line fetched ahead): no effect on
-    /// any value, and never a fault, so the offset may lie past the buffer's end.
-    Prefetch { buffer: BufferId, offset: Affine },
+    /// any value, and never a fault, so the offset may lie past the buffer's end. With
+    /// `indices`, the element a gather reads there (see [`Expr::Gather`]), whose index values
+    /// read inputs only, each load at its offset clamped into its buffer: the next iteration's
+    /// index, past the last one, is the last.
+    Prefetch { buffer: BufferId, offset: Affine, indices: Vec<Dynamic> },
 }
 
 /// A kernel as loops over buffers: the parameters and results of the ABI, temporaries, and the

@@ -63,7 +63,10 @@ impl LoopNest {
             Stmt::Store { buffer, offset, value } => {
                 writeln!(f, "{pad}{}[{}] = {}", self.buffer(*buffer).name, affine(offset), self.fmt_expr(value))
             }
-            Stmt::Prefetch { buffer, offset } => writeln!(f, "{pad}prefetch {}[{}]", self.buffer(*buffer).name, affine(offset)),
+            Stmt::Prefetch { buffer, offset, indices } if indices.is_empty() => writeln!(f, "{pad}prefetch {}[{}]", self.buffer(*buffer).name, affine(offset)),
+            Stmt::Prefetch { buffer, offset, indices } => {
+                writeln!(f, "{pad}prefetch {}", self.fmt_expr(&Expr::Gather { buffer: *buffer, offset: offset.clone(), indices: indices.clone() }))
+            }
         }
     }
 
@@ -193,9 +196,13 @@ fn parse_var(text: &str) -> Result<VarId, String> {
 fn parse_store(nest: &LoopNest, text: &str) -> Result<Stmt, String> {
     if let Some(target) = text.strip_prefix("prefetch ") {
         let mut p = ExprParser { nest, text: target.trim(), pos: 0 };
-        let Expr::Load { buffer, offset } = p.load()? else { unreachable!("load returns a load") };
+        let stmt = match p.expr()? {
+            Expr::Load { buffer, offset } => Stmt::Prefetch { buffer, offset, indices: Vec::new() },
+            Expr::Gather { buffer, offset, indices } => Stmt::Prefetch { buffer, offset, indices },
+            _ => return Err(format!("expected `prefetch BUF[OFFSET]` or `prefetch gather(...)`, found `{target}`")),
+        };
         p.end()?;
-        return Ok(Stmt::Prefetch { buffer, offset });
+        return Ok(stmt);
     }
     let (lhs, rhs) = text.split_once(" = ").ok_or(format!("expected a store `BUF[OFFSET] = EXPR`, found `{text}`"))?;
     let mut p = ExprParser { nest, text: lhs.trim(), pos: 0 };

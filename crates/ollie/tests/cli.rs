@@ -694,6 +694,8 @@ fn every_sketch_of_the_gather_corpus_passes_the_verifier() {
     let (checked, steps) = check_every_sketch(dir.path(), cases);
     assert!(checked >= 16, "{checked} sketches checked");
     assert!(steps.iter().any(|s| s.starts_with("vectorize ")), "no sketch vectorizes: {steps:?}");
+    // The next gathered row prefetched, its index read at a clamped offset.
+    assert!(steps.iter().any(|s| s.starts_with("prefetch ")), "no sketch prefetches: {steps:?}");
 }
 
 #[test]

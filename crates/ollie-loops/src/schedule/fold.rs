@@ -131,7 +131,7 @@ pub(super) fn rewrite(s: &Stmt, buffer: BufferId, to: BufferId, f: &dyn Fn(&Affi
             let (b, offset) = if *b == buffer { (to, f(offset)) } else { (*b, offset.clone()) };
             Stmt::Store { buffer: b, offset, value: rewrite_expr(value, buffer, to, f) }
         }
-        Stmt::Prefetch { buffer: b, offset } if *b == buffer => Stmt::Prefetch { buffer: to, offset: f(offset) },
+        Stmt::Prefetch { buffer: b, offset, indices } if *b == buffer => Stmt::Prefetch { buffer: to, offset: f(offset), indices: indices.clone() },
         Stmt::Prefetch { .. } => s.clone(),
     }
 }
