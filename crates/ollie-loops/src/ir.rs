@@ -132,24 +132,25 @@ pub struct Dynamic {
     pub extent: usize,
 }
 
+impl Dynamic {
+    /// The index with every affine index in its value mapped by `f`.
+    pub fn map_affine(&self, f: &dyn Fn(&Affine) -> Affine) -> Dynamic {
+        Dynamic { value: self.value.map_affine(f), ..*self }
+    }
+}
+
 impl Expr {
     /// The expression with every index (load offsets and index values) mapped by `f`.
     pub fn map_affine(&self, f: &dyn Fn(&Affine) -> Affine) -> Expr {
-        let m = |x: &Expr| Box::new(x.map_affine(f));
         match self {
             Expr::Load { buffer, offset } => Expr::Load { buffer: *buffer, offset: f(offset) },
             Expr::Index(a) => Expr::Index(f(a)),
-            Expr::Const(c) => Expr::Const(*c),
-            Expr::Unary(op, a) => Expr::Unary(*op, m(a)),
-            Expr::Cast(d, a) => Expr::Cast(*d, m(a)),
-            Expr::Binary(op, a, b) => Expr::Binary(*op, m(a), m(b)),
-            Expr::Compare(op, a, b) => Expr::Compare(*op, m(a), m(b)),
-            Expr::Select(c, a, b) => Expr::Select(m(c), m(a), m(b)),
             Expr::Gather { buffer, offset, indices } => Expr::Gather {
                 buffer: *buffer,
                 offset: f(offset),
-                indices: indices.iter().map(|d| Dynamic { value: d.value.map_affine(f), ..*d }).collect(),
+                indices: indices.iter().map(|d| d.map_affine(f)).collect(),
             },
+            _ => self.map_operands(|x| x.map_affine(f)),
         }
     }
 
@@ -252,7 +253,7 @@ impl Stmt {
             Stmt::Prefetch { buffer, offset, indices } => Stmt::Prefetch {
                 buffer: *buffer,
                 offset: f(offset),
-                indices: indices.iter().map(|d| Dynamic { value: d.value.map_affine(f), ..*d }).collect(),
+                indices: indices.iter().map(|d| d.map_affine(f)).collect(),
             },
         }
     }

@@ -58,7 +58,7 @@ pub(crate) fn prefetch(site: &mut Site, along: VarId) -> Result<(), ScheduleErro
         let mut loads = Vec::new();
         indices.iter().for_each(|d| d.value.every_load(&mut loads));
         if row && loads.iter().all(|(b, _)| matches!(site.buffers[b.0 as usize].kind, BufferKind::Input(_))) {
-            let p = Stmt::Prefetch { buffer, offset: next(&offset), indices: indices.iter().map(|d| Dynamic { value: d.value.map_affine(&next), ..*d }).collect() };
+            let p = Stmt::Prefetch { buffer, offset: next(&offset), indices: indices.iter().map(|d| d.map_affine(&next)).collect() };
             if !prefetches.contains(&p) && !body.contains(&p) {
                 prefetches.push(p);
             }
