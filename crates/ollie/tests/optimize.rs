@@ -310,3 +310,42 @@ print("bf16 loader ok")
     let stdout = String::from_utf8_lossy(&py.stdout);
     assert!(py.status.success() && stdout.contains("bf16 loader ok") && stdout.contains("must be bfloat16, got float32"), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
 }
+
+#[test]
+fn a_gather_is_optimized_and_called_from_python_with_integer_ids() {
+    // The embedding lookup with positions: int64 ids in, negative ones counting from the end as
+    // numpy's do; int32 ids refused by the loader, which says the dtype it takes.
+    let cache = cache();
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_ollie"))
+        .args(["optimize", "test_data/corpus/embedding_lookup.py", "--seed", "3", "--time", "15s", "--out"])
+        .arg(out.path())
+        .env("XDG_CACHE_HOME", cache.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let header = std::fs::read_to_string(out.path().join("embedding_lookup.h")).unwrap();
+    assert!(header.contains("void embedding_lookup(const float *restrict wte, const float *restrict wpe, const int64_t *restrict ids, float *restrict out);"), "{header}");
+    let script = r#"
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from embedding_lookup import embedding_lookup
+rng = np.random.default_rng(0)
+wte = rng.standard_normal((512, 48)).astype(np.float32)
+wpe = rng.standard_normal((64, 48)).astype(np.float32)
+ids = rng.integers(-512, 512, size=64)
+y = embedding_lookup(wte, wpe, ids)
+assert y.dtype == np.float32 and y.shape == (64, 48), (y.dtype, y.shape)
+assert np.array_equal(y, wte[ids] + wpe), np.abs(y - (wte[ids] + wpe)).max()
+try:
+    embedding_lookup(wte, wpe, ids.astype(np.int32))
+except TypeError as e:
+    print("refused:", e)
+print("gather loader ok")
+"#;
+    let py = Command::new("python3").arg("-c").arg(script).arg(out.path()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&py.stdout);
+    assert!(py.status.success() && stdout.contains("gather loader ok") && stdout.contains("must be int64, got int32"), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
+}
