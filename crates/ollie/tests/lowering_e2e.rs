@@ -128,13 +128,20 @@ fn where_neither_is_nan(a: &[ArrayD<f64>], b: &[ArrayD<f64>]) -> (Vec<ArrayD<f64
 }
 
 /// Standard-normal inputs for `graph`'s parameters, rounded to their type; with `masked`, a tenth
-/// of the floating-point elements −∞.
+/// of the floating-point elements −∞. An integer parameter is uniform in its index range,
+/// negative indices included.
 fn normal_inputs(graph: &ollie_graph::Graph, rng: &mut ChaCha8Rng, masked: bool) -> Vec<ArrayD<f64>> {
     graph
         .params
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(k, p)| {
+            let range = graph.index_range(k);
             ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
+                if let Some(r) = range {
+                    let n = r.extent as i64;
+                    return rand::RngExt::random_range(rng, if r.negative { -n } else { 0 }..n) as f64;
+                }
                 let x: f64 = StandardNormal.sample(rng);
                 let x = if masked && p.ty.dtype.is_float() && rand::RngExt::random_range(rng, 0..10) == 0 { f64::NEG_INFINITY } else { x };
                 p.ty.dtype.round(x)
