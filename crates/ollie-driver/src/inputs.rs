@@ -125,7 +125,7 @@ pub fn random(graph: &Graph, seed: u64) -> Vec<Tensor> {
             let p = &graph.params[k];
             let range = graph.index_range(k);
             ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || match range {
-                Some(r) => rng.random_range(0..r.extent) as f64,
+                Some(r) => r.value(rng.random_range(0..r.extent as i64)),
                 None => {
                     let x: f64 = StandardNormal.sample(&mut rng);
                     p.ty.dtype.round(x)

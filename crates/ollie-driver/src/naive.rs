@@ -131,10 +131,15 @@ impl NaiveCost {
     }
 
     /// A verifier's error, with a naive kernel that outlived its time limit made the user's error
-    /// it is (the problem is larger than the limit allows), anything else ollie's.
+    /// it is (the problem is larger than the limit allows), and so an index the verifier's inputs
+    /// could not keep in range (computed by arithmetic the range analysis does not follow);
+    /// anything else ollie's.
     pub fn verify_error(&self, name: &str, e: VerifyError, context: &str) -> Error {
         match e {
             VerifyError::BaselineTimeout { limit } => self.timed_out(name, "the naive kernel", limit),
+            VerifyError::Reference(e @ ollie_graph::GraphError::Op { op: "gather", .. }) => user_error(format!(
+                "error: the inputs the verifier drew for `{name}` index out of range ({e}): an integer parameter is drawn from the range of the axis it indexes, as itself or plus or minus a constant; index with it that way (the arithmetic `{name}` does on it is not followed)"
+            )),
             other => anyhow::Error::from(other).context(context.to_string()).into(),
         }
     }

@@ -236,7 +236,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "flops": cost.flops,
         "compulsory_bytes": cost.min_bytes,
         // What the verifier drew each integer parameter from (its index range).
-        "index_ranges": (0..graph.params.len()).filter_map(|k| graph.index_range(k).map(|r| (graph.params[k].name.clone(), serde_json::json!({ "extent": r.extent, "negative": r.negative })))).collect::<serde_json::Map<String, serde_json::Value>>(),
+        "index_ranges": (0..graph.params.len()).filter_map(|k| graph.index_range(k).map(|r| (graph.params[k].name.clone(), serde_json::json!({ "extent": r.extent, "negative": r.negative, "shift": r.shift })))).collect::<serde_json::Map<String, serde_json::Value>>(),
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs, "measured": machine.measured_date(), "measurements": machine.measurements, "pinned": machine.pinned },
         "proposers": proposers,
         "rules": rules,

@@ -75,7 +75,7 @@ impl Family {
             Family::ConstantAlong { from_end } => params.iter().enumerate().map(|(k, p)| Row::new(&p.ty.shape, from_end, seed, k)).collect(),
             _ => Vec::new(),
         };
-        let one_value: Vec<f64> = ranges.iter().map(|r| r.map_or(0.0, |r| once.random_range(0..r.extent) as f64)).collect();
+        let one_value: Vec<f64> = ranges.iter().map(|r| r.map_or(0.0, |r| r.value(once.random_range(0..r.extent as i64)))).collect();
         InputSet::generate(params, &self.to_string(), seed, |k, i, rng| match ranges[k] {
             Some(range) => self.index(range, i, params[k].ty.num_elements(), rng, rows.get(k).and_then(Option::as_ref), one_value[k]),
             None => self.float(k, i, rng, &scales, &rows),
@@ -86,7 +86,7 @@ impl Family {
     fn index(self, range: IndexRange, i: usize, len: usize, rng: &mut ChaCha8Rng, row: Option<&Row>, one_value: f64) -> f64 {
         let n = range.extent as i64;
         let low = if range.negative { -n } else { 0 };
-        (match self {
+        range.value(match self {
             Family::Normal | Family::Uniform => rng.random_range(0..n),
             Family::Wide => rng.random_range(low..n),
             Family::Large => [0, n - 1, low, if range.negative { -1 } else { n / 2 }][rng.random_range(0..4)],
@@ -94,7 +94,7 @@ impl Family {
             Family::Cancellation => (i as i64 * n) / len.max(1) as i64,
             Family::ConstantAlong { .. } => row.map_or_else(|| rng.random_range(0..n), |row| ((row.at(i).abs() * 1e6) as i64) % n),
             Family::Zeros => return one_value,
-        }) as f64
+        })
     }
 
     /// Element `i` of float parameter `k`.

@@ -676,6 +676,29 @@ fn eval_gathers_from_integer_files_and_refuses_an_index_numpy_refuses() {
 }
 
 #[test]
+fn an_index_the_verifier_cannot_keep_in_range_is_the_users_error() {
+    // `ids + 1` is followed (ids drawn one below the rows); `ids * 2` is not, and the inputs
+    // drawn index past the table: a usage error that says how to index, not ollie's failure.
+    let tmp = tempfile::tempdir().unwrap();
+    for (expr, accepted) in [("ids + 1", true), ("ids * 2", false)] {
+        let spec = tmp.path().join("shift.py");
+        std::fs::write(&spec, format!("import numpy as np\n\n\ndef shifted(table: \"f32[10, 4]\", ids: \"i64[32]\"):\n    return table[{expr}]\n")).unwrap();
+        let lowered = ollie(&["lower", spec.to_str().unwrap()]);
+        assert!(lowered.status.success(), "{}", stderr(&lowered));
+        let kernel = tmp.path().join("shift.c");
+        std::fs::write(&kernel, &lowered.stdout).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ollie")).args(["check", spec.to_str().unwrap(), kernel.to_str().unwrap()]).env("XDG_CACHE_HOME", cache.path()).current_dir(root()).output().unwrap();
+        if accepted {
+            assert!(out.status.success(), "{expr}: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{expr}: {}", stderr(&out));
+            assert!(stderr(&out).contains("index out of range") && stderr(&out).contains("drawn from the range of the axis it indexes"), "{}", stderr(&out));
+        }
+    }
+}
+
+#[test]
 fn every_sketch_of_the_gather_corpus_passes_the_verifier() {
     // Gathers of rows (vector loads at a gathered row), of single elements (lane by lane), in
     // reductions and contractions, from bfloat16 tables; indices of int32 and int64, negative

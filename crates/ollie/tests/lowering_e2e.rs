@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ndarray::{ArrayD, IxDyn};
-use ollie_graph::DType;
 use ollie_runner::{BufferSpec, Compiler, Outcome, Runner};
 use ollie_verify::{judge, Family, Tolerance};
 use rand::SeedableRng;
@@ -140,7 +139,7 @@ fn normal_inputs(graph: &ollie_graph::Graph, rng: &mut ChaCha8Rng, masked: bool)
             ArrayD::from_shape_simple_fn(IxDyn(&p.ty.shape), || {
                 if let Some(r) = range {
                     let n = r.extent as i64;
-                    return rand::RngExt::random_range(rng, if r.negative { -n } else { 0 }..n) as f64;
+                    return r.value(rand::RngExt::random_range(rng, if r.negative { -n } else { 0 }..n));
                 }
                 let x: f64 = StandardNormal.sample(rng);
                 let x = if masked && p.ty.dtype.is_float() && rand::RngExt::random_range(rng, 0..10) == 0 { f64::NEG_INFINITY } else { x };

@@ -82,7 +82,7 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
         let range = graph.index_range(k);
         let array = ArrayD::from_shape_simple_fn(IxDyn(&param.ty.shape), || -> f64 {
             match range {
-                Some(r) => rng.random_range(if r.negative { -(r.extent as i64) } else { 0 }..r.extent as i64) as f64,
+                Some(r) => r.value(rng.random_range(if r.negative { -(r.extent as i64) } else { 0 }..r.extent as i64)),
                 None => StandardNormal.sample(&mut rng),
             }
         });
