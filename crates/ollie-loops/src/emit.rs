@@ -124,7 +124,12 @@ impl<'a> Emitter<'a> {
 
     /// The element `buffer[offset]` read as a value of the compute type.
     fn read(&self, buffer: BufferId, offset: &Affine) -> String {
-        let element = self.element(buffer, offset);
+        self.converted(buffer, self.element(buffer, offset))
+    }
+
+    /// `element`, an element of `buffer` as C, as a value of the compute type (converted from a
+    /// 16-bit float).
+    fn converted(&self, buffer: BufferId, element: String) -> String {
         match self.half(buffer) {
             Some(h) => format!("ollie_{h}_f32({element})"),
             None => element,
@@ -363,13 +368,7 @@ impl<'a> Emitter<'a> {
         match e {
             Expr::Const(v) => self.literal(*v),
             Expr::Load { buffer, offset } => self.read(*buffer, offset),
-            Expr::Gather { buffer, offset, indices } => {
-                let element = format!("{}[{}]", self.names[buffer.0 as usize], self.gather_offset(offset, indices));
-                match self.half(*buffer) {
-                    Some(h) => format!("ollie_{h}_f32({element})"),
-                    None => element,
-                }
-            }
+            Expr::Gather { buffer, offset, indices } => self.converted(*buffer, format!("{}[{}]", self.names[buffer.0 as usize], self.gather_offset(offset, indices))),
             Expr::Index(a) => format!("({s})({})", affine(a)),
             Expr::Unary(op, a) => {
                 let a = self.expr(a);

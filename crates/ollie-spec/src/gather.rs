@@ -46,21 +46,9 @@ impl Builder<'_> {
                 .label(call, "numpy would flatten the array first")
                 .help("give `axis=`, or `.reshape(-1)` the array yourself"));
         };
-        if name == "take" {
-            if let Value::Int(i) = indices.value {
-                // A constant index is basic indexing.
-                let n = self.ty(source).shape[axis] as i64;
-                let j = if i < 0 { i + n } else { i };
-                if !(0..n).contains(&j) {
-                    return Err(Diagnostic::error(Code::IndexOutOfRange, format!("index {i} is out of range for axis {axis} of size {n}")).label(indices.range, "out of range"));
-                }
-                let mut axes: Vec<ollie_graph::SliceAxis> = self.ty(source).shape.iter().map(|&n| ollie_graph::SliceAxis::full(n)).collect();
-                axes[axis] = ollie_graph::SliceAxis { start: j as usize, step: 1, len: 1 };
-                let mut shape = self.ty(source).shape.clone();
-                shape.remove(axis);
-                let sliced = self.push(Op::Slice { axes }, vec![source], call)?;
-                return Ok(Value::Tensor(self.reshape_to(sliced, &shape, call)?));
-            }
+        if let (true, Value::Int(i)) = (name == "take", &indices.value) {
+            // A constant index is basic indexing.
+            return self.index_constant(source, axis, *i, indices.range, a.range, call);
         }
         let index = self.index_array(&indices)?;
         let id = if name == "take" { self.take(source, index, axis, call)? } else { self.take_along_axis(source, index, axis, call)? };
@@ -99,7 +87,7 @@ impl Builder<'_> {
                 std::cmp::Ordering::Greater => along(j - 1 + k),
             })
             .collect();
-        let placed = self.place(index.id, axis, &shape, range)?;
+        let placed = self.place_right(index.id, axis, k, &shape, range)?;
         self.gather(source, shape, from, vec![placed], range)
     }
 
@@ -163,12 +151,6 @@ impl Builder<'_> {
             operands.push(self.place_right(a.id, at, b.len(), &shape, range)?);
         }
         self.gather(source, shape, from, operands, range)
-    }
-
-    /// `index` (of rank k) at axes `axis..axis + k` of `shape`, broadcast to it.
-    fn place(&mut self, index: NodeId, axis: usize, shape: &[usize], range: TextRange) -> Result<NodeId> {
-        let k = self.ty(index).rank();
-        self.place_right(index, axis, k, shape, range)
     }
 
     /// `index` aligned to the right of the `width` axes of `shape` from `at`, broadcast to it.

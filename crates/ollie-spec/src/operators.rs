@@ -380,6 +380,13 @@ enum IndexItem {
 }
 
 impl Builder<'_> {
+    /// `x[:, ..., i]` with `i` on `axis`: basic indexing by a constant (`np.take` of an int).
+    pub fn index_constant(&mut self, id: NodeId, axis: usize, i: i64, i_range: TextRange, object_range: TextRange, range: TextRange) -> Result<Value> {
+        let whole = || IndexItem::Slice(PySlice { start: None, stop: None, step: None }, range);
+        let items = (0..axis).map(|_| whole()).chain(std::iter::once(IndexItem::Int(i, i_range))).collect();
+        self.index_tensor(id, items, object_range, range)
+    }
+
     /// numpy advanced indexing (some items are integer arrays): each source axis taken by an
     /// array (an integer is a 0-d one) or a slice, `...` standing for whole axes.
     fn index_with_arrays(&mut self, id: NodeId, items: Vec<IndexItem>, consumes: usize, object_range: TextRange, range: TextRange) -> Result<Value> {

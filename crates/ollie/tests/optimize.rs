@@ -269,20 +269,30 @@ fn a_search_whose_naive_kernel_is_slow_starts_from_a_sketch() {
     assert!(wall < 45.0, "{wall:.1} s for a 30 s budget");
 }
 
-#[test]
-fn a_bfloat16_kernel_is_optimized_and_called_from_python_with_ml_dtypes_arrays() {
+/// Optimizes `spec` for `time`, checks that `NAME.h` declares `prototype`, then runs `script`
+/// with Python (the output directory its argument) and checks that it succeeded and printed
+/// `ok` and every one of `expected`.
+fn optimized_and_called_from_python(spec: &str, time: &str, prototype: &str, script: &str, ok: &str, expected: &[&str]) {
     let cache = cache();
     let out = tempfile::tempdir().unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_ollie"))
-        .args(["optimize", "test_data/corpus/rmsnorm_bf16.py", "--seed", "3", "--time", "20s", "--out"])
+        .args(["optimize", spec, "--seed", "3", "--time", time, "--out"])
         .arg(out.path())
         .env("XDG_CACHE_HOME", cache.path())
         .current_dir(root())
         .output()
         .unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let header = std::fs::read_to_string(out.path().join("rmsnorm_bf16.h")).unwrap();
-    assert!(header.contains("void rmsnorm_bf16(const uint16_t *restrict x, const uint16_t *restrict weight, uint16_t *restrict out);"), "{header}");
+    let name = Path::new(spec).file_stem().unwrap().to_str().unwrap();
+    let header = std::fs::read_to_string(out.path().join(format!("{name}.h"))).unwrap();
+    assert!(header.contains(prototype), "{header}");
+    let py = Command::new("python3").arg("-c").arg(script).arg(out.path()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&py.stdout);
+    assert!(py.status.success() && stdout.contains(ok) && expected.iter().all(|e| stdout.contains(e)), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
+}
+
+#[test]
+fn a_bfloat16_kernel_is_optimized_and_called_from_python_with_ml_dtypes_arrays() {
     // The loader takes and returns bfloat16 arrays: numpy's own result, rounded once, element
     // for element (or within the one rounding the accuracy rule allows), and refuses float32.
     let script = r#"
@@ -306,27 +316,14 @@ except TypeError as e:
     print("refused:", e)
 print("bf16 loader ok")
 "#;
-    let py = Command::new("python3").arg("-c").arg(script).arg(out.path()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&py.stdout);
-    assert!(py.status.success() && stdout.contains("bf16 loader ok") && stdout.contains("must be bfloat16, got float32"), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
+    let prototype = "void rmsnorm_bf16(const uint16_t *restrict x, const uint16_t *restrict weight, uint16_t *restrict out);";
+    optimized_and_called_from_python("test_data/corpus/rmsnorm_bf16.py", "20s", prototype, script, "bf16 loader ok", &["must be bfloat16, got float32"]);
 }
 
 #[test]
 fn a_gather_is_optimized_and_called_from_python_with_integer_ids() {
     // The embedding lookup with positions: int64 ids in, negative ones counting from the end as
     // numpy's do; int32 ids refused by the loader, which says the dtype it takes.
-    let cache = cache();
-    let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_ollie"))
-        .args(["optimize", "test_data/corpus/embedding_lookup.py", "--seed", "3", "--time", "15s", "--out"])
-        .arg(out.path())
-        .env("XDG_CACHE_HOME", cache.path())
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let header = std::fs::read_to_string(out.path().join("embedding_lookup.h")).unwrap();
-    assert!(header.contains("void embedding_lookup(const float *restrict wte, const float *restrict wpe, const int64_t *restrict ids, float *restrict out);"), "{header}");
     let script = r#"
 import sys
 import numpy as np
@@ -345,7 +342,6 @@ except TypeError as e:
     print("refused:", e)
 print("gather loader ok")
 "#;
-    let py = Command::new("python3").arg("-c").arg(script).arg(out.path()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&py.stdout);
-    assert!(py.status.success() && stdout.contains("gather loader ok") && stdout.contains("must be int64, got int32"), "{stdout}\n{}", String::from_utf8_lossy(&py.stderr));
+    let prototype = "void embedding_lookup(const float *restrict wte, const float *restrict wpe, const int64_t *restrict ids, float *restrict out);";
+    optimized_and_called_from_python("test_data/corpus/embedding_lookup.py", "15s", prototype, script, "gather loader ok", &["must be int64, got int32"]);
 }
