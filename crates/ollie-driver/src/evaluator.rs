@@ -158,11 +158,9 @@ pub(crate) struct Evaluator<'a> {
     per_test: [Option<f64>; 2],
     /// When the whole command must be done (the final phase included).
     deadline: Option<Instant>,
-    /// For that estimate: the final verification's configuration, the naive kernel's time and
-    /// the inputs' largest rank.
+    /// For that estimate: the final verification's configuration and the naive kernel's time.
     final_config: VerifyConfig,
     naive_seconds: f64,
-    max_rank: usize,
     /// The fastest kernel verified in full (on the chain's scale): the one the final phase will
     /// time first.
     best_seconds: f64,
@@ -183,7 +181,6 @@ pub(crate) struct Start {
     pub fastest: f64,
     pub final_config: VerifyConfig,
     pub naive_seconds: f64,
-    pub max_rank: usize,
     /// The best kernel's time, on the chain's scale.
     pub best_seconds: f64,
     /// When the whole command must be done.
@@ -227,7 +224,6 @@ impl<'a> Evaluator<'a> {
             deadline: start.deadline,
             final_config: start.final_config,
             naive_seconds: start.naive_seconds,
-            max_rank: start.max_rank,
             best_seconds: start.best_seconds,
             naive_runs: start.naive_runs,
             budget: start.budget,
@@ -355,7 +351,7 @@ impl<'a> Evaluator<'a> {
         let known = self.oracle.knows_plan(&config.plan());
         let per_set = if known { read } else { computed };
         let per_test = self.per_test[usize::from(known)].unwrap_or(per_set + read + seconds);
-        (config.input_sets(self.max_rank), per_test)
+        (config.input_sets(self.oracle.graph()), per_test)
     }
 
     /// The seconds a verification with `config` may take when it cannot run whole in the
@@ -550,7 +546,6 @@ mod tests {
             final_config: VerifyConfig::default(),
             naive_seconds: 1e-3,
             best_seconds: 1e-3,
-            max_rank: 1,
             deadline,
             naive_runs: true,
             budget: 60.0,

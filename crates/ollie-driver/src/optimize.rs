@@ -280,7 +280,6 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         final_config: final_verification(graph, &floor),
         naive_seconds: run.new.naive_seconds,
         best_seconds,
-        max_rank: graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0),
         deadline: Some(deadline),
         naive_runs,
         budget: o.time,

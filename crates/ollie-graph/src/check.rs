@@ -18,6 +18,12 @@ pub fn check(graph: &Graph) -> Result<(), GraphError> {
         if let Op::Gather { .. } = node.op {
             check_gather(graph, id)?;
         }
+        if let Some(&arg) = node.args.iter().find(|&&a| graph.index_result(a)) {
+            if !graph.index_result(id) {
+                let message = format!("uses {arg}, an index result: one is returned (reshaped or cast to an integer dtype) and used by nothing else");
+                return Err(GraphError::Invalid { node: id, message });
+            }
+        }
     }
     if graph.outputs.is_empty() {
         return Err(GraphError::NoOutputs);
@@ -46,6 +52,26 @@ fn check_gather(graph: &Graph, id: NodeId) -> Result<(), GraphError> {
 }
 
 impl Graph {
+    /// Whether node `id` holds an index result: an `argmax` or `argmin`, or a reshape or
+    /// integer cast of one.
+    pub fn index_result(&self, id: NodeId) -> bool {
+        self.index_source(id).is_some()
+    }
+
+    /// The `argmax` or `argmin` node `id` is, or is a reshape or integer cast of (its elements
+    /// in the same order).
+    pub fn index_source(&self, id: NodeId) -> Option<NodeId> {
+        let mut n = id;
+        loop {
+            match self.node(n).op {
+                Op::ArgReduce { .. } => return Some(n),
+                Op::Reshape { .. } => n = self.node(n).args[0],
+                Op::Cast { dtype } if dtype.is_int() => n = self.node(n).args[0],
+                _ => return None,
+            }
+        }
+    }
+
     /// A float value node `id` is computed from, if there is one (an index must have none).
     pub fn float_in(&self, id: NodeId) -> Option<NodeId> {
         let mut stack = vec![id];

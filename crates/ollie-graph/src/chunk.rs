@@ -177,6 +177,14 @@ impl Chunks {
                         Carry::Whole
                     }
                 },
+                Op::ArgReduce { axis, .. } => match args[0] {
+                    Carry::Rows(k) if k != *axis => Carry::Rows(if k > *axis { k - 1 } else { k }),
+                    Carry::Rows(_) => return None,
+                    _ => {
+                        whole(&mut needs)?;
+                        Carry::Whole
+                    }
+                },
                 Op::Scan { axis, .. } => match args[0] {
                     Carry::Rows(k) if k != *axis => Carry::Rows(k),
                     Carry::Rows(_) => return None,

@@ -67,6 +67,8 @@ pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f6
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => out,
         },
         Op::Reduce { .. } => args[0].num_elements() as f64 - out,
+        // A comparison per element.
+        Op::ArgReduce { .. } => args[0].num_elements() as f64,
         // A subtraction, an exponential and an addition per term.
         Op::SumExp { .. } => 3.0 * args[0].num_elements() as f64 - out,
         // A subtraction, a multiplication and an addition per term.

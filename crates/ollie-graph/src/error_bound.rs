@@ -223,7 +223,9 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
     let zero = ArrayD::<f64>::zeros(IxDyn(&[]));
     let ev: Vec<ArrayViewD<f64>> = e.iter().zip(v).map(|(e, v)| e.map_or_else(|| zero.broadcast(v.raw_dim()).expect("a scalar broadcasts"), |e| e.view())).collect();
     Some(match op {
-        Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) => return None,
+        // Indices are exact where they are the operands' (an index result is judged by the
+        // values it points at, which carry their own bounds).
+        Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) | Op::ArgReduce { .. } => return None,
         // Data movement: errors move with the values.
         Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, &ev, inputs),
         // The errors at the elements read (indices are exact integers).

@@ -135,6 +135,12 @@ pub enum Op {
     /// operand, an integer tensor of `shape`. The source of a gather with index operands is a
     /// parameter: the front end moves gathers through views and elementwise ops to one.
     Gather { shape: Vec<usize>, from: Vec<GatherAxis> },
+    /// numpy's `argmax` (`op` Max) or `argmin` (Min) along `axis` (removed): the first index of
+    /// the largest (smallest) element, or of the first NaN where the lane has one; an `i64`.
+    /// An index result is judged by the values it points at, not as a number (see the
+    /// verifier), so the graph's checker keeps it apart: returned, reshaped or cast to an
+    /// integer dtype, and used by nothing else.
+    ArgReduce { op: ReduceOp, axis: usize },
 }
 
 /// `Op` with its constant as bits: the form equality, hashing and ordering look at.
@@ -159,6 +165,7 @@ enum OpKey<'a> {
     SumSqDev(&'a [usize]),
     Einsum(&'a EinsumSpec),
     Gather(&'a [usize], &'a [GatherAxis]),
+    ArgReduce(ReduceOp, usize),
 }
 
 impl Op {
@@ -183,6 +190,7 @@ impl Op {
             Op::SumSqDev { axes } => OpKey::SumSqDev(axes),
             Op::Einsum(spec) => OpKey::Einsum(spec),
             Op::Gather { shape, from } => OpKey::Gather(shape, from),
+            Op::ArgReduce { op, axis } => OpKey::ArgReduce(*op, *axis),
         }
     }
 }
@@ -353,7 +361,8 @@ impl Op {
             | Op::Reduce { .. }
             | Op::Scan { .. }
             | Op::SumExp { .. }
-            | Op::SumSqDev { .. } => Some(1),
+            | Op::SumSqDev { .. }
+            | Op::ArgReduce { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) => Some(2),
             Op::Select => Some(3),
             Op::Concat { .. } | Op::Einsum(_) | Op::Gather { .. } => None,
@@ -382,6 +391,8 @@ impl Op {
             Op::SumSqDev { .. } => "sum_sq_dev",
             Op::Einsum(_) => "einsum",
             Op::Gather { .. } => "gather",
+            Op::ArgReduce { op: ReduceOp::Min, .. } => "argmin",
+            Op::ArgReduce { .. } => "argmax",
         }
     }
 
@@ -502,6 +513,20 @@ impl Op {
                     (_, d) => d,
                 };
                 TensorType::new(dtype, shape)
+            }
+            Op::ArgReduce { op, axis } => {
+                let x = args[0];
+                if *op == ReduceOp::Sum {
+                    return Err(self.error("is argmax or argmin".to_string()));
+                }
+                if *axis >= x.rank() {
+                    return Err(self.error(format!("axis {axis} out of range for {x}")));
+                }
+                if x.shape[*axis] == 0 {
+                    return Err(self.error("reduces an empty axis, which has no first maximum".to_string()));
+                }
+                let shape = x.shape.iter().enumerate().filter(|&(a, _)| a != *axis).map(|(_, &n)| n).collect();
+                TensorType::new(DType::I64, shape)
             }
             Op::Scan { axis, .. } => {
                 if *axis >= args[0].rank() {

@@ -167,8 +167,28 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
         }
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
         Op::Gather { shape, from } => gather(shape, from, &args),
+        Op::ArgReduce { op, axis } => args[0].map_axis(Axis(*axis), |lane| first_extreme(lane.iter().copied(), *op) as f64),
     };
     CowArray::from(owned)
+}
+
+/// numpy's `argmax` (`op` Max) or `argmin` (Min) of one lane: the index of its first NaN if it
+/// has one, else of its first largest (smallest) element.
+pub fn first_extreme(lane: impl Iterator<Item = f64>, op: ReduceOp) -> usize {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, x) in lane.enumerate() {
+        if x.is_nan() {
+            return i;
+        }
+        let better = match best {
+            None => true,
+            Some((_, b)) => if op == ReduceOp::Min { x < b } else { x > b },
+        };
+        if better {
+            best = Some((i, x));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
 }
 
 /// A gather's index `v` on an axis of `n` elements as numpy takes it (negative from the end),

@@ -38,7 +38,7 @@ impl fmt::Display for Graph {
                     let axes: Vec<String> = axes.iter().map(|s| format!("{}:{:+}", s.start, s.step)).collect();
                     write!(f, "[{}]", axes.join(","))?
                 }
-                Op::Concat { axis } => write!(f, "[{axis}]")?,
+                Op::Concat { axis } | Op::ArgReduce { axis, .. } => write!(f, "[{axis}]")?,
                 Op::Reduce { axes, .. } | Op::SumExp { axes } | Op::SumSqDev { axes } => write!(f, "[{}]", join(axes))?,
                 Op::Scan { axis, reverse, exclusive } => {
                     write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
@@ -161,6 +161,8 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
             "reshape" => Op::Reshape { shape: ty.shape.clone() },
             "transpose" => Op::Transpose { perm: parse_list(need_attr()?)? },
             "concat" => Op::Concat { axis: parse_num(need_attr()?)? },
+            "argmax" => Op::ArgReduce { op: ReduceOp::Max, axis: parse_num(need_attr()?)? },
+            "argmin" => Op::ArgReduce { op: ReduceOp::Min, axis: parse_num(need_attr()?)? },
             "sum_exp" => Op::SumExp { axes: parse_list(need_attr()?)? },
             "sum_sq_dev" => Op::SumSqDev { axes: parse_list(need_attr()?)? },
             "cumsum" => {

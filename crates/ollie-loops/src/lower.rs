@@ -150,7 +150,14 @@ fn materialized(graph: &Graph) -> Vec<bool> {
     for id in graph.ids() {
         let node = graph.node(id);
         m[id.index()] = match &node.op {
-            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::SumSqDev { .. } | Op::Einsum(_) | Op::Concat { .. } => true,
+            Op::Input { .. }
+            | Op::Reduce { .. }
+            | Op::Scan { .. }
+            | Op::SumExp { .. }
+            | Op::SumSqDev { .. }
+            | Op::Einsum(_)
+            | Op::Concat { .. }
+            | Op::ArgReduce { .. } => true,
             // Widening what is in a buffer anyway (a bfloat16 input's `.astype(np.float32)`) is
             // a conversion where it is loaded, for every use: no buffer of its own.
             Op::Cast { dtype } if dtype.is_float() && !dtype.is_half() && m[node.args[0].index()] => false,
@@ -529,6 +536,38 @@ impl Lowering<'_> {
                     stmts
                 })
             }
+            Op::ArgReduce { op, axis } => {
+                // The extreme so far of each lane (`b5`) beside its index (the result): an element
+                // takes the index where it is not at or below the extreme (above or NaN) and the
+                // extreme is not NaN already, before the extreme takes it (numpy's `maximum`,
+                // NaN-propagating): the first largest element, or the first NaN.
+                let (op, axis) = (*op, *axis);
+                let operand = node.args[0];
+                let in_shape = self.graph.ty(operand).shape.clone();
+                let dtype = if self.graph.ty(operand).dtype == ollie_graph::DType::F64 { ollie_graph::DType::F64 } else { ollie_graph::DType::F32 };
+                let best = self.add_buffer(format!("b{}", id.0), BufferKind::Temp, dtype, shape.clone());
+                let (init, not_beyond, combine) = match op {
+                    ReduceOp::Min => (f64::INFINITY, ollie_graph::CmpOp::Ge, B::Min),
+                    _ => (f64::NEG_INFINITY, ollie_graph::CmpOp::Le, B::Max),
+                };
+                self.nest_over(&shape, |l, out_index| {
+                    let offset = flat(&shape, out_index);
+                    let mut stmts = vec![store(buffer, &offset, Expr::Const(0.0)), store(best, &offset, Expr::Const(init))];
+                    stmts.extend(l.nest_over(&[in_shape[axis]], |l, k| {
+                        let mut o = out_index.iter();
+                        let full: Vec<Affine> = (0..in_shape.len()).map(|d| if d == axis { k[0].clone() } else { o.next().unwrap().clone() }).collect();
+                        let x = l.access(operand, &full);
+                        let b = || load(best, &offset);
+                        let cmp = |c, a: Expr, b: Expr| Expr::Compare(c, Box::new(a), Box::new(b));
+                        let takes = Expr::Select(Box::new(cmp(not_beyond, x.clone(), b())), Box::new(Expr::Const(0.0)), Box::new(cmp(ollie_graph::CmpOp::Eq, b(), b())));
+                        vec![
+                            store(buffer, &offset, Expr::Select(Box::new(takes), Box::new(Expr::Index(k[0].clone())), Box::new(load(buffer, &offset)))),
+                            store(best, &offset, bin(combine, b(), x)),
+                        ]
+                    }));
+                    stmts
+                })
+            }
             Op::Einsum(spec) => {
                 let mut size = [0usize; 128];
                 for (labels, &a) in spec.inputs.iter().zip(&node.args) {
@@ -674,7 +713,14 @@ impl Lowering<'_> {
                 let buffer = self.buffer_of[source.index()].expect("a gather's source is a parameter");
                 Expr::Gather { buffer, offset: flat(extents, &along), indices }
             }
-            Op::Input { .. } | Op::Reduce { .. } | Op::Scan { .. } | Op::SumExp { .. } | Op::SumSqDev { .. } | Op::Einsum(_) | Op::Concat { .. } => {
+            Op::Input { .. }
+            | Op::Reduce { .. }
+            | Op::Scan { .. }
+            | Op::SumExp { .. }
+            | Op::SumSqDev { .. }
+            | Op::Einsum(_)
+            | Op::Concat { .. }
+            | Op::ArgReduce { .. } => {
                 unreachable!("{} is always materialized", node.op.name())
             }
         }

@@ -34,6 +34,7 @@ pub enum Code {
     AssertionFailed,
     UnusedParameter,
     UnreachableCode,
+    IndexResultUsed,
     Internal,
 }
 
@@ -66,6 +67,7 @@ impl Code {
             Code::AssertionFailed => "assertion-failed",
             Code::UnusedParameter => "unused-parameter",
             Code::UnreachableCode => "unreachable-code",
+            Code::IndexResultUsed => "index-result-used",
             Code::Internal => "internal",
         }
     }

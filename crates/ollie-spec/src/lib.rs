@@ -327,7 +327,8 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
                 }
                 want.dtype
             }
-            None if ty.dtype.is_float() => ty.dtype,
+            // An index result stays an index (delivered as float32, judged as an index).
+            None if ty.dtype.is_float() || builder.graph.index_result(id) => ty.dtype,
             None => DType::F32,
         };
         let id = if dtype == ty.dtype { id } else { builder.push(Op::Cast { dtype }, vec![id], def.name.range())? };

@@ -10,7 +10,7 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "ceil", "clip", "concatenate", "cos", "cumsum", "divide", "dot",
+    "abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "ceil", "clip", "concatenate", "cos", "cumsum", "divide", "dot",
     "einsum", "exp", "exp2", "expand_dims", "expm1", "float32", "float64", "floor", "full", "full_like", "inner", "log",
     "log10", "log1p", "log2", "logaddexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
     "ones", "ones_like", "outer", "power", "reciprocal", "reshape", "sign", "sin", "sqrt", "square", "squeeze", "stack",
@@ -20,7 +20,7 @@ pub const FUNCTIONS: &[&str] = &[
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] =
-    &["astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
+    &["argmax", "argmin", "astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
 
 pub fn supported_functions_help() -> String {
     format!("supported numpy functions: {}, linalg.norm", FUNCTIONS.join(", "))
@@ -150,6 +150,10 @@ impl Builder<'_> {
                 let bound = args.bind(&fname, None, &reduction_params(name, "a"))?;
                 self.reduction_call(name, &fname, bound, call)
             }
+            "argmax" | "argmin" => {
+                let (a, axis, out, keepdims) = bind!("a", "axis", "out", "keepdims");
+                self.arg_reduce(name, &fname, required(a, &fname, "a", call)?, axis, out, keepdims, call)
+            }
             "clip" => {
                 let (a, lo, hi) = bind!("a", "a_min", "a_max");
                 let (a, lo, hi) = (required(a, &fname, "a", call)?, required(lo, &fname, "a_min", call)?, required(hi, &fname, "a_max", call)?);
@@ -268,6 +272,12 @@ impl Builder<'_> {
             "sum" | "max" | "min" | "mean" | "var" | "std" => {
                 let bound = args.bind(&mname, Some(receiver), &reduction_params(name, "self"))?;
                 self.reduction_call(name, &mname, bound, call)
+            }
+            "argmax" | "argmin" => {
+                let bound = args.bind(&mname, Some(receiver), &["self", "axis", "out", "keepdims"])?;
+                let mut it = bound.into_iter();
+                let (a, axis, out, keepdims) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+                self.arg_reduce(name, &mname, required(a, &mname, "self", call)?, axis, out, keepdims, call)
             }
             "cumsum" => {
                 let bound = args.bind(&mname, Some(receiver), &["self", "axis"])?;
@@ -574,6 +584,43 @@ impl Builder<'_> {
         let mut perm: Vec<usize> = (0..rank).collect();
         perm.swap(i, j);
         Ok(Value::Tensor(self.transpose_perm(id, perm, range)?))
+    }
+
+    /// numpy's `argmax`/`argmin`: along `axis`, or over the flattened array when there is none;
+    /// an `int64` index, which a spec may return (reshaped or cast to an integer dtype) and
+    /// nothing else.
+    #[allow(clippy::too_many_arguments)]
+    fn arg_reduce(&mut self, name: &str, fname: &str, a: Arg, axis: Option<Arg>, out: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
+        if let Some(out) = out.filter(|o| o.value != Value::None) {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` does not take `out` in a spec"))
+                .label(out.range, "arrays are immutable in a spec; use the returned value"));
+        }
+        let mut id = self.tensor(&a, None)?;
+        let ty = self.ty(id).clone();
+        let keepdims = self.flag(keepdims, "keepdims")?;
+        let axis = match axis {
+            None | Some(Arg { value: Value::None, .. }) => {
+                id = self.reshape_to(id, &[ty.num_elements()], range)?;
+                None
+            }
+            Some(arg) => Some(self.axis(&arg, ty.rank())?),
+        };
+        let extent = axis.map_or(ty.num_elements(), |ax| ty.shape[ax]);
+        if extent == 0 {
+            return Err(Diagnostic::error(Code::BadValue, format!("attempt to get {name} of an empty sequence")).label(a.range, ty.to_string()));
+        }
+        if extent > MAX_INDEX_RESULT {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` over {extent} elements: index results are delivered as float32, exact up to 2^24"))
+                .label(a.range, ty.to_string())
+                .help("reduce over an axis of at most 16777216 elements"));
+        }
+        let op = if name == "argmin" { ReduceOp::Min } else { ReduceOp::Max };
+        let mut result = self.push(Op::ArgReduce { op, axis: axis.unwrap_or(0) }, vec![id], range)?;
+        if keepdims {
+            let shape: Vec<usize> = (0..ty.rank()).map(|ax| if axis.is_none_or(|a| a == ax) { 1 } else { ty.shape[ax] }).collect();
+            result = self.reshape_to(result, &shape, range)?;
+        }
+        Ok(Value::Tensor(result))
     }
 
     /// numpy's `cumsum`: along `axis`, or over the flattened array when there is none.
@@ -955,6 +1002,9 @@ impl Builder<'_> {
 }
 
 /// numpy's signature of a reduction, positional order included, after the array `first`.
+/// The longest axis an index result may count along: results are float32 in the kernel ABI.
+const MAX_INDEX_RESULT: usize = 1 << 24;
+
 fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
     let rest: &[&str] = match name {
         "sum" | "mean" => &["axis", "dtype", "out", "keepdims"],

@@ -76,6 +76,9 @@ pub enum Inaccuracy {
     Elementwise { index: Vec<usize>, value: f64, reference: f64, error: f64, bound: f64 },
     /// `‖y−r‖ ≤ α·(max(‖b−r‖, u·‖r‖) + λ·‖A‖)` fails.
     Normwise { error: f64, bound: f64 },
+    /// An index output's element is none of the `right` indices as right as numpy's
+    /// `reference` (see `index.rs`).
+    Index { index: Vec<usize>, value: f64, reference: usize, right: usize },
 }
 
 impl fmt::Display for Inaccuracy {
@@ -91,6 +94,14 @@ impl fmt::Display for Inaccuracy {
             Inaccuracy::Normwise { error, bound } => {
                 write!(f, "normwise error {error:.3e} exceeds the bound {bound:.3e}")
             }
+            Inaccuracy::Index { index, value, reference, right: 1 } => {
+                write!(f, "element {index:?} is {value}, numpy's index is {reference}")
+            }
+            Inaccuracy::Index { index, value, reference, right } => write!(
+                f,
+                "element {index:?} is {value}, numpy's index is {reference} ({} others are as right within the values' error bounds)",
+                right - 1
+            ),
         }
     }
 }
@@ -390,13 +401,7 @@ impl Target {
     }
 
     fn index_of(&self, flat: usize) -> Vec<usize> {
-        let mut index = vec![0; self.shape.len()];
-        let mut rest = flat;
-        for (d, &n) in self.shape.iter().enumerate().rev() {
-            index[d] = rest % n.max(1);
-            rest /= n.max(1);
-        }
-        index
+        unflatten(&self.shape, flat)
     }
 
     /// The parts the oracle's files store: shape, reference then bounds, special elements and
@@ -417,6 +422,17 @@ impl Target {
         }
         Some(Target { shape, values, specials, norm_bound })
     }
+}
+
+/// The index of the element at `flat` in standard order of an array of `shape`.
+pub(crate) fn unflatten(shape: &[usize], flat: usize) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    let mut rest = flat;
+    for (d, &n) in shape.iter().enumerate().rev() {
+        index[d] = rest % n.max(1);
+        rest /= n.max(1);
+    }
+    index
 }
 
 /// How close an accepted output came to the bounds (1 would be on them).

@@ -35,6 +35,12 @@ pub enum Family {
     ConstantAlong { from_end: usize },
     /// Normal with about a third of the elements exactly zero.
     Zeros,
+    /// Small integers, −2 to 2: many elements of a lane share its largest and smallest value,
+    /// anywhere in it (numpy's first index on ties). For kernels with an index result.
+    Ties,
+    /// Normal with about one element in a thousand NaN (numpy's index of the first NaN). For
+    /// kernels with an index result.
+    Nan,
 }
 
 impl fmt::Display for Family {
@@ -48,6 +54,8 @@ impl fmt::Display for Family {
             Family::Cancellation => f.write_str("cancellation"),
             Family::ConstantAlong { from_end } => write!(f, "constant-along-axis(-{})", from_end + 1),
             Family::Zeros => f.write_str("zeros"),
+            Family::Ties => f.write_str("ties"),
+            Family::Nan => f.write_str("nan"),
         }
     }
 }
@@ -57,6 +65,17 @@ impl Family {
     pub fn all(max_rank: usize) -> Vec<Family> {
         let mut families = vec![Family::Normal, Family::Uniform, Family::Large, Family::Wide, Family::Tiny, Family::Cancellation, Family::Zeros];
         families.extend((0..max_rank).map(|from_end| Family::ConstantAlong { from_end }));
+        families
+    }
+
+    /// Every family for `graph`: [`Family::all`] for its parameters' rank, and where it has an
+    /// index result (`argmax`), ties and NaN.
+    pub fn of(graph: &Graph) -> Vec<Family> {
+        let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
+        let mut families = Family::all(max_rank);
+        if graph.outputs.iter().any(|&o| graph.index_result(o)) {
+            families.extend([Family::Ties, Family::Nan]);
+        }
         families
     }
 
@@ -87,7 +106,7 @@ impl Family {
         let n = range.extent as i64;
         let low = if range.negative { -n } else { 0 };
         range.value(match self {
-            Family::Normal | Family::Uniform => rng.random_range(0..n),
+            Family::Normal | Family::Uniform | Family::Ties | Family::Nan => rng.random_range(0..n),
             Family::Wide => rng.random_range(low..n),
             Family::Large => [0, n - 1, low, if range.negative { -1 } else { n / 2 }][rng.random_range(0..4)],
             Family::Tiny => rng.random_range(0..2.min(n)),
@@ -118,6 +137,14 @@ impl Family {
             Family::Zeros => {
                 if rng.random_range(0..3) == 0 {
                     0.0
+                } else {
+                    normal(rng)
+                }
+            }
+            Family::Ties => rng.random_range(-2..=2) as f64,
+            Family::Nan => {
+                if rng.random_range(0..1000) == 0 {
+                    f64::NAN
                 } else {
                     normal(rng)
                 }

@@ -6,6 +6,7 @@
 mod accuracy;
 mod bench;
 mod family;
+mod index;
 mod inputs;
 mod oracle;
 mod screen;
@@ -15,6 +16,7 @@ mod verify;
 pub use accuracy::{judge, Figures, Inaccuracy, Storage, Target, Tolerance};
 pub use bench::{bench, bench_with, prepare, median_interval, BenchConfig, BenchReport, EarlyStop, Timing, FAR_PAIRS};
 pub use family::Family;
+pub use index::IndexTarget;
 pub use inputs::InputSet;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
 pub use oracle::{memory_needed, Baseline, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};

@@ -10,12 +10,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use ollie_graph::Graph;
+use std::borrow::Cow;
+
+use ollie_graph::{Graph, Op, ReduceOp};
 use ollie_runner::{BufferSpec, Call, OutputData, Runner, Session};
 use sha2::Digest;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::accuracy::{Special, Target, Tolerance};
+use crate::accuracy::{Figures, Inaccuracy, Special, Target, Tolerance};
+use crate::index::IndexTarget;
 use crate::inputs::InputSet;
 use crate::values::{cast, Values};
 use crate::verify::VerifyError;
@@ -120,6 +123,11 @@ impl<'a> Oracle<'a> {
     /// An oracle that keeps at most `capacity` bytes of expected outputs in memory.
     pub fn with_capacity(graph: &'a Graph, runner: &'a Runner, baseline: Baseline, capacity: usize) -> Oracle<'a> {
         Oracle { graph, runner, baseline, session: None, cache: HashMap::new(), capacity, clock: 0, disk: None, costs: Costs::default(), timing: None }
+    }
+
+    /// The graph whose outputs the oracle expects.
+    pub fn graph(&self) -> &'a Graph {
+        self.graph
     }
 
     /// Also keeps every input set's expected outputs as a file in `dir` (at most `limit` bytes
@@ -374,14 +382,52 @@ impl Ahead<'_> {
     }
 }
 
-/// What a correct call on some inputs must produce: a [`Target`] per output.
+/// What a correct call on some inputs must produce: a target per output.
 pub(crate) struct Expected {
-    pub targets: Vec<Target>,
+    pub targets: Vec<OutputTarget>,
+}
+
+/// What one output must hold: values near the reference ([`Target`]), or for an index output
+/// (`argmax`) indices as right as numpy's ([`IndexTarget`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum OutputTarget {
+    Values(Target),
+    Index(IndexTarget),
+}
+
+impl OutputTarget {
+    fn bytes(&self) -> usize {
+        match self {
+            OutputTarget::Values(t) => t.bytes(),
+            OutputTarget::Index(t) => t.bytes(),
+        }
+    }
+
+    /// The reference's bytes (numpy's indices for an index output).
+    pub fn reference_bytes(&self) -> Cow<'_, [u8]> {
+        match self {
+            OutputTarget::Values(t) => Cow::Borrowed(t.reference_bytes()),
+            OutputTarget::Index(t) => Cow::Owned(t.reference_bytes()),
+        }
+    }
+
+    /// Whether an element's reference or naive output is NaN or infinite (where the poison a
+    /// kernel left could pass for a right value).
+    pub fn has_specials(&self) -> bool {
+        matches!(self, OutputTarget::Values(t) if t.has_specials())
+    }
+
+    pub fn judge_slice<Y: Copy + Into<f64>>(&self, y: &[Y]) -> Result<Figures, Inaccuracy> {
+        match self {
+            OutputTarget::Values(t) => t.judge_slice(y),
+            OutputTarget::Index(t) => t.judge_slice(y),
+        }
+    }
 }
 
 impl Expected {
     fn bytes(&self) -> usize {
-        self.targets.iter().map(Target::bytes).sum()
+        self.targets.iter().map(OutputTarget::bytes).sum()
     }
 
     /// Evaluates the reference on `set` and runs the naive kernel in `base` on it; without one,
@@ -399,21 +445,38 @@ impl Expected {
             None => None,
         };
         let started = std::time::Instant::now();
+        // An index output is judged by the values it points at: the operand of its `argmax`
+        // is evaluated as one more output.
+        let mut evaluated = graph.clone();
+        let index_operands: Vec<Option<(ReduceOp, usize, usize)>> = graph
+            .outputs
+            .iter()
+            .map(|&o| {
+                let a = graph.index_source(o)?;
+                let Op::ArgReduce { op, axis } = graph.node(a).op else { unreachable!("an index source is an argmax or argmin") };
+                evaluated.outputs.push(graph.node(a).args[0]);
+                Some((op, axis, evaluated.outputs.len() - 1))
+            })
+            .collect();
         // A few rows at a time where the graph allows: float64 copies of the inputs by the chunk.
-        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds_chunked(graph, ollie_graph::CHUNK_ELEMENTS, |k, rows| set.tensor(k, rows))?;
+        let (reference, bounds) = ollie_graph::evaluate_with_error_bounds_chunked(&evaluated, ollie_graph::CHUNK_ELEMENTS, |k, rows| set.tensor(k, rows))?;
         tracing::debug!(seconds = started.elapsed().as_secs_f64(), "reference evaluated");
         let targets = graph
             .outputs
             .iter()
             .enumerate()
             .map(|(k, &o)| {
+                if let Some((op, axis, operand)) = index_operands[k] {
+                    let tolerance = Tolerance::of(evaluated.ty(evaluated.outputs[operand]).dtype);
+                    return OutputTarget::Index(IndexTarget::new(tolerance, op, axis, &reference[operand], &bounds[operand], &reference[k]));
+                }
                 let tolerance = Tolerance::of(graph.ty(o).dtype);
-                match base.map(|b| b.output_data(k)) {
+                OutputTarget::Values(match base.map(|b| b.output_data(k)) {
                     Some(OutputData::F32(bytes)) => Target::from_reference(tolerance, &reference[k], &bounds[k], Some(&cast::<f32>(bytes)[..])),
                     Some(OutputData::F64(bytes)) => Target::from_reference(tolerance, &reference[k], &bounds[k], Some(&cast::<f64>(bytes)[..])),
                     Some(data) => Target::from_reference(tolerance, &reference[k], &bounds[k], data.widened().as_deref()),
                     None => Target::from_reference::<f64>(tolerance, &reference[k], &bounds[k], None),
-                }
+                })
             })
             .collect();
         Ok(Expected { targets })
@@ -422,7 +485,11 @@ impl Expected {
 
 /// The first bytes of an oracle file, and part of every file's name: a change of the format or
 /// of what a target means changes it.
-const FORMAT: &[u8] = b"ollie expected outputs, format 6\n";
+const FORMAT: &[u8] = b"ollie expected outputs, format 7\n";
+
+/// The first word of an output's part of an oracle file: which kind of target follows.
+const VALUES_TARGET: u64 = 0;
+const INDEX_TARGET: u64 = 1;
 
 /// Expected outputs waiting to be written, at most: the oracle goes on while they are.
 const PENDING_WRITES: usize = 2;
@@ -523,9 +590,10 @@ impl Drop for Disk {
 }
 
 /// Writes `expected` to `path` through a temporary file in `dir`, so that no reader sees half
-/// of one: [`FORMAT`], the number of outputs, per output its shape, element count, bytes per
-/// value (4 or 8), special count, normwise bound, values and special elements (all little-endian
-/// 64-bit words but the values), then an XXH3-128 checksum of everything before it (the values
+/// of one: [`FORMAT`], the number of outputs, per output its kind and shape, then for values
+/// its element count, bytes per value (4 or 8), special count, normwise bound, values and
+/// special elements (all little-endian 64-bit words but the values), for indices their count,
+/// each element's start and the indices (32-bit words), then an XXH3-128 checksum of everything before it (the values
 /// counted by their [`ollie_runner::checksum128`], which hashes a large buffer on two cores).
 fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
@@ -534,8 +602,21 @@ fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
         out.put(FORMAT)?;
         out.put(&(expected.targets.len() as u64).to_le_bytes())?;
         for t in &expected.targets {
+            let t = match t {
+                OutputTarget::Values(t) => t,
+                OutputTarget::Index(t) => {
+                    let (shape, starts, indices) = t.parts();
+                    let mut header = vec![INDEX_TARGET, shape.len() as u64];
+                    header.extend(shape.iter().map(|&n| n as u64));
+                    header.push(indices.len() as u64);
+                    out.put(bytemuck::cast_slice(&header))?;
+                    out.put(bytemuck::cast_slice(starts))?;
+                    out.put(bytemuck::cast_slice(indices))?;
+                    continue;
+                }
+            };
             let (shape, values, specials, norm_bound) = t.parts();
-            let mut header = vec![shape.len() as u64];
+            let mut header = vec![VALUES_TARGET, shape.len() as u64];
             header.extend(shape.iter().map(|&n| n as u64));
             header.extend([values.len() as u64, values.width() as u64, specials.len() as u64, norm_bound.to_bits()]);
             out.put(bytemuck::cast_slice(&header))?;
@@ -568,10 +649,27 @@ fn read(file: std::fs::File) -> Option<Expected> {
     let count = input.word()?;
     let mut targets = Vec::new();
     for _ in 0..count.min(1 << 20) {
+        let kind = input.word()?;
         let rank = input.word()?;
         let shape = (0..rank.min(64)).map(|_| input.word().map(|n| n as usize)).collect::<Option<Vec<_>>>()?;
+        let elements = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if shape.len() as u64 != rank || elements.is_none() {
+            return None;
+        }
+        if kind == INDEX_TARGET {
+            let count = input.word()? as usize;
+            let mut starts = vec![0u32; elements? + 1];
+            input.take(bytemuck::cast_slice_mut(&mut starts))?;
+            let mut indices = vec![0u32; count.min(starts.last().copied()? as usize)];
+            input.take(bytemuck::cast_slice_mut(&mut indices))?;
+            targets.push(OutputTarget::Index(IndexTarget::from_parts(shape, starts, indices)?));
+            continue;
+        }
+        if kind != VALUES_TARGET {
+            return None;
+        }
         let (n, width, specials, norm_bound) = (input.word()? as usize, input.word()?, input.word()? as usize, f64::from_bits(input.word()?));
-        if shape.len() as u64 != rank || shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).and_then(|e| e.checked_mul(2)) != Some(n) {
+        if elements.and_then(|e| e.checked_mul(2)) != Some(n) {
             return None;
         }
         let values = match width {
@@ -590,7 +688,7 @@ fn read(file: std::fs::File) -> Option<Expected> {
         let mut words = vec![0u64; specials.min(n).checked_mul(3)?];
         input.take(bytemuck::cast_slice_mut(&mut words))?;
         let specials = words.chunks_exact(3).map(|w| Special { index: w[0] as usize, reference: f64::from_bits(w[1]), baseline: f64::from_bits(w[2]) }).collect();
-        targets.push(Target::from_parts(shape, values, specials, norm_bound)?);
+        targets.push(OutputTarget::Values(Target::from_parts(shape, values, specials, norm_bound)?));
     }
     let computed = input.hash.digest128();
     let mut sum = [0u8; 16];

@@ -48,11 +48,10 @@ impl VerifyConfig {
         format!("seed {} sets {} families {:?}", self.seed, self.sets_per_family, self.families)
     }
 
-    /// How many input sets a verification of a graph whose inputs have rank up to `max_rank`
-    /// goes through (each family's sets, each also with one element changed, and the saved
-    /// counterexamples).
-    pub fn input_sets(&self, max_rank: usize) -> usize {
-        let families = self.families.as_ref().map_or_else(|| Family::all(max_rank).len(), Vec::len);
+    /// How many input sets a verification of `graph` goes through (each family's sets, each
+    /// also with one element changed, and the saved counterexamples).
+    pub fn input_sets(&self, graph: &Graph) -> usize {
+        let families = self.families.as_ref().map_or_else(|| Family::of(graph).len(), Vec::len);
         self.saved.len() + 2 * families * self.sets_per_family
     }
 }
@@ -236,19 +235,18 @@ pub fn verify_with(oracle: &mut Oracle, candidate: &Path, config: &VerifyConfig)
         Ok(s) => s,
         Err(outcome) => return reject(certificate, rejection(&outcome, None), None),
     };
-    let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     // Saved counterexamples first, then every family: fresh inputs, then one element changed.
     // Each family's seeds are drawn in turn, and the sets run round by round — the first of every
     // family, then the second —, so that a verification cut short by its deadline has covered
     // every family it could.
     let mut plan: Vec<(Option<Family>, u64)> = (0..config.saved.len()).map(|i| (None, i as u64)).collect();
-    let families = config.families.clone().unwrap_or_else(|| Family::all(max_rank));
+    let families = config.families.clone().unwrap_or_else(|| Family::of(graph));
     let seeds: Vec<Vec<u64>> = families.iter().map(|_| (0..config.sets_per_family).map(|_| rng.random()).collect()).collect();
     for round in 0..config.sets_per_family {
         plan.extend(families.iter().zip(&seeds).map(|(&family, seeds)| (Some(family), seeds[round])));
     }
-    certificate.planned = config.input_sets(max_rank);
+    certificate.planned = config.input_sets(graph);
     let (deadline, sets) = (config.deadline, plan.len());
     // The next set is made, and its expected outputs read from disk or computed, on another core
     // while the candidate runs on this one: at most two sets are alive.
@@ -509,6 +507,7 @@ pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection
         Inaccuracy::NonFinite { index, value, reference } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: None },
         Inaccuracy::Elementwise { index, value, reference, bound, .. } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: Some(bound) },
         Inaccuracy::Normwise { error, bound } => Rejection::Inaccurate { test: id.clone(), output, detail, element: None, value: error, reference: 0.0, bound: Some(bound) },
+        Inaccuracy::Index { index, value, reference, .. } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference: reference as f64, bound: None },
     }
 }
 

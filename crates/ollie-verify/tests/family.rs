@@ -29,13 +29,13 @@ fn integer_parameters_are_indices_in_the_range_of_the_axis_they_index() {
     let wide = g.push(Op::Broadcast { shape: vec![300, 4] }, vec![column]).unwrap();
     let rows = g.push(Op::Gather { shape: vec![300, 4], from: vec![GatherAxis::Index, GatherAxis::Along { axis: 1, start: 0, step: 1 }] }, vec![table, wide]).unwrap();
     g.outputs = vec![rows];
-    for family in Family::all(2) {
+    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan]) {
         let a = family.generate(&g, 3);
         let i = &a[1];
         assert!(i.iter().all(|v| v.fract() == 0.0 && (-50.0..50.0).contains(v)), "{family}: in range");
         let distinct = { let mut v: Vec<i64> = i.iter().map(|&x| x as i64).collect(); v.sort(); v.dedup(); v.len() };
         match family {
-            Family::Normal | Family::Uniform => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
+            Family::Normal | Family::Uniform | Family::Ties | Family::Nan => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
             Family::Wide => assert!(i.iter().any(|v| *v < 0.0), "{family}: negative indices"),
             Family::Large => assert!(i.iter().any(|v| *v == 49.0) && i.iter().any(|v| *v == -50.0), "{family}: both ends"),
             Family::Tiny => assert!(distinct <= 2, "{family}: repeated"),
@@ -49,12 +49,13 @@ fn integer_parameters_are_indices_in_the_range_of_the_axis_they_index() {
 #[test]
 fn families_have_their_properties() {
     let p = params();
-    for family in Family::all(2) {
+    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan]) {
         let a = family.generate(&p, 7);
-        assert_eq!(a, family.generate(&p, 7), "{family} is deterministic");
-        assert_ne!(a, family.generate(&p, 8), "{family} depends on the seed");
+        let bits = |a: &[ollie_graph::Tensor]| a.iter().map(|t| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>()).collect::<Vec<_>>();
+        assert_eq!(bits(&a), bits(&family.generate(&p, 7)), "{family} is deterministic");
+        assert_ne!(bits(&a), bits(&family.generate(&p, 8)), "{family} depends on the seed");
         assert_eq!(a[0].shape(), &[8, 64]);
-        assert!(a[0].iter().all(|v| (*v as f32) as f64 == *v), "{family}: f32 parameters hold f32 values");
+        assert!(a[0].iter().all(|v| (*v as f32) as f64 == *v || v.is_nan()), "{family}: f32 parameters hold f32 values");
         let x = &a[0];
         let max = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         match family {
@@ -81,7 +82,21 @@ fn families_have_their_properties() {
                 }
                 assert!(a[1].iter().any(|v| *v != a[1][[0]]), "w has no second-to-last axis");
             }
+            Family::Ties => {
+                assert!(x.iter().all(|v| v.fract() == 0.0 && v.abs() <= 2.0), "small integers");
+                // Most rows have their largest value more than once.
+                let tied = x.rows().into_iter().filter(|r| r.iter().filter(|v| **v == max_of(r.iter())).count() > 1).count();
+                assert!(tied >= 6, "{tied} rows with a tied maximum");
+            }
+            Family::Nan => {
+                let nans = a.iter().flat_map(|t| t.iter()).filter(|v| v.is_nan()).count();
+                assert!((1..50).contains(&nans), "{nans} NaN among 576 elements");
+            }
             _ => {}
         }
     }
+}
+
+fn max_of<'a>(v: impl Iterator<Item = &'a f64>) -> f64 {
+    v.fold(f64::NEG_INFINITY, |m, x| m.max(*x))
 }
