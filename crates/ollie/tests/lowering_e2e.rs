@@ -257,6 +257,31 @@ fn naive_kernels_pass_the_verifier() {
     });
 }
 
+/// The search's first sketch of every corpus spec (at 8 lanes, with its compiler flags) passes
+/// the whole verification protocol against the naive kernel: where a search starts is a kernel
+/// the verifier accepts.
+#[test]
+fn first_sketches_pass_the_verifier() {
+    let runner = runner();
+    let target = ollie_search::Target { lanes: 8, caches: Some(ollie_search::Caches { l1d_bytes: 32 << 10, l2_bytes: 1 << 20 }) };
+    for_every_spec(&["test_data/corpus"], |spec, _| {
+        let graph = graph_of(spec)?;
+        let naive = ollie_loops::lower(&graph).map_err(|e| e.to_string())?;
+        let cache = tempfile::tempdir().unwrap();
+        let baseline = compile(&ollie_loops::emit_c(&naive), &["-O3", "-march=native"], cache.path())?;
+        let schedule = ollie_search::sketches(&naive, &target).into_iter().next().ok_or("no sketch")?;
+        let nest = schedule.apply(&naive).map_err(|e| e.to_string())?;
+        let flags = schedule.compile_flags(&nest);
+        let library = compile(&ollie_loops::emit_c(&nest), &flags.iter().map(String::as_str).collect::<Vec<_>>(), cache.path())?;
+        let config = ollie_verify::VerifyConfig { seed: 5, sets_per_family: 1, ..Default::default() };
+        match ollie_verify::verify(&graph, &runner, ollie_verify::Baseline::Naive(baseline), &library, &config) {
+            Ok(report) if report.accepted => Ok(()),
+            Ok(report) => Err(format!("{:?}\n{schedule}", report.rejection)),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+}
+
 /// Every loop of `body` with its depth and whether it is innermost.
 fn loops(body: &[ollie_loops::Stmt], depth: usize, out: &mut Vec<(ollie_loops::VarId, usize, bool)>) {
     for s in body {
