@@ -11,19 +11,23 @@ void argmax_rows(const float *restrict x, const float *restrict y, float *restri
     float *b4 = (float *)malloc(sizeof(float) * 10);
     if (!b3 || !b4) goto done;
     for (long i0 = 0; i0 < 6; i0++) {
-        out0[i0] = 0.0f;
         b3[i0] = (-INFINITY);
         for (long i1 = 0; i1 < 10; i1++) {
-            out0[i0] = ((((x[10 * i0 + i1] * y[10 * i0 + i1]) <= b3[i0] ? 1.0f : 0.0f) != 0.0f ? 0.0f : (b3[i0] == b3[i0] ? 1.0f : 0.0f)) != 0.0f ? (float)(i1) : out0[i0]);
             b3[i0] = ollie_max(b3[i0], (x[10 * i0 + i1] * y[10 * i0 + i1]));
         }
+        out0[i0] = 10.0f;
+        for (long i2 = 0; i2 < 10; i2++) {
+            out0[i0] = ollie_min(out0[i0], (ollie_max(((x[10 * i0 + i2] * y[10 * i0 + i2]) == b3[i0] ? 1.0f : 0.0f), ((x[10 * i0 + i2] * y[10 * i0 + i2]) != (x[10 * i0 + i2] * y[10 * i0 + i2]) ? 1.0f : 0.0f)) != 0.0f ? (float)(i2) : 10.0f));
+        }
     }
-    for (long i2 = 0; i2 < 10; i2++) {
-        out1[i2] = 0.0f;
-        b4[i2] = INFINITY;
-        for (long i3 = 0; i3 < 6; i3++) {
-            out1[i2] = (((x[i2 + 10 * i3] >= b4[i2] ? 1.0f : 0.0f) != 0.0f ? 0.0f : (b4[i2] == b4[i2] ? 1.0f : 0.0f)) != 0.0f ? (float)(i3) : out1[i2]);
-            b4[i2] = ollie_min(b4[i2], x[i2 + 10 * i3]);
+    for (long i3 = 0; i3 < 10; i3++) {
+        b4[i3] = INFINITY;
+        for (long i4 = 0; i4 < 6; i4++) {
+            b4[i3] = ollie_min(b4[i3], x[i3 + 10 * i4]);
+        }
+        out1[i3] = 6.0f;
+        for (long i5 = 0; i5 < 6; i5++) {
+            out1[i3] = ollie_min(out1[i3], (ollie_max((x[i3 + 10 * i5] == b4[i3] ? 1.0f : 0.0f), (x[i3 + 10 * i5] != x[i3 + 10 * i5] ? 1.0f : 0.0f)) != 0.0f ? (float)(i5) : 6.0f));
         }
     }
 done:

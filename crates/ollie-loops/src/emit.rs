@@ -436,6 +436,7 @@ impl<'a> Emitter<'a> {
              static inline V ollie_evenW(const {s} *p) {{ V lo = ollie_loadW(p), hi = ollie_loadW(p + W - 1); return __builtin_shuffle(lo, hi, (M){{{even}}}); }}\n\
              static inline void ollie_storeW({s} *p, V v) {{ __builtin_memcpy(p, &v, sizeof v); }}\n\
              static inline V ollie_selW(V c, V a, V b) {{ M m = c != (V){{0}}; {select} }}\n\
+             static inline V ollie_blendW(M m, V a, V b) {{ {select} }}\n\
              static inline V ollie_vmaxW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a > b)); {select} }}\n\
              static inline V ollie_vminW(V a, V b) {{ M m = (a != a) | (~(b != b) & (a < b)); {select} }}\n\n"
         );
@@ -671,21 +672,21 @@ impl<'a> Emitter<'a> {
             // Every other element (a 2 x 2 pool's columns, interleaved pairs): two loads and a
             // shuffle, not a lane-by-lane gather.
             Expr::Load { buffer, offset } if offset.coefficient(var) == 2 && w >= 2 && self.nest.buffer(*buffer).registers.is_none() && self.half(*buffer).is_none() => format!("ollie_even{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
+            // An index (`arange`, an argmax's position) as integer lanes converted at once: the
+            // scalar form's value in each lane.
+            Expr::Index(_) => format!("__builtin_convertvector({}, ollie_v{w})", self.vector_integral(e, var, w).expect("an index is integral")),
             Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", v(a)),
             Expr::Binary(op, a, b) if arithmetic(*op).is_some() => format!("({} {} {})", v(a), arithmetic(*op).expect("checked"), v(b)),
             Expr::Binary(BinaryOp::Max, a, b) => format!("ollie_vmax{w}({}, {})", v(a), v(b)),
             Expr::Binary(BinaryOp::Min, a, b) => format!("ollie_vmin{w}({}, {})", v(a), v(b)),
-            Expr::Select(c, a, b) => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
-            // A comparison's lanes are -1 or 0 as integers: negated and converted, 1.0 or 0.0.
-            // Index masks (a causal mask's `j >= i + 1`) compare integer vectors, as the scalar
-            // form compares integers.
-            Expr::Compare(op, a, b) => {
-                let (a, b) = match (self.vector_integral(a, var, w), self.vector_integral(b, var, w)) {
-                    (Some(a), Some(b)) => (a, b),
-                    _ => (v(a), v(b)),
-                };
-                format!("__builtin_convertvector(-({a} {} {b}), ollie_v{w})", comparison(*op))
-            }
+            // A condition that is a comparison (or an `or`, `and` of them) selects by its mask
+            // as it is, not by a 0.0/1.0 vector compared with zero again.
+            Expr::Select(c, a, b) => match self.vector_mask(c, var, w, transposed) {
+                Some(m) => format!("ollie_blend{w}({m}, {}, {})", v(a), v(b)),
+                None => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
+            },
+            // A comparison's mask lanes are -1 or 0 as integers: negated and converted, 1.0 or 0.0.
+            Expr::Compare(..) => format!("__builtin_convertvector(-{}, ollie_v{w})", self.vector_mask(e, var, w, transposed).expect("a comparison is a mask")),
             // Between float types in a float kernel, a conversion is no conversion (as in the
             // scalar form).
             Expr::Cast(DType::F32 | DType::F64, a) if !self.wide => v(a),
@@ -717,6 +718,26 @@ impl<'a> Emitter<'a> {
                     .collect();
                 format!("((ollie_v{w}){{{}}})", lanes.join(", "))
             }
+        }
+    }
+
+    /// Condition `e` (0 or 1 in each lane) as a lane mask (−1 where it holds): a comparison as
+    /// it compares (index masks, a causal mask's `j >= i + 1`, compare integer vectors, as the
+    /// scalar form compares integers), the `max` and `min` of conditions (or, and) as `|`, `&`
+    /// of their masks; `None` for any other expression.
+    fn vector_mask(&self, e: &Expr, var: VarId, w: u32, transposed: &[Transposed]) -> Option<String> {
+        let mask = |x: &Expr| self.vector_mask(x, var, w, transposed);
+        match e {
+            Expr::Compare(op, a, b) => {
+                let (a, b) = match (self.vector_integral(a, var, w), self.vector_integral(b, var, w)) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => (self.vector_expr(a, var, w, transposed), self.vector_expr(b, var, w, transposed)),
+                };
+                Some(format!("({a} {} {b})", comparison(*op)))
+            }
+            Expr::Binary(BinaryOp::Max, a, b) => Some(format!("({} | {})", mask(a)?, mask(b)?)),
+            Expr::Binary(BinaryOp::Min, a, b) => Some(format!("({} & {})", mask(a)?, mask(b)?)),
+            _ => None,
         }
     }
 

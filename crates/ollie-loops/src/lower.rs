@@ -537,33 +537,36 @@ impl Lowering<'_> {
                 })
             }
             Op::ArgReduce { op, axis } => {
-                // The extreme so far of each lane (`b5`) beside its index (the result): an element
-                // takes the index where it is not at or below the extreme (above or NaN) and the
-                // extreme is not NaN already, before the extreme takes it (numpy's `maximum`,
-                // NaN-propagating): the first largest element, or the first NaN.
+                // Two reductions over each lane: its extreme (`b5`, numpy's NaN-propagating
+                // maximum), then the first index where the element equals it or is NaN (a minimum
+                // of indices, `n` where none does): the first largest element, or the first NaN.
+                // Both run in vector lanes as any maximum or sum does.
                 let (op, axis) = (*op, *axis);
                 let operand = node.args[0];
                 let in_shape = self.graph.ty(operand).shape.clone();
+                let n = in_shape[axis];
                 let dtype = if self.graph.ty(operand).dtype == ollie_graph::DType::F64 { ollie_graph::DType::F64 } else { ollie_graph::DType::F32 };
                 let best = self.add_buffer(format!("b{}", id.0), BufferKind::Temp, dtype, shape.clone());
-                let (init, not_beyond, combine) = match op {
-                    ReduceOp::Min => (f64::INFINITY, ollie_graph::CmpOp::Ge, B::Min),
-                    _ => (f64::NEG_INFINITY, ollie_graph::CmpOp::Le, B::Max),
+                let (init, combine) = match op {
+                    ReduceOp::Min => (f64::INFINITY, B::Min),
+                    _ => (f64::NEG_INFINITY, B::Max),
                 };
                 self.nest_over(&shape, |l, out_index| {
                     let offset = flat(&shape, out_index);
-                    let mut stmts = vec![store(buffer, &offset, Expr::Const(0.0)), store(best, &offset, Expr::Const(init))];
-                    stmts.extend(l.nest_over(&[in_shape[axis]], |l, k| {
+                    let element = |l: &mut Self, k: &Affine| {
                         let mut o = out_index.iter();
-                        let full: Vec<Affine> = (0..in_shape.len()).map(|d| if d == axis { k[0].clone() } else { o.next().unwrap().clone() }).collect();
-                        let x = l.access(operand, &full);
-                        let b = || load(best, &offset);
+                        let full: Vec<Affine> = (0..in_shape.len()).map(|d| if d == axis { k.clone() } else { o.next().unwrap().clone() }).collect();
+                        l.access(operand, &full)
+                    };
+                    let mut stmts = vec![store(best, &offset, Expr::Const(init))];
+                    stmts.extend(l.nest_over(&[n], |l, k| vec![store(best, &offset, bin(combine, load(best, &offset), element(l, &k[0])))]));
+                    stmts.push(store(buffer, &offset, Expr::Const(n as f64)));
+                    stmts.extend(l.nest_over(&[n], |l, k| {
+                        let x = element(l, &k[0]);
                         let cmp = |c, a: Expr, b: Expr| Expr::Compare(c, Box::new(a), Box::new(b));
-                        let takes = Expr::Select(Box::new(cmp(not_beyond, x.clone(), b())), Box::new(Expr::Const(0.0)), Box::new(cmp(ollie_graph::CmpOp::Eq, b(), b())));
-                        vec![
-                            store(buffer, &offset, Expr::Select(Box::new(takes), Box::new(Expr::Index(k[0].clone())), Box::new(load(buffer, &offset)))),
-                            store(best, &offset, bin(combine, b(), x)),
-                        ]
+                        let found = bin(B::Max, cmp(ollie_graph::CmpOp::Eq, x.clone(), load(best, &offset)), cmp(ollie_graph::CmpOp::Ne, x.clone(), x));
+                        let index = Expr::Select(Box::new(found), Box::new(Expr::Index(k[0].clone())), Box::new(Expr::Const(n as f64)));
+                        vec![store(buffer, &offset, bin(B::Min, load(buffer, &offset), index))]
                     }));
                     stmts
                 })
