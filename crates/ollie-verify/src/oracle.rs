@@ -773,12 +773,14 @@ fn trim(dir: &Path, limit: u64) {
 /// kernel processes (the candidate, the kernel it is timed against, the naive one), and the
 /// oracle's budget. An estimate from above (counting every element as float32 where the kernel
 /// holds it, float64 in the reference), so that a problem too large for the machine is refused
-/// before anything runs rather than ended by the out-of-memory killer.
+/// before anything runs rather than ended by the out-of-memory killer. An index output's operand
+/// counts as one more output (the reference evaluates it, with its bounds, to judge the index).
 pub fn memory_needed(graph: &Graph) -> u64 {
     let elements = |t: &ollie_graph::TensorType| t.shape.iter().product::<usize>() as u64;
     let inputs: u64 = graph.params.iter().map(|p| elements(&p.ty)).sum();
     let outputs: u64 = graph.outputs.iter().map(|&o| elements(graph.ty(o))).sum();
-    let f64s = 2 * inputs + 6 * outputs;
+    let operands: u64 = graph.outputs.iter().filter_map(|&o| graph.index_source(o)).map(|a| elements(graph.ty(graph.node(a).args[0]))).sum();
+    let f64s = 2 * inputs + 6 * (outputs + operands);
     let f32s = 2 * inputs + 3 * (inputs + outputs);
     8 * f64s + 4 * f32s + ORACLE_BYTES as u64
 }
