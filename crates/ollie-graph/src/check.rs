@@ -63,10 +63,9 @@ impl Graph {
     pub fn index_source(&self, id: NodeId) -> Option<NodeId> {
         let mut n = id;
         loop {
-            match self.node(n).op {
+            match &self.node(n).op {
                 Op::ArgReduce { .. } => return Some(n),
-                Op::Reshape { .. } => n = self.node(n).args[0],
-                Op::Cast { dtype } if dtype.is_int() => n = self.node(n).args[0],
+                op if op.keeps_index() => n = self.node(n).args[0],
                 _ => return None,
             }
         }

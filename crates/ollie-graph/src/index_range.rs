@@ -90,27 +90,27 @@ impl Graph {
     }
 
     /// The integer value of node `id`, a constant (broadcast or reshaped), if it is one.
-    fn integer_constant(&self, mut id: NodeId) -> Option<i64> {
-        loop {
-            let node = self.node(id);
-            match &node.op {
-                Op::Constant { value, .. } if value.fract() == 0.0 && value.abs() < 1e15 => return Some(*value as i64),
-                Op::Broadcast { .. } | Op::Reshape { .. } | Op::Cast { .. } => id = node.args[0],
-                _ => return None,
-            }
+    fn integer_constant(&self, id: NodeId) -> Option<i64> {
+        match self.seen_through(id).op {
+            Op::Constant { value, .. } if value.fract() == 0.0 && value.abs() < 1e15 => Some(value as i64),
+            _ => None,
         }
     }
 
     /// The extent of the `arange` node `id` is a view of, if it is one.
-    fn iota_extent(&self, mut id: NodeId) -> Option<usize> {
-        loop {
-            let node = self.node(id);
-            match &node.op {
-                Op::Iota { shape, axis, .. } => return Some(shape[*axis]),
-                Op::Broadcast { .. } | Op::Reshape { .. } | Op::Cast { .. } => id = node.args[0],
-                _ => return None,
-            }
+    fn iota_extent(&self, id: NodeId) -> Option<usize> {
+        match &self.seen_through(id).op {
+            Op::Iota { shape, axis, .. } => Some(shape[*axis]),
+            _ => None,
         }
+    }
+
+    /// The node `id` shows, through broadcasts, reshapes and casts.
+    fn seen_through(&self, mut id: NodeId) -> &crate::graph::Node {
+        while let Op::Broadcast { .. } | Op::Reshape { .. } | Op::Cast { .. } = self.node(id).op {
+            id = self.node(id).args[0];
+        }
+        self.node(id)
     }
 }
 

@@ -369,6 +369,12 @@ impl Op {
         }
     }
 
+    /// Whether an index result (`argmax`) passes through the op as the same index, its elements
+    /// in the same order: a reshape, or a cast to an integer dtype.
+    pub fn keeps_index(&self) -> bool {
+        matches!(self, Op::Reshape { .. }) || matches!(self, Op::Cast { dtype } if dtype.is_int())
+    }
+
     /// The op's name in the text form.
     pub fn name(&self) -> &'static str {
         match self {

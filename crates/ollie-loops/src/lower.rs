@@ -545,8 +545,7 @@ impl Lowering<'_> {
                 let operand = node.args[0];
                 let in_shape = self.graph.ty(operand).shape.clone();
                 let n = in_shape[axis];
-                let dtype = if self.graph.ty(operand).dtype == ollie_graph::DType::F64 { ollie_graph::DType::F64 } else { ollie_graph::DType::F32 };
-                let best = self.add_buffer(format!("b{}", id.0), BufferKind::Temp, dtype, shape.clone());
+                let best = self.add_buffer(format!("b{}", id.0), BufferKind::Temp, self.graph.ty(operand).dtype, shape.clone());
                 let (init, combine) = match op {
                     ReduceOp::Min => (f64::INFINITY, B::Min),
                     _ => (f64::NEG_INFINITY, B::Max),

@@ -55,8 +55,7 @@ impl<'a> Builder<'a> {
     /// Appends a node; a type error here means the front end let something through that it
     /// should have diagnosed, so it is reported as an internal error at `range`.
     pub fn push(&mut self, op: Op, args: Vec<NodeId>, range: TextRange) -> Result<NodeId> {
-        let keeps_index = matches!(op, Op::Reshape { .. }) || matches!(op, Op::Cast { dtype } if dtype.is_int());
-        if !keeps_index && args.iter().any(|&a| self.graph.index_result(a)) {
+        if !op.keeps_index() && args.iter().any(|&a| self.graph.index_result(a)) {
             return Err(Diagnostic::error(Code::IndexResultUsed, "an index from `argmax` or `argmin` is used in a computation")
                 .label(range, "uses an index result")
                 .help("a spec returns an index result (reshaped, or cast with `.astype` to an integer dtype); computing with one, or indexing by it, is not supported yet"));

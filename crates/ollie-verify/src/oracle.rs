@@ -4,13 +4,12 @@
 //! directory) on disk, so that another candidate, a resumed search or a later `ollie check` on
 //! the same inputs computes nothing again.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
-
-use std::borrow::Cow;
 
 use ollie_graph::{Graph, Op, ReduceOp};
 use ollie_runner::{BufferSpec, Call, OutputData, Runner, Session};
