@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def sort(x: "f32[4, 8]"):
-    return np.sort(x, axis=-1)
+def distinct(x: "f32[4, 8]"):
+    return np.unique(x)

@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def order(x: "f32[4, 8]"):
-    return x.argsort(axis=-1)
+def products(x: "f32[4, 8]"):
+    return x.cumprod(axis=-1)

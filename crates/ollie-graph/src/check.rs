@@ -20,7 +20,7 @@ pub fn check(graph: &Graph) -> Result<(), GraphError> {
         }
         if let Some(&arg) = node.args.iter().find(|&&a| graph.index_result(a)) {
             if !graph.index_result(id) {
-                let message = format!("uses {arg}, an index result: one is returned (reshaped or cast to an integer dtype) and used by nothing else");
+                let message = format!("uses {arg}, an index result: one is returned (viewed or cast to an integer dtype) and used by nothing else");
                 return Err(GraphError::Invalid { node: id, message });
             }
         }
@@ -52,19 +52,19 @@ fn check_gather(graph: &Graph, id: NodeId) -> Result<(), GraphError> {
 }
 
 impl Graph {
-    /// Whether node `id` holds an index result: an `argmax` or `argmin`, or a reshape or
-    /// integer cast of one.
+    /// Whether node `id` holds an index result: an `argmax`, `argmin` or `argsort`, or a view
+    /// or integer cast of one.
     pub fn index_result(&self, id: NodeId) -> bool {
         self.index_source(id).is_some()
     }
 
-    /// The `argmax` or `argmin` node `id` is, or is a reshape or integer cast of (its elements
-    /// in the same order).
+    /// The `argmax`, `argmin` or `argsort` node `id` is, or is a view or integer cast of (see
+    /// [`Op::keeps_index`]).
     pub fn index_source(&self, id: NodeId) -> Option<NodeId> {
         let mut n = id;
         loop {
             match &self.node(n).op {
-                Op::ArgReduce { .. } => return Some(n),
+                Op::ArgReduce { .. } | Op::ArgSort { .. } => return Some(n),
                 op if op.keeps_index() => n = self.node(n).args[0],
                 _ => return None,
             }

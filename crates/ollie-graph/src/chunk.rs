@@ -185,7 +185,7 @@ impl Chunks {
                         Carry::Whole
                     }
                 },
-                Op::Scan { axis, .. } => match args[0] {
+                Op::Scan { axis, .. } | Op::Sort { axis } | Op::ArgSort { axis, .. } => match args[0] {
                     Carry::Rows(k) if k != *axis => Carry::Rows(k),
                     Carry::Rows(_) => return None,
                     _ => {

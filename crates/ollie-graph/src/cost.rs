@@ -69,6 +69,8 @@ pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f6
         Op::Reduce { .. } => args[0].num_elements() as f64 - out,
         // A comparison per element.
         Op::ArgReduce { .. } => args[0].num_elements() as f64,
+        // `n log₂ n` comparisons per lane of `n`.
+        Op::Sort { axis } | Op::ArgSort { axis, .. } => out * (ty.shape[*axis].max(2) as f64).log2(),
         // A subtraction, an exponential and an addition per term.
         Op::SumExp { .. } => 3.0 * args[0].num_elements() as f64 - out,
         // A subtraction, a multiplication and an addition per term.

@@ -225,9 +225,15 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
     Some(match op {
         // Indices are exact where they are the operands' (an index result is judged by the
         // values it points at, which carry their own bounds).
-        Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) | Op::ArgReduce { .. } => return None,
+        Op::Input { .. } | Op::Iota { .. } | Op::Constant { .. } | Op::Compare(_) | Op::ArgReduce { .. } | Op::ArgSort { .. } => return None,
         // Data movement: errors move with the values.
         Op::Broadcast { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } | Op::Cast { .. } => apply(op, &ev, inputs),
+        // The `k`-th smallest of values each within `e` of the exact ones is within the
+        // largest `e` of the exact `k`-th smallest: the lane's largest error, everywhere in it.
+        Op::Sort { axis } => {
+            let largest = crate::reference::max_keepdims(ev[0].view(), &[*axis]);
+            largest.broadcast(ev[0].raw_dim()).expect("a lane's maximum broadcasts along it").to_owned()
+        }
         // The errors at the elements read (indices are exact integers).
         Op::Gather { .. } => apply(op, &[&ev[..1], &v[1..]].concat(), inputs),
         // Linear: the running sums of the errors.

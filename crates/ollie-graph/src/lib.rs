@@ -21,6 +21,6 @@ pub use graph::{Graph, GraphError, Node, NodeId, Param};
 pub use index_range::{IndexRange, PLAIN_INTS};
 pub use error_bound::{evaluate_with_error_bounds, ErrorBound};
 pub use op::{broadcast_shapes, broadcasts_to, BinaryOp, CmpOp, GatherAxis, Op, ReduceOp, SliceAxis, UnaryOp};
-pub use reference::{evaluate, first_extreme, gather_index, Tensor};
+pub use reference::{evaluate, first_extreme, gather_index, index_positions, sorted_order, Tensor};
 pub use text::parse;
 pub use ty::{DType, TensorType};

@@ -141,6 +141,13 @@ pub enum Op {
     /// verifier), so the graph's checker keeps it apart: returned, reshaped or cast to an
     /// integer dtype, and used by nothing else.
     ArgReduce { op: ReduceOp, axis: usize },
+    /// numpy's `sort` along `axis`: each lane in ascending order, NaNs last.
+    Sort { axis: usize },
+    /// numpy's `argsort` along `axis`: the indices that sort each lane (NaNs last), an `i64`.
+    /// Unless `stable` (numpy's `kind="stable"`), the order of equal elements is numpy's to
+    /// choose, so any is right. An index result, like [`Op::ArgReduce`]'s: judged by the values
+    /// it orders, and kept apart by the graph's checker.
+    ArgSort { axis: usize, stable: bool },
 }
 
 /// `Op` with its constant as bits: the form equality, hashing and ordering look at.
@@ -166,6 +173,8 @@ enum OpKey<'a> {
     Einsum(&'a EinsumSpec),
     Gather(&'a [usize], &'a [GatherAxis]),
     ArgReduce(ReduceOp, usize),
+    Sort(usize),
+    ArgSort(usize, bool),
 }
 
 impl Op {
@@ -191,6 +200,8 @@ impl Op {
             Op::Einsum(spec) => OpKey::Einsum(spec),
             Op::Gather { shape, from } => OpKey::Gather(shape, from),
             Op::ArgReduce { op, axis } => OpKey::ArgReduce(*op, *axis),
+            Op::Sort { axis } => OpKey::Sort(*axis),
+            Op::ArgSort { axis, stable } => OpKey::ArgSort(*axis, *stable),
         }
     }
 }
@@ -362,17 +373,20 @@ impl Op {
             | Op::Scan { .. }
             | Op::SumExp { .. }
             | Op::SumSqDev { .. }
-            | Op::ArgReduce { .. } => Some(1),
+            | Op::ArgReduce { .. }
+            | Op::Sort { .. }
+            | Op::ArgSort { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) => Some(2),
             Op::Select => Some(3),
             Op::Concat { .. } | Op::Einsum(_) | Op::Gather { .. } => None,
         }
     }
 
-    /// Whether an index result (`argmax`) passes through the op as the same index, its elements
-    /// in the same order: a reshape, or a cast to an integer dtype.
+    /// Whether an index result (`argmax`, `argsort`) passes through the op as the same indices:
+    /// a reshape, transpose or slice (each element keeps the index it holds), or a cast to an
+    /// integer dtype.
     pub fn keeps_index(&self) -> bool {
-        matches!(self, Op::Reshape { .. }) || matches!(self, Op::Cast { dtype } if dtype.is_int())
+        matches!(self, Op::Reshape { .. } | Op::Transpose { .. } | Op::Slice { .. }) || matches!(self, Op::Cast { dtype } if dtype.is_int())
     }
 
     /// The op's name in the text form.
@@ -399,6 +413,9 @@ impl Op {
             Op::Gather { .. } => "gather",
             Op::ArgReduce { op: ReduceOp::Min, .. } => "argmin",
             Op::ArgReduce { .. } => "argmax",
+            Op::Sort { .. } => "sort",
+            Op::ArgSort { stable: false, .. } => "argsort",
+            Op::ArgSort { stable: true, .. } => "argsort_stable",
         }
     }
 
@@ -533,6 +550,17 @@ impl Op {
                 }
                 let shape = x.shape.iter().enumerate().filter(|&(a, _)| a != *axis).map(|(_, &n)| n).collect();
                 TensorType::new(DType::I64, shape)
+            }
+            Op::Sort { axis } | Op::ArgSort { axis, .. } => {
+                let x = args[0];
+                if *axis >= x.rank() {
+                    return Err(self.error(format!("axis {axis} out of range for {x}")));
+                }
+                if x.shape[*axis] == 0 {
+                    return Err(self.error("sorts an empty axis".to_string()));
+                }
+                let dtype = if matches!(self, Op::Sort { .. }) { x.dtype } else { DType::I64 };
+                TensorType::new(dtype, x.shape.clone())
             }
             Op::Scan { axis, .. } => {
                 if *axis >= args[0].rank() {

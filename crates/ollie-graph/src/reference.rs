@@ -168,6 +168,18 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
         Op::Einsum(spec) => crate::einsum::evaluate(spec, args),
         Op::Gather { shape, from } => gather(shape, from, &args),
         Op::ArgReduce { op, axis } => args[0].map_axis(Axis(*axis), |lane| first_extreme(lane.iter().copied(), *op) as f64),
+        Op::Sort { axis } | Op::ArgSort { axis, .. } => {
+            let mut out = args.pop().unwrap().into_owned();
+            let values = matches!(op, Op::Sort { .. });
+            for mut lane in out.lanes_mut(Axis(*axis)) {
+                let order = sorted_order(lane.iter().copied());
+                let x: Vec<f64> = lane.to_vec();
+                for (slot, &i) in lane.iter_mut().zip(&order) {
+                    *slot = if values { x[i] } else { i as f64 };
+                }
+            }
+            out
+        }
     };
     CowArray::from(owned)
 }
@@ -189,6 +201,35 @@ pub fn first_extreme(lane: impl Iterator<Item = f64>, op: ReduceOp) -> usize {
         }
     }
     best.map_or(0, |(i, _)| i)
+}
+
+/// For an index output (see [`Graph::index_source`]): the node whose indices it holds, and for
+/// each of its elements, in standard order, the flat position in that node's result of the
+/// index it holds (the views between them applied to the positions themselves).
+pub fn index_positions(graph: &crate::Graph, output: crate::NodeId) -> Option<(crate::NodeId, Vec<usize>)> {
+    let source = graph.index_source(output)?;
+    let mut chain = Vec::new();
+    let mut n = output;
+    while n != source {
+        chain.push(n);
+        n = graph.node(n).args[0];
+    }
+    let shape = graph.ty(source).shape.clone();
+    let count: usize = shape.iter().product();
+    let mut positions: Tensor = ndarray::Array::from_iter((0..count).map(|p| p as f64)).into_shape_with_order(IxDyn(&shape)).expect("the source's size");
+    for &n in chain.iter().rev() {
+        positions = eval_op(&graph.node(n).op, vec![Value::from(positions)], &[]).into_owned();
+    }
+    Some((source, positions.as_standard_layout().iter().map(|&p| p as usize).collect()))
+}
+
+/// The indices that sort a lane as numpy's stable sort does: ascending, NaNs last, equal
+/// elements in index order (`-0.0` equals `0.0`).
+pub fn sorted_order(lane: impl Iterator<Item = f64>) -> Vec<usize> {
+    let x: Vec<f64> = lane.collect();
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&i, &j| (x[i].is_nan(), if x[i].is_nan() { 0.0 } else { x[i] }).partial_cmp(&(x[j].is_nan(), if x[j].is_nan() { 0.0 } else { x[j] })).expect("no NaN left").then(i.cmp(&j)));
+    order
 }
 
 /// A gather's index `v` on an axis of `n` elements as numpy takes it (negative from the end),

@@ -38,7 +38,7 @@ impl fmt::Display for Graph {
                     let axes: Vec<String> = axes.iter().map(|s| format!("{}:{:+}", s.start, s.step)).collect();
                     write!(f, "[{}]", axes.join(","))?
                 }
-                Op::Concat { axis } | Op::ArgReduce { axis, .. } => write!(f, "[{axis}]")?,
+                Op::Concat { axis } | Op::ArgReduce { axis, .. } | Op::Sort { axis } | Op::ArgSort { axis, .. } => write!(f, "[{axis}]")?,
                 Op::Reduce { axes, .. } | Op::SumExp { axes } | Op::SumSqDev { axes } => write!(f, "[{}]", join(axes))?,
                 Op::Scan { axis, reverse, exclusive } => {
                     write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
@@ -163,6 +163,9 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
             "concat" => Op::Concat { axis: parse_num(need_attr()?)? },
             "argmax" => Op::ArgReduce { op: ReduceOp::Max, axis: parse_num(need_attr()?)? },
             "argmin" => Op::ArgReduce { op: ReduceOp::Min, axis: parse_num(need_attr()?)? },
+            "sort" => Op::Sort { axis: parse_num(need_attr()?)? },
+            "argsort" => Op::ArgSort { axis: parse_num(need_attr()?)?, stable: false },
+            "argsort_stable" => Op::ArgSort { axis: parse_num(need_attr()?)?, stable: true },
             "sum_exp" => Op::SumExp { axes: parse_list(need_attr()?)? },
             "sum_sq_dev" => Op::SumSqDev { axes: parse_list(need_attr()?)? },
             "cumsum" => {

@@ -25,6 +25,8 @@ pub enum LoopError {
     ReadBeforeWrite { buffer: String, offset: i64 },
     #[error("a gather from `{buffer}`: {reason}")]
     BadGather { buffer: String, reason: &'static str },
+    #[error("sort loop `{var}`: {reason}")]
+    BadSort { var: String, reason: &'static str },
 }
 
 /// Enumerations larger than this fall back to the interval check alone.
@@ -67,6 +69,20 @@ impl Checker<'_> {
             Stmt::Loop { var, extent, body, kind } => {
                 if self.bound.iter().any(|(v, _)| v == var) {
                     return Err(LoopError::ShadowedVar { var: var_name(*var) });
+                }
+                if kind.sorts() {
+                    let bad = |reason| Err(LoopError::BadSort { var: var_name(*var), reason });
+                    let [Stmt::Store { buffer, offset, value }] = body.as_slice() else {
+                        return bad("its body is not one store");
+                    };
+                    if offset.coefficient(*var) == 0 {
+                        return bad("every position is the same element");
+                    }
+                    let mut reads = Vec::new();
+                    value.loads(*buffer, &mut reads);
+                    if !reads.is_empty() {
+                        return bad("its values read the buffer it stores into");
+                    }
                 }
                 if *extent == 0 {
                     return Ok(());

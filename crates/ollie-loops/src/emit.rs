@@ -172,7 +172,8 @@ impl<'a> Emitter<'a> {
         let mut function = String::new();
         self.function(&mut function);
         let converts = ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f));
-        if converts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int()) {
+        let sorts = function.contains("ollie_sort(");
+        if converts || sorts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int()) {
             out.push_str("#include <stdint.h>\n");
         }
         out.push('\n');
@@ -181,6 +182,9 @@ impl<'a> Emitter<'a> {
         }
         if function.contains("ollie_ix(") {
             out.push_str(GATHER_INDEX);
+        }
+        if sorts {
+            out.push_str(&include_str!("sort.c").replace("{WIDE}", if self.wide { "1" } else { "0" }));
         }
         // numpy's maximum/minimum propagate NaN; C's fmax/fmin do not.
         writeln!(out, "static inline {s} ollie_max({s} a, {s} b) {{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }}").unwrap();
@@ -262,6 +266,7 @@ impl<'a> Emitter<'a> {
             Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, false, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Stream(w), body } => self.vector_loop(out, *var, *extent, *w, true, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Parallel, body } if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) => self.joined_loop(out, *var, *extent, body, depth),
+            Stmt::Loop { var, extent, kind: kind @ (LoopKind::Sort | LoopKind::ArgSort), body } => self.sort_loop(out, *var, *extent, *kind, body, depth),
             Stmt::Loop { var, extent, kind, body } => {
                 if let (LoopKind::Serial | LoopKind::Unrolled(_), Some(block)) = (kind, self.transposed(*var, *extent, body)) {
                     return self.transposed_loop(out, &block, depth);
@@ -273,7 +278,7 @@ impl<'a> Emitter<'a> {
                     LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for schedule(static)").unwrap(),
                     LoopKind::Simd => writeln!(out, "{pad}#pragma omp simd").unwrap(),
                     LoopKind::Unrolled(n) => writeln!(out, "{pad}#pragma GCC unroll {n}").unwrap(),
-                    LoopKind::Vector(_) | LoopKind::Stream(_) => unreachable!("matched above"),
+                    LoopKind::Vector(_) | LoopKind::Stream(_) | LoopKind::Sort | LoopKind::ArgSort => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
                 self.scoped_temps(out, &[*var], body, depth + 1);
@@ -290,6 +295,35 @@ impl<'a> Emitter<'a> {
                 writeln!(out, "{pad}__builtin_prefetch(&{}[{at}]);", self.names[buffer.0 as usize]).unwrap();
             }
         }
+    }
+
+    /// A sort loop (see [`LoopKind::Sort`]): its body's values made items (`sort.c`), sorted,
+    /// and the values (or indices) stored in order. The items and the sort's spare room are
+    /// on the stack up to [`FOLD_LIMIT`], else on the heap.
+    fn sort_loop(&self, out: &mut String, var: VarId, n: usize, kind: LoopKind, body: &[Stmt], depth: usize) {
+        let pad = "    ".repeat(depth);
+        let [Stmt::Store { buffer, offset, value }] = body else { unreachable!("a sort loop's body is one store (`check`)") };
+        let v = var_name(var);
+        let item_bytes = if self.wide { 16 } else { 8 };
+        writeln!(out, "{pad}{{").unwrap();
+        if 2 * n * item_bytes <= FOLD_LIMIT {
+            writeln!(out, "{pad}    ollie_sort_item ollie_items[{}];", 2 * n).unwrap();
+        } else {
+            writeln!(out, "{pad}    ollie_sort_item *ollie_items = (ollie_sort_item *)malloc(sizeof(ollie_sort_item) * {});", 2 * n).unwrap();
+            writeln!(out, "{pad}    if (!ollie_items) abort();").unwrap();
+        }
+        writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) ollie_items[{v}] = ollie_sort_item_of({}, {v});", self.expr(value)).unwrap();
+        writeln!(out, "{pad}    ollie_sort(ollie_items, ollie_items + {n}, {n});").unwrap();
+        let sorted = match kind {
+            LoopKind::Sort => format!("ollie_sort_value(ollie_items[{v}])"),
+            _ => format!("({})ollie_sort_index(ollie_items[{v}])", self.scalar()),
+        };
+        let store = self.assign(*buffer, &self.element(*buffer, offset), &sorted);
+        writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) {store}").unwrap();
+        if 2 * n * item_bytes > FOLD_LIMIT {
+            writeln!(out, "{pad}    free(ollie_items);").unwrap();
+        }
+        writeln!(out, "{pad}}}").unwrap();
     }
 
     /// Whether temporary `id` lives on the heap in a loop that runs on one thread (neither on

@@ -278,6 +278,14 @@ pub enum LoopKind {
     /// `Vector`, with its contiguous vector stores to outputs bypassing the caches
     /// (non-temporal), then a store fence.
     Stream(u32),
+    /// A sort (numpy's `sort` along an axis). The body is one store `b[o(j)] = e(j)`: the
+    /// kernel evaluates `e` at every `j`, then stores those values in ascending order (NaNs
+    /// last) at `o(0), o(1), …`. The lowering makes these; no schedule step applies to one, and
+    /// steps on the loops around it see its accesses as the body's (every `j`).
+    Sort,
+    /// [`LoopKind::Sort`], storing the indices `j` in that order instead of the values (equal
+    /// values in index order): numpy's `argsort`.
+    ArgSort,
 }
 
 impl LoopKind {
@@ -291,7 +299,14 @@ impl LoopKind {
             LoopKind::Unrolled(n) => Some(format!("unroll{n}")),
             LoopKind::Vector(n) => Some(format!("vector{n}")),
             LoopKind::Stream(n) => Some(format!("stream{n}")),
+            LoopKind::Sort => Some("sort".into()),
+            LoopKind::ArgSort => Some("argsort".into()),
         }
+    }
+
+    /// Whether the loop sorts ([`LoopKind::Sort`], [`LoopKind::ArgSort`]).
+    pub fn sorts(self) -> bool {
+        matches!(self, LoopKind::Sort | LoopKind::ArgSort)
     }
 
     pub fn from_word(word: &str) -> Option<LoopKind> {
@@ -299,6 +314,8 @@ impl LoopKind {
             "parallel" => Some(LoopKind::Parallel),
             "joined" => Some(LoopKind::Joined),
             "simd" => Some(LoopKind::Simd),
+            "sort" => Some(LoopKind::Sort),
+            "argsort" => Some(LoopKind::ArgSort),
             _ => {
                 let numbered = |prefix: &str| word.strip_prefix(prefix).and_then(|n| n.parse().ok());
                 numbered("vector").map(LoopKind::Vector).or_else(|| numbered("stream").map(LoopKind::Stream)).or_else(|| numbered("unroll").map(LoopKind::Unrolled))

@@ -157,7 +157,9 @@ fn materialized(graph: &Graph) -> Vec<bool> {
             | Op::SumSqDev { .. }
             | Op::Einsum(_)
             | Op::Concat { .. }
-            | Op::ArgReduce { .. } => true,
+            | Op::ArgReduce { .. }
+            | Op::Sort { .. }
+            | Op::ArgSort { .. } => true,
             // Widening what is in a buffer anyway (a bfloat16 input's `.astype(np.float32)`) is
             // a conversion where it is loaded, for every use: no buffer of its own.
             Op::Cast { dtype } if dtype.is_float() && !dtype.is_half() && m[node.args[0].index()] => false,
@@ -570,6 +572,25 @@ impl Lowering<'_> {
                     stmts
                 })
             }
+            Op::Sort { axis } | Op::ArgSort { axis, .. } => {
+                // Per lane, a sort loop along `axis` storing the operand's element at each
+                // position (see `LoopKind::Sort`). A stable order is right for either kind.
+                let (axis, kind) = (*axis, if matches!(node.op, Op::Sort { .. }) { LoopKind::Sort } else { LoopKind::ArgSort });
+                let operand = node.args[0];
+                let outer: Vec<usize> = shape.iter().enumerate().filter(|&(d, _)| d != axis).map(|(_, &e)| e).collect();
+                let n = shape[axis];
+                self.nest_over(&outer, |l, outer_index| {
+                    let mut lane = l.nest_over(&[n], |l, k| {
+                        let mut o = outer_index.iter();
+                        let index: Vec<Affine> = (0..shape.len()).map(|d| if d == axis { k[0].clone() } else { o.next().unwrap().clone() }).collect();
+                        vec![store(buffer, &flat(&shape, &index), l.access(operand, &index))]
+                    });
+                    if let [Stmt::Loop { kind: k, .. }] = lane.as_mut_slice() {
+                        *k = kind;
+                    }
+                    lane
+                })
+            }
             Op::Einsum(spec) => {
                 let mut size = [0usize; 128];
                 for (labels, &a) in spec.inputs.iter().zip(&node.args) {
@@ -722,7 +743,9 @@ impl Lowering<'_> {
             | Op::SumSqDev { .. }
             | Op::Einsum(_)
             | Op::Concat { .. }
-            | Op::ArgReduce { .. } => {
+            | Op::ArgReduce { .. }
+            | Op::Sort { .. }
+            | Op::ArgSort { .. } => {
                 unreachable!("{} is always materialized", node.op.name())
             }
         }

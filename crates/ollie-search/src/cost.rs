@@ -81,6 +81,8 @@ fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
                     LoopKind::Vector(w) | LoopKind::Stream(w) => inner.vector = Some(*w),
                     LoopKind::Simd => inner.simd = true,
                     LoopKind::Unrolled(_) => inner.unrolled = true,
+                    // About `n log₂ n` steps of a merge sort.
+                    LoopKind::Sort | LoopKind::ArgSort => inner.trips *= (*extent as f64).log2().max(1.0),
                     _ => {}
                 }
                 walk(body, inner, c);

@@ -43,6 +43,13 @@ pub struct Builder<'a> {
 /// Local variables of one function activation.
 pub type Scope = HashMap<String, Value>;
 
+/// The diagnostic for an index result (`argmax`, `argsort`) computed with or indexed by.
+pub fn index_result_used(range: TextRange) -> Diagnostic {
+    Diagnostic::error(Code::IndexResultUsed, "an index from `argmax`, `argmin` or `argsort` is used in a computation")
+        .label(range, "uses an index result")
+        .help("a spec returns an index result (sliced, reshaped, transposed, or cast with `.astype` to an integer dtype); computing with one, or indexing by it, is not supported yet (for sorted values, `np.sort` gives them)")
+}
+
 impl<'a> Builder<'a> {
     pub fn new(module: Module<'a>, graph: Graph) -> Builder<'a> {
         Builder { module, graph, warnings: Vec::new(), callers: Vec::new() }
@@ -56,9 +63,7 @@ impl<'a> Builder<'a> {
     /// should have diagnosed, so it is reported as an internal error at `range`.
     pub fn push(&mut self, op: Op, args: Vec<NodeId>, range: TextRange) -> Result<NodeId> {
         if !op.keeps_index() && args.iter().any(|&a| self.graph.index_result(a)) {
-            return Err(Diagnostic::error(Code::IndexResultUsed, "an index from `argmax` or `argmin` is used in a computation")
-                .label(range, "uses an index result")
-                .help("a spec returns an index result (reshaped, or cast with `.astype` to an integer dtype); computing with one, or indexing by it, is not supported yet"));
+            return Err(index_result_used(range));
         }
         self.graph.push(op, args).map_err(|e| {
             Diagnostic::error(Code::Internal, format!("ollie built an ill-typed graph node: {e}"))

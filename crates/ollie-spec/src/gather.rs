@@ -65,6 +65,9 @@ impl Builder<'_> {
             let help = if dtype == ollie_graph::DType::Bool { "boolean masks select a data-dependent number of elements: use `np.where`" } else { "index with integer arrays (`\"i64[N]\"` parameters, `np.arange`)" };
             return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indices must be integers, this array is {dtype}")).label(arg.range, format!("{} array", self.ty(id))).help(help));
         }
+        if self.graph.index_result(id) {
+            return Err(crate::builder::index_result_used(arg.range));
+        }
         if self.graph.float_in(id).is_some() {
             return Err(Diagnostic::error(Code::UnsupportedIndex, "these indices are computed from floats")
                 .label(arg.range, format!("{} array rounded from a float", self.ty(id)))

@@ -10,17 +10,17 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "ceil", "clip", "concatenate", "cos", "cumsum", "divide", "dot",
+    "abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "argsort", "ceil", "clip", "concatenate", "cos", "cumsum", "divide", "dot",
     "einsum", "exp", "exp2", "expand_dims", "expm1", "float32", "float64", "floor", "full", "full_like", "inner", "log",
     "log10", "log1p", "log2", "logaddexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
-    "ones", "ones_like", "outer", "power", "reciprocal", "reshape", "sign", "sin", "sqrt", "square", "squeeze", "stack",
+    "ones", "ones_like", "outer", "power", "reciprocal", "reshape", "sign", "sin", "sort", "sqrt", "square", "squeeze", "stack",
     "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tanh", "tensordot", "transpose", "tril", "triu", "var", "where", "zeros",
     "zeros_like",
 ];
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] =
-    &["argmax", "argmin", "astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
+    &["argmax", "argmin", "argsort", "astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
 
 pub fn supported_functions_help() -> String {
     format!("supported numpy functions: {}, linalg.norm", FUNCTIONS.join(", "))
@@ -154,6 +154,10 @@ impl Builder<'_> {
                 let (a, axis, out, keepdims) = bind!("a", "axis", "out", "keepdims");
                 self.arg_reduce(name, &fname, required(a, &fname, "a", call)?, axis, out, keepdims, call)
             }
+            "sort" | "argsort" => {
+                let (a, axis, kind, order, stable) = bind!("a", "axis", "kind", "order", "stable");
+                self.sort(name, &fname, required(a, &fname, "a", call)?, axis, [kind, order, stable], call)
+            }
             "clip" => {
                 let (a, lo, hi) = bind!("a", "a_min", "a_max");
                 let (a, lo, hi) = (required(a, &fname, "a", call)?, required(lo, &fname, "a_min", call)?, required(hi, &fname, "a_max", call)?);
@@ -278,6 +282,13 @@ impl Builder<'_> {
                 let mut it = bound.into_iter();
                 let (a, axis, out, keepdims) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
                 self.arg_reduce(name, &mname, required(a, &mname, "self", call)?, axis, out, keepdims, call)
+            }
+            "argsort" => {
+                let bound = args.bind(&mname, Some(receiver), &["self", "axis", "kind", "order", "stable"])?;
+                let mut it = bound.into_iter();
+                let (a, axis) = (it.next().unwrap(), it.next().unwrap());
+                let (kind, order, stable) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+                self.sort(name, &mname, required(a, &mname, "self", call)?, axis, [kind, order, stable], call)
             }
             "cumsum" => {
                 let bound = args.bind(&mname, Some(receiver), &["self", "axis"])?;
@@ -621,6 +632,60 @@ impl Builder<'_> {
             result = self.reshape_to(result, &shape, range)?;
         }
         Ok(Value::Tensor(result))
+    }
+
+    /// numpy's `sort`/`argsort`: along `axis` (the last by default), or over the flattened array
+    /// when it is `None`. `options` are `kind`, `order` and `stable`: a stable kind (`"stable"`,
+    /// `"mergesort"`, `stable=True`) orders equal elements by index; the others leave their
+    /// order to numpy; `order` (for structured arrays) is refused.
+    fn sort(&mut self, name: &str, fname: &str, a: Arg, axis: Option<Arg>, options: [Option<Arg>; 3], range: TextRange) -> Result<Value> {
+        let [kind, order, stable] = options;
+        if let Some(order) = order.filter(|o| o.value != Value::None) {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` does not take `order` in a spec"))
+                .label(order.range, "`order` sorts structured arrays, which a spec does not have"));
+        }
+        let mut is_stable = match stable {
+            Some(Arg { value: Value::None, .. }) | None => false,
+            flag => self.flag(flag, "stable")?,
+        };
+        match kind {
+            None | Some(Arg { value: Value::None, .. }) => {}
+            Some(Arg { value: Value::Str(k), range: r }) => match k.as_str() {
+                "quicksort" | "heapsort" => {}
+                "stable" | "mergesort" => is_stable = true,
+                _ => {
+                    return Err(Diagnostic::error(Code::BadValue, format!("sort kind must be one of 'quick', 'heap', or 'stable' (got '{k}')"))
+                        .label(r, "numpy's kinds are \"quicksort\", \"heapsort\", \"stable\" and \"mergesort\""))
+                }
+            },
+            Some(other) => return Err(Diagnostic::error(Code::BadValue, "`kind` must be a string").label(other.range, "here")),
+        }
+        let mut id = self.tensor(&a, None)?;
+        let ty = self.ty(id).clone();
+        let axis = match axis {
+            Some(Arg { value: Value::None, .. }) => {
+                id = self.reshape_to(id, &[ty.num_elements()], range)?;
+                0
+            }
+            None if ty.rank() == 0 => {
+                return Err(Diagnostic::error(Code::BadValue, "axis -1 is out of bounds for array of dimension 0").label(a.range, ty.to_string()));
+            }
+            None => ty.rank() - 1,
+            Some(arg) => self.axis(&arg, ty.rank())?,
+        };
+        let extent = self.ty(id).shape[axis];
+        if extent == 0 {
+            return Err(Diagnostic::error(Code::BadValue, format!("`{fname}` of an empty axis")).label(a.range, ty.to_string()).help("a spec sorts axes of one element or more"));
+        }
+        if name == "sort" {
+            return Ok(Value::Tensor(self.push(Op::Sort { axis }, vec![id], range)?));
+        }
+        if extent > MAX_INDEX_RESULT {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` over {extent} elements: index results are delivered as float32, exact up to 2^24"))
+                .label(a.range, ty.to_string())
+                .help("sort along an axis of at most 16777216 elements"));
+        }
+        Ok(Value::Tensor(self.push(Op::ArgSort { axis, stable: is_stable }, vec![id], range)?))
     }
 
     /// numpy's `cumsum`: along `axis`, or over the flattened array when there is none.

@@ -79,6 +79,9 @@ pub enum Inaccuracy {
     /// An index output's element is none of the `right` indices as right as numpy's
     /// `reference` (see `index.rs`).
     Index { index: Vec<usize>, value: f64, reference: usize, right: usize },
+    /// An `argsort` output's element breaks the order numpy's could be (see `order.rs`), for
+    /// the reason `why`; numpy's index there is `reference`.
+    Order { index: Vec<usize>, value: f64, reference: usize, why: &'static str },
 }
 
 impl fmt::Display for Inaccuracy {
@@ -102,6 +105,7 @@ impl fmt::Display for Inaccuracy {
                 "element {index:?} is {value}, numpy's index is {reference} ({} others are as right within the values' error bounds)",
                 right - 1
             ),
+            Inaccuracy::Order { index, value, reference, why } => write!(f, "element {index:?} is {value}: {why} (numpy's index there is {reference})"),
         }
     }
 }

@@ -69,11 +69,12 @@ impl Family {
     }
 
     /// Every family for `graph`: [`Family::all`] for its parameters' rank, and where it has an
-    /// index result (`argmax`), ties and NaN.
+    /// index result (`argmax`, `argsort`) or sorts, ties and NaN.
     pub fn of(graph: &Graph) -> Vec<Family> {
         let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
         let mut families = Family::all(max_rank);
-        if graph.outputs.iter().any(|&o| graph.index_result(o)) {
+        let sorts = graph.ids().any(|id| matches!(graph.node(id).op, ollie_graph::Op::Sort { .. }));
+        if sorts || graph.outputs.iter().any(|&o| graph.index_result(o)) {
             families.extend([Family::Ties, Family::Nan]);
         }
         families

@@ -27,16 +27,18 @@ pub struct IndexTarget {
 
 impl IndexTarget {
     /// The target of an output holding `op`'s index along `axis` of `values` (the operand, with
-    /// its error bounds `bound` and the tolerance of its dtype); `reference` is numpy's index,
-    /// element by element in standard order, of an output of `shape`.
-    pub fn new(tolerance: Tolerance, op: ReduceOp, axis: usize, values: &Tensor, bound: &ErrorBound, reference: &Tensor) -> IndexTarget {
+    /// its error bounds `bound` and the tolerance of its dtype); `lanes` gives, per element of
+    /// the output in standard order, the lane (in the order `values.lanes(axis)` takes them)
+    /// whose index it holds, and `reference` numpy's index there; the output has `shape`.
+    pub fn new(tolerance: Tolerance, op: ReduceOp, axis: usize, values: &Tensor, bound: &ErrorBound, lanes: &[usize], reference: &Tensor) -> IndexTarget {
         let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda, .. } = tolerance;
         let sign = if op == ReduceOp::Min { -1.0 } else { 1.0 };
-        let (mut starts, mut indices) = (vec![0u32], Vec::with_capacity(reference.len()));
-        let lanes = values.lanes(Axis(axis)).into_iter().zip(bound.rounding.lanes(Axis(axis))).zip(bound.underflow.lanes(Axis(axis)));
-        for (((lane, e), a), &numpy) in lanes.zip(reference.iter()) {
-            let numpy = numpy as u32;
-            indices.push(numpy);
+        // The other right indices of each lane.
+        let mut others: Vec<Vec<u32>> = Vec::new();
+        let all = values.lanes(Axis(axis)).into_iter().zip(bound.rounding.lanes(Axis(axis))).zip(bound.underflow.lanes(Axis(axis)));
+        for ((lane, e), a) in all {
+            let numpy = ollie_graph::first_extreme(lane.iter().copied(), op);
+            let mut right = Vec::new();
             if lane.iter().all(|v| !v.is_nan()) {
                 // Each value's interval, in the direction that maximizes.
                 let interval = |i: usize| {
@@ -47,12 +49,18 @@ impl IndexTarget {
                 let mut surely = f64::NEG_INFINITY;
                 for j in 0..lane.len() {
                     let (low, high) = interval(j);
-                    if high >= top && surely < high && j as u32 != numpy {
-                        indices.push(j as u32);
+                    if high >= top && surely < high && j != numpy {
+                        right.push(j as u32);
                     }
                     surely = surely.max(low);
                 }
             }
+            others.push(right);
+        }
+        let (mut starts, mut indices) = (vec![0u32], Vec::with_capacity(reference.len()));
+        for (&lane, &numpy) in lanes.iter().zip(reference.iter()) {
+            indices.push(numpy as u32);
+            indices.extend(&others[lane]);
             starts.push(indices.len() as u32);
         }
         IndexTarget { shape: reference.shape().to_vec(), starts, indices }
@@ -105,7 +113,7 @@ mod tests {
         let bound = ErrorBound { rounding: t(rounding), underflow: t(&vec![0.0; values.len()]) };
         let numpy = ollie_graph::first_extreme(values.iter().copied(), op) as f64;
         let reference = ArrayD::from_shape_vec(IxDyn(&[1]), vec![numpy]).unwrap();
-        IndexTarget::new(Tolerance::F32, op, 1, &t(values), &bound, &reference).indices
+        IndexTarget::new(Tolerance::F32, op, 1, &t(values), &bound, &[0], &reference).indices
     }
 
     #[test]

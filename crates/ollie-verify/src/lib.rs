@@ -9,6 +9,7 @@ mod family;
 mod index;
 mod inputs;
 mod oracle;
+mod order;
 mod screen;
 mod values;
 mod verify;

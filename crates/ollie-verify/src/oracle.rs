@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use ollie_graph::{Graph, Op, ReduceOp};
+use ollie_graph::{Graph, Op};
 use ollie_runner::{BufferSpec, Call, OutputData, Runner, Session};
 use sha2::Digest;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::accuracy::{Figures, Inaccuracy, Special, Target, Tolerance};
 use crate::index::IndexTarget;
+use crate::order::{OrderParts, OrderTarget};
 use crate::inputs::InputSet;
 use crate::values::{cast, Values};
 use crate::verify::VerifyError;
@@ -387,11 +388,13 @@ pub(crate) struct Expected {
 }
 
 /// What one output must hold: values near the reference ([`Target`]), or for an index output
-/// (`argmax`) indices as right as numpy's ([`IndexTarget`]).
+/// indices as right as numpy's: an `argmax`'s ([`IndexTarget`]), an `argsort`'s
+/// ([`OrderTarget`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum OutputTarget {
     Values(Target),
     Index(IndexTarget),
+    Order(OrderTarget),
 }
 
 impl OutputTarget {
@@ -399,6 +402,7 @@ impl OutputTarget {
         match self {
             OutputTarget::Values(t) => t.bytes(),
             OutputTarget::Index(t) => t.bytes(),
+            OutputTarget::Order(t) => t.bytes(),
         }
     }
 
@@ -407,6 +411,7 @@ impl OutputTarget {
         match self {
             OutputTarget::Values(t) => Cow::Borrowed(t.reference_bytes()),
             OutputTarget::Index(t) => Cow::Owned(t.reference_bytes()),
+            OutputTarget::Order(t) => Cow::Owned(t.reference_bytes()),
         }
     }
 
@@ -420,6 +425,7 @@ impl OutputTarget {
         match self {
             OutputTarget::Values(t) => t.judge_slice(y),
             OutputTarget::Index(t) => t.judge_slice(y),
+            OutputTarget::Order(t) => t.judge_slice(y),
         }
     }
 }
@@ -444,17 +450,16 @@ impl Expected {
             None => None,
         };
         let started = std::time::Instant::now();
-        // An index output is judged by the values it points at: the operand of its `argmax`
-        // is evaluated as one more output.
+        // An index output is judged by the values it points at: the operand of its `argmax` or
+        // `argsort` is evaluated as one more output.
         let mut evaluated = graph.clone();
-        let index_operands: Vec<Option<(ReduceOp, usize, usize)>> = graph
+        let index_operands: Vec<Option<(Op, Vec<usize>, usize)>> = graph
             .outputs
             .iter()
             .map(|&o| {
-                let a = graph.index_source(o)?;
-                let Op::ArgReduce { op, axis } = graph.node(a).op else { unreachable!("an index source is an argmax or argmin") };
-                evaluated.outputs.push(graph.node(a).args[0]);
-                Some((op, axis, evaluated.outputs.len() - 1))
+                let (source, positions) = ollie_graph::index_positions(graph, o)?;
+                evaluated.outputs.push(graph.node(source).args[0]);
+                Some((graph.node(source).op.clone(), positions, evaluated.outputs.len() - 1))
             })
             .collect();
         // A few rows at a time where the graph allows: float64 copies of the inputs by the chunk.
@@ -465,9 +470,14 @@ impl Expected {
             .iter()
             .enumerate()
             .map(|(k, &o)| {
-                if let Some((op, axis, operand)) = index_operands[k] {
-                    let tolerance = Tolerance::of(evaluated.ty(evaluated.outputs[operand]).dtype);
-                    return OutputTarget::Index(IndexTarget::new(tolerance, op, axis, &reference[operand], &bounds[operand], &reference[k]));
+                if let Some((op, positions, operand)) = &index_operands[k] {
+                    let tolerance = Tolerance::of(evaluated.ty(evaluated.outputs[*operand]).dtype);
+                    let (values, bound) = (&reference[*operand], &bounds[*operand]);
+                    return match *op {
+                        Op::ArgReduce { op, axis } => OutputTarget::Index(IndexTarget::new(tolerance, op, axis, values, bound, positions, &reference[k])),
+                        Op::ArgSort { axis, stable } => OutputTarget::Order(OrderTarget::new(tolerance, axis, stable, values, bound, positions, &reference[k])),
+                        _ => unreachable!("an index source is an argmax, argmin or argsort"),
+                    };
                 }
                 let tolerance = Tolerance::of(graph.ty(o).dtype);
                 OutputTarget::Values(match base.map(|b| b.output_data(k)) {
@@ -484,11 +494,12 @@ impl Expected {
 
 /// The first bytes of an oracle file, and part of every file's name: a change of the format or
 /// of what a target means changes it.
-const FORMAT: &[u8] = b"ollie expected outputs, format 7\n";
+const FORMAT: &[u8] = b"ollie expected outputs, format 8\n";
 
 /// The first word of an output's part of an oracle file: which kind of target follows.
 const VALUES_TARGET: u64 = 0;
 const INDEX_TARGET: u64 = 1;
+const ORDER_TARGET: u64 = 2;
 
 /// Expected outputs waiting to be written, at most: the oracle goes on while they are.
 const PENDING_WRITES: usize = 2;
@@ -613,6 +624,18 @@ fn write(dir: &Path, path: &Path, expected: &Expected) -> std::io::Result<()> {
                     out.put(bytemuck::cast_slice(indices))?;
                     continue;
                 }
+                OutputTarget::Order(t) => {
+                    let p = t.parts();
+                    let mut header = vec![ORDER_TARGET, p.shape.len() as u64];
+                    header.extend(p.shape.iter().map(|&n| n as u64));
+                    header.extend([p.n as u64, p.stable as u64, p.low.len() as u64]);
+                    out.put(bytemuck::cast_slice(&header))?;
+                    out.put(bytemuck::cast_slice(p.low))?;
+                    out.put(bytemuck::cast_slice(p.high))?;
+                    out.put(bytemuck::cast_slice(p.cells))?;
+                    out.put(bytemuck::cast_slice(p.reference))?;
+                    continue;
+                }
             };
             let (shape, values, specials, norm_bound) = t.parts();
             let mut header = vec![VALUES_TARGET, shape.len() as u64];
@@ -662,6 +685,24 @@ fn read(file: std::fs::File) -> Option<Expected> {
             let mut indices = vec![0u32; count.min(starts.last().copied()? as usize)];
             input.take(bytemuck::cast_slice_mut(&mut indices))?;
             targets.push(OutputTarget::Index(IndexTarget::from_parts(shape, starts, indices)?));
+            continue;
+        }
+        if kind == ORDER_TARGET {
+            let (n, stable, values) = (input.word()? as usize, input.word()? != 0, input.word()? as usize);
+            // No more values than the file holds (a damaged header allocates nothing large).
+            if values as u64 > input.inner.get_ref().metadata().ok()?.len() / 16 {
+                return None;
+            }
+            let mut low = vec![0f64; values];
+            input.take(bytemuck::cast_slice_mut(&mut low))?;
+            let mut high = vec![0f64; low.len()];
+            input.take(bytemuck::cast_slice_mut(&mut high))?;
+            let mut cells = vec![0u64; elements?];
+            input.take(bytemuck::cast_slice_mut(&mut cells))?;
+            let mut reference = vec![0u32; cells.len()];
+            input.take(bytemuck::cast_slice_mut(&mut reference))?;
+            let parts = OrderParts { shape: &shape, n, stable, low: &low, high: &high, cells: &cells, reference: &reference };
+            targets.push(OutputTarget::Order(OrderTarget::from_parts(parts)?));
             continue;
         }
         if kind != VALUES_TARGET {

@@ -507,7 +507,7 @@ pub(crate) fn inaccurate(id: &TestId, output: usize, i: Inaccuracy) -> Rejection
         Inaccuracy::NonFinite { index, value, reference } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: None },
         Inaccuracy::Elementwise { index, value, reference, bound, .. } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference, bound: Some(bound) },
         Inaccuracy::Normwise { error, bound } => Rejection::Inaccurate { test: id.clone(), output, detail, element: None, value: error, reference: 0.0, bound: Some(bound) },
-        Inaccuracy::Index { index, value, reference, .. } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference: reference as f64, bound: None },
+        Inaccuracy::Index { index, value, reference, .. } | Inaccuracy::Order { index, value, reference, .. } => Rejection::Inaccurate { test: id.clone(), output, detail, element: Some(index), value, reference: reference as f64, bound: None },
     }
 }
 
