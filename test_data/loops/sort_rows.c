@@ -9,8 +9,8 @@
  * key, so NaNs sort last as numpy's do) with its index below them: items are distinct, so any
  * correct sort gives the one order numpy's stable sort gives. The value is read back from the
  * key. The tests of NaN and zero look at bits, so no floating-point flag changes them.
- * Items of a double kernel are pairs; of a float kernel, one 64-bit word. */
-#if 1
+ * Items of a double kernel are pairs; of a float kernel, one 64-bit word: the emitter keeps
+ * the variant the kernel needs. */
 typedef struct { uint64_t key; long index; } ollie_sort_item;
 #define OLLIE_SORT_LESS(a, b) ((a).key < (b).key || ((a).key == (b).key && (a).index < (b).index))
 static inline ollie_sort_item ollie_sort_item_of(double v, long i) {
@@ -26,23 +26,6 @@ static inline double ollie_sort_value(ollie_sort_item t) {
     return v;
 }
 static inline long ollie_sort_index(ollie_sort_item t) { return t.index; }
-#else
-typedef uint64_t ollie_sort_item;
-#define OLLIE_SORT_LESS(a, b) ((a) < (b))
-static inline ollie_sort_item ollie_sort_item_of(float v, long i) {
-    uint32_t b; __builtin_memcpy(&b, &v, 4);
-    if (b == 0x80000000u) b = 0;
-    uint32_t k = (b & 0x7FFFFFFFu) > 0x7F800000u ? 0xFFFFFFFFu : b ^ ((b >> 31) ? 0xFFFFFFFFu : 0x80000000u);
-    return (uint64_t)k << 32 | (uint64_t)(uint32_t)i;
-}
-static inline float ollie_sort_value(ollie_sort_item t) {
-    uint32_t k = (uint32_t)(t >> 32);
-    uint32_t b = k ^ ((k >> 31) ? 0x80000000u : 0xFFFFFFFFu);
-    float v; __builtin_memcpy(&v, &b, 4);
-    return v;
-}
-static inline long ollie_sort_index(ollie_sort_item t) { return (long)(uint32_t)t; }
-#endif
 
 /* Sorts `a[0..n)` ascending: insertion sort of runs of 16, then bottom-up merges through
  * `spare` (n items). */

@@ -184,7 +184,7 @@ impl<'a> Emitter<'a> {
             out.push_str(GATHER_INDEX);
         }
         if sorts {
-            out.push_str(&include_str!("sort.c").replace("{WIDE}", if self.wide { "1" } else { "0" }));
+            out.push_str(&sort_helpers(self.wide));
         }
         // numpy's maximum/minimum propagate NaN; C's fmax/fmin do not.
         writeln!(out, "static inline {s} ollie_max({s} a, {s} b) {{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }}").unwrap();
@@ -895,6 +895,16 @@ fn vector_widths(body: &[Stmt], out: &mut Vec<u32>) {
             vector_widths(body, out);
         }
     }
+}
+
+/// `sort.c` for a kernel computing in double (`wide`) or in float: the part between `#if
+/// {WIDE}` and `#else`, or the one after it.
+fn sort_helpers(wide: bool) -> String {
+    let text = include_str!("sort.c");
+    let (head, rest) = text.split_once("#if {WIDE}\n").expect("sort.c has its two variants");
+    let (double, rest) = rest.split_once("#else\n").expect("sort.c has its two variants");
+    let (float, tail) = rest.split_once("#endif\n").expect("sort.c has its two variants");
+    format!("{head}{}{tail}", if wide { double } else { float })
 }
 
 /// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.

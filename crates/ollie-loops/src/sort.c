@@ -4,7 +4,8 @@
  * key, so NaNs sort last as numpy's do) with its index below them: items are distinct, so any
  * correct sort gives the one order numpy's stable sort gives. The value is read back from the
  * key. The tests of NaN and zero look at bits, so no floating-point flag changes them.
- * Items of a double kernel are pairs; of a float kernel, one 64-bit word. */
+ * Items of a double kernel are pairs; of a float kernel, one 64-bit word: the emitter keeps
+ * the variant the kernel needs. */
 #if {WIDE}
 typedef struct { uint64_t key; long index; } ollie_sort_item;
 #define OLLIE_SORT_LESS(a, b) ((a).key < (b).key || ((a).key == (b).key && (a).index < (b).index))
