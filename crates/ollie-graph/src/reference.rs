@@ -172,8 +172,8 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             let mut out = args.pop().unwrap().into_owned();
             let values = matches!(op, Op::Sort { .. });
             for mut lane in out.lanes_mut(Axis(*axis)) {
-                let order = sorted_order(lane.iter().copied());
                 let x: Vec<f64> = lane.to_vec();
+                let order = sorted_order(x.iter().copied());
                 for (slot, &i) in lane.iter_mut().zip(&order) {
                     *slot = if values { x[i] } else { i as f64 };
                 }
@@ -228,7 +228,8 @@ pub fn index_positions(graph: &crate::Graph, output: crate::NodeId) -> Option<(c
 pub fn sorted_order(lane: impl Iterator<Item = f64>) -> Vec<usize> {
     let x: Vec<f64> = lane.collect();
     let mut order: Vec<usize> = (0..x.len()).collect();
-    order.sort_by(|&i, &j| (x[i].is_nan(), if x[i].is_nan() { 0.0 } else { x[i] }).partial_cmp(&(x[j].is_nan(), if x[j].is_nan() { 0.0 } else { x[j] })).expect("no NaN left").then(i.cmp(&j)));
+    let key = |v: f64| if v.is_nan() { (true, 0.0) } else { (false, v) };
+    order.sort_by(|&i, &j| key(x[i]).partial_cmp(&key(x[j])).expect("NaNs made keys").then(i.cmp(&j)));
     order
 }
 

@@ -620,11 +620,7 @@ impl Builder<'_> {
         if extent == 0 {
             return Err(Diagnostic::error(Code::BadValue, format!("attempt to get {name} of an empty sequence")).label(a.range, ty.to_string()));
         }
-        if extent > MAX_INDEX_RESULT {
-            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` over {extent} elements: index results are delivered as float32, exact up to 2^24"))
-                .label(a.range, ty.to_string())
-                .help("reduce over an axis of at most 16777216 elements"));
-        }
+        index_fits(fname, extent, &a, &ty)?;
         let op = if name == "argmin" { ReduceOp::Min } else { ReduceOp::Max };
         let mut result = self.push(Op::ArgReduce { op, axis: axis.unwrap_or(0) }, vec![id], range)?;
         if keepdims {
@@ -680,11 +676,7 @@ impl Builder<'_> {
         if name == "sort" {
             return Ok(Value::Tensor(self.push(Op::Sort { axis }, vec![id], range)?));
         }
-        if extent > MAX_INDEX_RESULT {
-            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` over {extent} elements: index results are delivered as float32, exact up to 2^24"))
-                .label(a.range, ty.to_string())
-                .help("sort along an axis of at most 16777216 elements"));
-        }
+        index_fits(fname, extent, &a, &ty)?;
         Ok(Value::Tensor(self.push(Op::ArgSort { axis, stable: is_stable }, vec![id], range)?))
     }
 
@@ -1069,6 +1061,17 @@ impl Builder<'_> {
 /// numpy's signature of a reduction, positional order included, after the array `first`.
 /// The longest axis an index result may count along: results are float32 in the kernel ABI.
 const MAX_INDEX_RESULT: usize = 1 << 24;
+
+/// An index result over an axis of `extent` elements of `a` (of type `ty`), if float32 holds
+/// every index exactly; else the diagnostic.
+fn index_fits(fname: &str, extent: usize, a: &Arg, ty: &ollie_graph::TensorType) -> Result<()> {
+    if extent > MAX_INDEX_RESULT {
+        return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` over {extent} elements: index results are delivered as float32, exact up to 2^24"))
+            .label(a.range, ty.to_string())
+            .help("index results are over axes of at most 16777216 elements"));
+    }
+    Ok(())
+}
 
 fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
     let rest: &[&str] = match name {

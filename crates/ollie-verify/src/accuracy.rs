@@ -33,6 +33,14 @@ pub struct Storage {
 }
 
 impl Tolerance {
+    /// Where a value `v` a kernel computes may lie, given its bounds `E` (`rounding`) and `A`
+    /// (`underflow`): `[v − w, v + w]` with `w = α·(u·E + λ·A)`, the whole line where `w` is
+    /// unknown. The index judges' rule (`index.rs`, `order.rs`).
+    pub fn interval(&self, v: f64, rounding: f64, underflow: f64) -> (f64, f64) {
+        let w = self.alpha * (self.unit_roundoff * rounding + self.smallest_normal * underflow);
+        if w.is_finite() { (v - w, v + w) } else { (f64::NEG_INFINITY, f64::INFINITY) }
+    }
+
     /// α = 16, u = 2⁻²⁴, λ = 2⁻¹²⁶: float32 outputs.
     pub const F32: Tolerance = Tolerance { alpha: 16.0, unit_roundoff: 1.0 / 16_777_216.0, smallest_normal: f32::MIN_POSITIVE as f64, storage: None };
     /// α = 16, u = 2⁻⁵³, λ = 2⁻¹⁰²²: float64 outputs.

@@ -31,7 +31,6 @@ impl IndexTarget {
     /// the output in standard order, the lane (in the order `values.lanes(axis)` takes them)
     /// whose index it holds, and `reference` numpy's index there; the output has `shape`.
     pub fn new(tolerance: Tolerance, op: ReduceOp, axis: usize, values: &Tensor, bound: &ErrorBound, lanes: &[usize], reference: &Tensor) -> IndexTarget {
-        let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda, .. } = tolerance;
         let sign = if op == ReduceOp::Min { -1.0 } else { 1.0 };
         // The other right indices of each lane.
         let mut others: Vec<Vec<u32>> = Vec::new();
@@ -41,10 +40,7 @@ impl IndexTarget {
             let mut right = Vec::new();
             if lane.iter().all(|v| !v.is_nan()) {
                 // Each value's interval, in the direction that maximizes.
-                let interval = |i: usize| {
-                    let (v, w) = (sign * lane[i], alpha * (u * e[i] + lambda * a[i]));
-                    if w.is_finite() { (v - w, v + w) } else { (f64::NEG_INFINITY, f64::INFINITY) }
-                };
+                let interval = |i: usize| tolerance.interval(sign * lane[i], e[i], a[i]);
                 let top = (0..lane.len()).map(|i| interval(i).0).fold(f64::NEG_INFINITY, f64::max);
                 let mut surely = f64::NEG_INFINITY;
                 for j in 0..lane.len() {

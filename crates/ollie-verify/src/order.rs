@@ -49,7 +49,6 @@ impl OrderTarget {
     /// the output in standard order, the flat position in the `argsort`'s result whose index it
     /// holds, and `reference` numpy's index there.
     pub fn new(tolerance: Tolerance, axis: usize, stable: bool, values: &Tensor, bound: &ErrorBound, positions: &[usize], reference: &Tensor) -> OrderTarget {
-        let Tolerance { alpha, unit_roundoff: u, smallest_normal: lambda, .. } = tolerance;
         let shape = values.shape().to_vec();
         let n = shape[axis];
         // The axis last: lanes are then rows.
@@ -59,14 +58,7 @@ impl OrderTarget {
         let (v, e, a) = (rows(values), rows(&bound.rounding), rows(&bound.underflow));
         let (mut low, mut high) = (Vec::with_capacity(v.len()), Vec::with_capacity(v.len()));
         for ((&v, &e), &a) in v.iter().zip(&e).zip(&a) {
-            let w = alpha * (u * e + lambda * a);
-            let (lo, hi) = if v.is_nan() {
-                (f64::NAN, f64::NAN)
-            } else if w.is_finite() {
-                (v - w, v + w)
-            } else {
-                (f64::NEG_INFINITY, f64::INFINITY)
-            };
+            let (lo, hi) = if v.is_nan() { (f64::NAN, f64::NAN) } else { tolerance.interval(v, e, a) };
             low.push(lo);
             high.push(hi);
         }
