@@ -6,7 +6,7 @@
 //! broadcast repeats needs no index, and one that `np.arange` indexes is read along. What stays
 //! is a diagnostic: a gather from a reduction's or a product's result.
 
-use ollie_graph::{GatherAxis, NodeId, Op};
+use ollie_graph::{GatherAxis, NodeId, Op, SliceAxis, UnaryOp};
 use ruff_text_size::TextRange;
 
 use crate::builder::{Arg, Builder, CallArgs, Result};
@@ -49,6 +49,11 @@ impl Builder<'_> {
         if let (true, Value::Int(i)) = (name == "take", &indices.value) {
             // A constant index is basic indexing.
             return self.index_constant(source, axis, *i, indices.range, a.range, call);
+        }
+        if let (false, Value::Tensor(i)) = (name == "take", &indices.value) {
+            if self.graph.index_result(*i) {
+                return Ok(Value::Tensor(self.take_by_own_order(source, *i, axis, indices.range, call)?));
+            }
         }
         let index = self.index_array(&indices)?;
         let id = if name == "take" { self.take(source, index, axis, call)? } else { self.take_along_axis(source, index, axis, call)? };
@@ -112,6 +117,74 @@ impl Builder<'_> {
         // The array's own size-1 axes broadcast too: a gather reads them along step 0.
         let from = self.broadcast_from(source, from, &shape);
         self.gather(source, shape, from, vec![placed], range)
+    }
+
+    /// `np.take_along_axis(source, index, axis)` where `index` is an `argsort` or an
+    /// `argmax`/`argmin` along `axis` of `source` itself (or of `-source`): the values in that
+    /// order are the sorted values, the extreme, whichever of equal elements the index picks. So
+    /// the gather is the sort (or the reduction), the index's slices replayed on it: top-k's
+    /// values as users write them. Any other use of an index result is diagnosed.
+    fn take_by_own_order(&mut self, source: NodeId, index: NodeId, axis: usize, irange: TextRange, range: TextRange) -> Result<NodeId> {
+        let root = self.graph.index_source(index).expect("an index result");
+        let mut views = Vec::new();
+        let mut n = index;
+        while n != root {
+            views.push(self.graph.node(n).op.clone());
+            n = self.graph.node(n).args[0];
+        }
+        views.reverse();
+        let key = self.graph.node(root).args[0];
+        let negated = match &self.graph.node(key).op {
+            _ if self.same_value(key, source) => false,
+            Op::Unary(UnaryOp::Neg) if self.same_value(self.graph.node(key).args[0], source) => true,
+            _ => return Err(index_of_other(irange)),
+        };
+        let root_op = self.graph.node(root).op.clone();
+        let src = self.ty(source).shape.clone();
+        let ishape = self.ty(index).shape.clone();
+        let value = match root_op {
+            Op::ArgSort { axis: a, .. } if a == axis => {
+                // Slices along the sorted axis pick ranks; the other axes stay whole (numpy would
+                // broadcast a shorter one, which `take_along_axis` refuses unless it is 1).
+                let whole = |ax: &SliceAxis, j: usize| j == axis || (ax.start == 0 && ax.step == 1 && ax.len == src[j]);
+                let mut v = self.push(Op::Sort { axis }, vec![key], range)?;
+                for op in views {
+                    match op {
+                        Op::Slice { ref axes } if axes.iter().enumerate().all(|(j, ax)| whole(ax, j)) => v = self.push(op, vec![v], range)?,
+                        Op::Cast { .. } => {}
+                        _ => return Err(index_of_other(irange)),
+                    }
+                }
+                v
+            }
+            Op::ArgReduce { op, axis: a } if a == axis => {
+                // `argmax(x, axis, keepdims=True)` or the like: the index has the source's shape
+                // with the axis 1.
+                let mut kept = src.clone();
+                kept[axis] = 1;
+                if ishape != kept || views.iter().any(|v| !matches!(v, Op::Reshape { .. } | Op::Cast { .. })) {
+                    return Err(index_of_other(irange));
+                }
+                let r = self.push(Op::Reduce { op, axes: vec![axis] }, vec![key], range)?;
+                self.reshape_to(r, &kept, range)?
+            }
+            _ => return Err(index_of_other(irange)),
+        };
+        if self.ty(value).shape != self.ty(index).shape {
+            return Err(index_of_other(irange));
+        }
+        if negated {
+            self.push(Op::Unary(UnaryOp::Neg), vec![value], range)
+        } else {
+            Ok(value)
+        }
+    }
+
+    /// Whether nodes `a` and `b` compute the same value: the same node, or the same op on the
+    /// same operands.
+    fn same_value(&self, a: NodeId, b: NodeId) -> bool {
+        let (x, y) = (self.graph.node(a), self.graph.node(b));
+        a == b || (x.op == y.op && x.args.len() == y.args.len() && x.args.iter().zip(&y.args).all(|(&p, &q)| self.same_value(p, q)))
     }
 
     /// numpy advanced indexing: `source[items]` where some items are integer arrays. `items` are
@@ -321,6 +394,13 @@ impl Builder<'_> {
 pub enum AxisIndex {
     Array(IndexArray),
     Slice { start: usize, step: i64, len: usize },
+}
+
+/// The diagnostic for gathering by an index result other than the source's own order.
+fn index_of_other(range: TextRange) -> Diagnostic {
+    crate::builder::index_result_used(range).help(
+        "`np.take_along_axis(x, idx, axis)` takes an index result only where `idx` is `np.argsort(x, axis)` (or of `-x`, sliced along the axis) or `np.argmax`/`np.argmin(x, axis, keepdims=True)`: then the gathered values are the sorted values or the extreme; gathering another array by it is not supported yet",
+    )
 }
 
 fn along(axis: usize) -> GatherAxis {
