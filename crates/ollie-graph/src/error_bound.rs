@@ -69,8 +69,11 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
             }
             _ => (own_rounding(&node.op, &value_view, &v, &abs), own_underflow(&node.op, node.ty.dtype, &value_view, &v)),
         };
-        let rounding = sum(own_e, propagate(&node.op, &value_view, &v, &abs, &e, inputs));
+        let mut rounding = sum(own_e, propagate(&node.op, &value_view, &v, &abs, &e, inputs));
         let underflow = sum(own_a, propagate(&node.op, &value_view, &v, &abs, &a, inputs));
+        if let Op::Unary(step @ (UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round)) = node.op {
+            rounding = steps_reached(step, &v[0], e[0], a[0]).or(rounding);
+        }
         drop(v);
         for &arg in &node.args {
             remaining[arg.index()] -= 1;
@@ -98,6 +101,29 @@ pub fn evaluate_with_error_bounds(graph: &Graph, inputs: &[Tensor]) -> Result<(V
     Ok((outputs, bounds))
 }
 
+/// How far from the exact operand a float32 kernel's may lie when it is judged: the accuracy
+/// rule's `α·(u·E + λ·A)` with its α = 16 and float32's `u` and `λ` (kernels compute in float32;
+/// a float64 kernel's steps are judged as a float32 kernel's, which is looser only near a step).
+const STEP_ALPHA: f64 = 16.0;
+const STEP_UNIT: f64 = 1.0 / 16_777_216.0;
+
+/// A step function's bound (`floor`, `ceil`, `rint`): zero where every value its operand may
+/// take rounds to the same integer, and where the operand's own error reaches a step, the
+/// jump across it (so a kernel that rounds the other way there, as honest float32 arithmetic
+/// may, is as right). `None` where the operand has no error.
+fn steps_reached(step: UnaryOp, a: &ArrayViewD<f64>, e: Option<&Tensor>, l: Option<&Tensor>) -> Bound {
+    if e.is_none() && l.is_none() {
+        return None;
+    }
+    let zero = ArrayD::<f64>::zeros(IxDyn(&[]));
+    let (e, l) = (e.map_or_else(|| zero.broadcast(a.raw_dim()).expect("a scalar broadcasts"), |t| t.view()), l.map_or_else(|| zero.broadcast(a.raw_dim()).expect("a scalar broadcasts"), |t| t.view()));
+    Some(Zip::from(a).and(&e).and(&l).map_collect(|&x, &e, &l| {
+        let w = STEP_ALPHA * (STEP_UNIT * e + f64::from(f32::MIN_POSITIVE) * l);
+        let (lo, hi) = (step.apply(x - w), step.apply(x + w));
+        if lo == hi || x.is_nan() { 0.0 } else { (hi - lo).abs() / STEP_UNIT }
+    }))
+}
+
 /// `own + propagated`, with NaN (a first-order term undefined: 0·log 0, 0/0) made infinite: the
 /// bound is then unknown, never NaN (which the accuracy rule would read as "no error allowed").
 fn sum(own: Bound, propagated: Bound) -> Bound {
@@ -121,7 +147,7 @@ fn sum_factor(n: usize) -> f64 {
 /// its allowance (OpenCL's single-precision figures, which SLEEF's u10/u35 functions meet).
 fn unary_allowance(u: UnaryOp) -> f64 {
     match u {
-        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil => 0.0,
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => 0.0,
         UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 => 6.0,
         UnaryOp::Tanh => 10.0,
         UnaryOp::Sin | UnaryOp::Cos => 8.0,
@@ -262,9 +288,8 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             UnaryOp::Expm1 => (f + 1.0).abs() * ea,
             // |sin(a + e) − sin(a)| ≤ |e|, and so for cos.
             UnaryOp::Sin | UnaryOp::Cos => ea,
-            // Flat but for its steps, which the bound does not widen for (as for a comparison):
-            // a kernel whose rounding crosses a step the naive kernel does not cross is rejected.
-            UnaryOp::Floor | UnaryOp::Ceil => 0.0,
+            // Flat but for its steps, where the bound is the jump (`steps_reached`).
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => 0.0,
         }),
         Op::Binary(b) => Zip::from(value).and(&v[0]).and(&v[1]).and(&ev[0]).and(&ev[1]).map_collect(|&f, &a, &c, &ea, &ec| match b {
             BinaryOp::Add | BinaryOp::Sub => ea + ec,
@@ -328,5 +353,26 @@ mod tests {
         let (r, e) = evaluate_with_error_bounds(&g, &inputs).unwrap();
         assert!(r[0].iter().all(|&v| v == 0.0));
         assert!(e[0].rounding.iter().all(|b| b.is_finite()), "bounds {:?}", e[0]);
+    }
+
+    /// `floor(x·y)`: no error where the product lies far from an integer or is exact input
+    /// data; the jump of one where its rounding may reach an integer; `rint` of an input is
+    /// exact even at a tie.
+    #[test]
+    fn a_step_function_allows_the_jump_only_where_its_operand_may_reach_a_step() {
+        let g = crate::parse(
+            "kernel k(x: f32[3], y: f32[3]) {\n  %0: f32[3] = input[x]\n  %1: f32[3] = input[y]\n  %2: f32[3] = mul %0, %1\n  %3: f32[3] = floor %2\n  %4: f32[3] = rint %0\n  return %3, %4\n}\n",
+        )
+        .unwrap();
+        let near = 3.0 + 1e-9;
+        let inputs = vec![ndarray::arr1(&[near, 2.5, 1e7]).into_dyn(), ndarray::arr1(&[1.0, 1.0, 0.3]).into_dyn()];
+        let (r, e) = evaluate_with_error_bounds(&g, &inputs).unwrap();
+        assert_eq!(r[0].as_slice().unwrap(), &[3.0, 2.0, 3e6]);
+        let jump = e[0].rounding.as_slice().unwrap();
+        assert_eq!(jump[0], 1.0 / STEP_UNIT, "3 + 1e-9 may round to 3 or below");
+        assert_eq!(jump[1], 0.0, "2.5 is far from a step");
+        assert!(jump[2] > 0.0, "3e6 is within float32's rounding of an integer step");
+        assert_eq!(r[1].as_slice().unwrap(), &[3.0, 2.0, 1e7]);
+        assert!(e[1].rounding.iter().all(|&b| b == 0.0), "an input is exact: {:?}", e[1]);
     }
 }

@@ -20,6 +20,8 @@ pub enum UnaryOp {
     Cos,
     Floor,
     Ceil,
+    /// numpy's `rint`/`round`: to the nearest integer, ties to even.
+    Round,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -233,7 +235,7 @@ impl Ord for Op {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 12] = [
+    pub const ALL: [UnaryOp; 13] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -246,6 +248,7 @@ impl UnaryOp {
         UnaryOp::Cos,
         UnaryOp::Floor,
         UnaryOp::Ceil,
+        UnaryOp::Round,
     ];
 
     /// The function on one float64, as the reference computes it.
@@ -263,6 +266,7 @@ impl UnaryOp {
             UnaryOp::Cos => x.cos(),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Round => x.round_ties_even(),
         }
     }
 
@@ -280,6 +284,7 @@ impl UnaryOp {
             UnaryOp::Cos => "cos",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "rint",
         }
     }
 }

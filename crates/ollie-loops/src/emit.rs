@@ -410,6 +410,8 @@ impl<'a> Emitter<'a> {
                 match op {
                     UnaryOp::Neg => format!("(-{a})"),
                     UnaryOp::Abs => format!("fabs{f}({a})"),
+                    // Ties to even in the default rounding mode, without `rint`'s inexact flag.
+                    UnaryOp::Round => format!("nearbyint{f}({a})"),
                     _ => format!("{}{f}({a})", op.name()),
                 }
             }
@@ -738,7 +740,8 @@ impl<'a> Emitter<'a> {
                 | UnaryOp::Sqrt
                 | UnaryOp::Abs
                 | UnaryOp::Floor
-                | UnaryOp::Ceil),
+                | UnaryOp::Ceil
+                | UnaryOp::Round),
                 a,
             ) if !self.wide => format!("ollie_v{}{w}({})", op.name(), v(a)),
             // A small integer power by multiplication (powf itself stays scalar).
@@ -843,7 +846,7 @@ fn invariant_math(e: &Expr) -> Option<bool> {
     match e {
         Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) | Expr::Gather { .. } => Some(false),
         Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt, a) => invariant_math(a).map(|_| true),
-        Expr::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil, a) => invariant_math(a),
+        Expr::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round, a) => invariant_math(a),
         Expr::Binary(BinaryOp::Pow, a, b) if matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => invariant_math(a),
         Expr::Binary(op, a, b) if arithmetic(*op).is_some() || matches!(op, BinaryOp::Max | BinaryOp::Min) => Some(invariant_math(a)? | invariant_math(b)?),
         Expr::Select(c, a, b) => Some(invariant_math(c)? | invariant_math(a)? | invariant_math(b)?),
@@ -908,7 +911,7 @@ fn sort_helpers(wide: bool) -> String {
 }
 
 /// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.
-const VECTOR_MATH: [&str; 19] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "powi", "stream", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
+const VECTOR_MATH: [&str; 20] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "rint", "powi", "stream", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
 
 /// Scalar conversions between float32 and the 16-bit floats, rounding to nearest even as numpy
 /// and ml_dtypes do (NaN kept and quieted, subnormals rounded, not flushed); float16 through

@@ -1,4 +1,4 @@
-/* Vector math for ollie's emitted kernels: exp, log, log1p, expm1, tanh, sin, cos, sqrt, fabs, floor, ceil and small integer powers, and float16 and bfloat16 loads and stores
+/* Vector math for ollie's emitted kernels: exp, log, log1p, expm1, tanh, sin, cos, sqrt, fabs, floor, ceil, rint and small integer powers, and float16 and bfloat16 loads and stores
  * on `{W}`-lane float vectors (GCC vector extensions, so the same source is AVX2 or AVX-512 code
  * as -march=native chooses; sqrt by the widest x86 instruction the target has).
  * The algorithms are Cephes' single-precision ones (range reduction, a minimax polynomial,
@@ -34,16 +34,19 @@ static inline ollie_v{W} ollie_vabs{W}(ollie_v{W} x) { return (ollie_v{W})((olli
 #define OLLIE_WIDEST_ZMM(f) for (; l_ + 16 <= n_; l_ += 16) _mm512_storeu_ps(r_ + l_, f(_mm512_loadu_ps(a_ + l_)));
 static inline __m512 ollie_floor_zmm(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
 static inline __m512 ollie_ceil_zmm(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); }
+static inline __m512 ollie_rint_zmm(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 #else
 #define OLLIE_WIDEST_ZMM(f)
 #endif
 #if defined(__AVX__)
 #define OLLIE_WIDEST_YMM(f) for (; l_ + 8 <= n_; l_ += 8) _mm256_storeu_ps(r_ + l_, f(_mm256_loadu_ps(a_ + l_)));
+static inline __m256 ollie_rint_ymm(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 #else
 #define OLLIE_WIDEST_YMM(f)
 #endif
 #if defined(__SSE4_1__)
 #define OLLIE_WIDEST_XMM(f) for (; l_ + 4 <= n_; l_ += 4) _mm_storeu_ps(r_ + l_, f(_mm_loadu_ps(a_ + l_)));
+static inline __m128 ollie_rint_xmm(__m128 v) { return _mm_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 #else
 #define OLLIE_WIDEST_XMM(f)
 #endif
@@ -63,6 +66,12 @@ static inline ollie_v{W} ollie_vfloor{W}(ollie_v{W} x) {
 
 static inline ollie_v{W} ollie_vceil{W}(ollie_v{W} x) {
     OLLIE_WIDEST(x, ollie_ceil_zmm, _mm256_ceil_ps, _mm_ceil_ps, __builtin_ceilf);
+    return x;
+}
+
+/* numpy's rint: to nearest, ties to even (exact). */
+static inline ollie_v{W} ollie_vrint{W}(ollie_v{W} x) {
+    OLLIE_WIDEST(x, ollie_rint_zmm, ollie_rint_ymm, ollie_rint_xmm, __builtin_nearbyintf);
     return x;
 }
 

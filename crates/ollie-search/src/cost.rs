@@ -133,7 +133,7 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
                 UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 | UnaryOp::Sin | UnaryOp::Cos => {
                     c.transcendental += n
                 }
-                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil => c.arithmetic += n,
+                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => c.arithmetic += n,
             }
             expr(a, at, c);
         }

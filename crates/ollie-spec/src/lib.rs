@@ -3,6 +3,7 @@
 
 mod annotation;
 mod builder;
+mod arrays;
 mod composite;
 mod diagnostic;
 mod gather;

@@ -10,17 +10,20 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "argsort", "ceil", "clip", "concatenate", "cos", "cumsum", "divide", "dot",
-    "einsum", "exp", "exp2", "expand_dims", "expm1", "float32", "float64", "floor", "full", "full_like", "inner", "log",
-    "log10", "log1p", "log2", "logaddexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
-    "ones", "ones_like", "outer", "power", "reciprocal", "reshape", "sign", "sin", "sort", "sqrt", "square", "squeeze", "stack",
-    "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tanh", "tensordot", "transpose", "tril", "triu", "var", "where", "zeros",
-    "zeros_like",
+    "abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "argsort", "around", "array_split", "broadcast_to", "ceil", "clip",
+    "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "exp", "exp2", "expand_dims", "expm1", "flip", "fliplr", "flipud",
+    "float32", "float64", "floor", "full", "full_like", "hsplit", "hstack", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
+    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "min", "minimum",
+    "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "power", "ravel", "reciprocal", "repeat", "reshape", "rint",
+    "round", "sign", "sin", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
+    "take_along_axis", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
 ];
 
 /// The array methods and attributes a spec may use.
-pub const METHODS: &[&str] =
-    &["argmax", "argmin", "argsort", "astype", "cumsum", "max", "mean", "min", "reshape", "squeeze", "std", "sum", "swapaxes", "transpose", "var"];
+pub const METHODS: &[&str] = &[
+    "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "dot", "flatten", "max", "mean", "min", "ravel", "repeat", "reshape", "round",
+    "squeeze", "std", "sum", "swapaxes", "transpose", "var",
+];
 
 pub fn supported_functions_help() -> String {
     format!("supported numpy functions: {}, linalg.norm", FUNCTIONS.join(", "))
@@ -141,6 +144,9 @@ impl Builder<'_> {
         if crate::gather::FUNCTIONS.contains(&name) {
             return self.gather_call(name, args);
         }
+        if crate::arrays::FUNCTIONS.contains(&name) {
+            return self.arrays_call(name, args);
+        }
         match name {
             "square" => {
                 let x = required(bind!("x"), &fname, "x", call)?;
@@ -160,9 +166,7 @@ impl Builder<'_> {
             }
             "clip" => {
                 let (a, lo, hi) = bind!("a", "a_min", "a_max");
-                let (a, lo, hi) = (required(a, &fname, "a", call)?, required(lo, &fname, "a_min", call)?, required(hi, &fname, "a_max", call)?);
-                let low = self.elementwise(BinaryOp::Max, a, lo, call)?;
-                self.elementwise(BinaryOp::Min, Arg { value: low, range: call }, hi, call)
+                self.clip(required(a, &fname, "a", call)?, lo, hi, call)
             }
             "where" => {
                 let (c, x, y) = bind!("condition", "x", "y");
@@ -338,6 +342,7 @@ impl Builder<'_> {
                 let Value::Tensor(id) = a.value else { unreachable!("methods are called on arrays") };
                 Ok(Value::Tensor(self.cast(id, dtype, call)?))
             }
+            _ if crate::arrays::METHODS.contains(&name) => self.arrays_method(receiver, name, args),
             _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported array method `.{name}()`"))
                 .label(name_range, "not in ollie's numpy subset")
                 .help(supported_methods_help())),
@@ -372,7 +377,7 @@ impl Builder<'_> {
     }
 
     /// A shape argument: an int or a tuple of ints, each zero or more.
-    fn shape_value(&self, arg: &Arg) -> Result<Vec<usize>> {
+    pub fn shape_value(&self, arg: &Arg) -> Result<Vec<usize>> {
         let items = match &arg.value {
             Value::Tuple(items) => items.clone(),
             v @ Value::Int(_) => vec![v.clone()],
@@ -411,7 +416,7 @@ impl Builder<'_> {
     }
 
     /// An `axis=` argument that may be an int or a tuple of ints; sorted, duplicates rejected.
-    fn axes(&self, arg: &Arg, rank: usize) -> Result<Vec<usize>> {
+    pub fn axes(&self, arg: &Arg, rank: usize) -> Result<Vec<usize>> {
         let items: Vec<Arg> = match &arg.value {
             Value::Tuple(items) => items.iter().map(|v| Arg { value: v.clone(), range: arg.range }).collect(),
             _ => vec![arg.clone()],
@@ -727,7 +732,7 @@ impl Builder<'_> {
         Ok(Value::Tensor(self.reshape_to(id, &out, range)?))
     }
 
-    fn concatenate(&mut self, stack: bool, arrays: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
+    pub fn concatenate(&mut self, stack: bool, arrays: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
         let Value::Tuple(items) = &arrays.value else {
             return Err(Diagnostic::error(Code::BadValue, "expected a tuple or list of arrays").label(arrays.range, format!("this is {}", self.describe(&arrays.value))));
         };

@@ -41,6 +41,10 @@ pub enum Family {
     /// Normal with about one element in a thousand NaN (numpy's index of the first NaN). For
     /// kernels with an index result.
     Nan,
+    /// Multiples of ½ from −8 to 8: exact integers and ties, where `floor`, `ceil` and `rint`
+    /// step (and `roundf`'s ties away from zero differ from numpy's ties to even). For kernels
+    /// that round.
+    Halves,
 }
 
 impl fmt::Display for Family {
@@ -56,6 +60,7 @@ impl fmt::Display for Family {
             Family::Zeros => f.write_str("zeros"),
             Family::Ties => f.write_str("ties"),
             Family::Nan => f.write_str("nan"),
+            Family::Halves => f.write_str("halves"),
         }
     }
 }
@@ -69,13 +74,18 @@ impl Family {
     }
 
     /// Every family for `graph`: [`Family::all`] for its parameters' rank, and where it has an
-    /// index result (`argmax`, `argsort`) or sorts, ties and NaN.
+    /// index result (`argmax`, `argsort`) or sorts, ties and NaN; where it rounds to integers,
+    /// halves.
     pub fn of(graph: &Graph) -> Vec<Family> {
+        use ollie_graph::{Op, UnaryOp};
         let max_rank = graph.params.iter().map(|p| p.ty.rank()).max().unwrap_or(0);
         let mut families = Family::all(max_rank);
-        let sorts = graph.ids().any(|id| matches!(graph.node(id).op, ollie_graph::Op::Sort { .. }));
+        let sorts = graph.ids().any(|id| matches!(graph.node(id).op, Op::Sort { .. }));
         if sorts || graph.outputs.iter().any(|&o| graph.index_result(o)) {
             families.extend([Family::Ties, Family::Nan]);
+        }
+        if graph.ids().any(|id| matches!(graph.node(id).op, Op::Unary(UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round))) {
+            families.push(Family::Halves);
         }
         families
     }
@@ -107,7 +117,7 @@ impl Family {
         let n = range.extent as i64;
         let low = if range.negative { -n } else { 0 };
         range.value(match self {
-            Family::Normal | Family::Uniform | Family::Ties | Family::Nan => rng.random_range(0..n),
+            Family::Normal | Family::Uniform | Family::Ties | Family::Nan | Family::Halves => rng.random_range(0..n),
             Family::Wide => rng.random_range(low..n),
             Family::Large => [0, n - 1, low, if range.negative { -1 } else { n / 2 }][rng.random_range(0..4)],
             Family::Tiny => rng.random_range(0..2.min(n)),
@@ -143,6 +153,7 @@ impl Family {
                 }
             }
             Family::Ties => rng.random_range(-2..=2) as f64,
+            Family::Halves => rng.random_range(-16..=16) as f64 * 0.5,
             Family::Nan => {
                 if rng.random_range(0..1000) == 0 {
                     f64::NAN
