@@ -48,12 +48,16 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
         DType::F16 => "float16",
         DType::BF16 => "bfloat16 (ml_dtypes; saved as V2)",
         DType::I32 | DType::I64 => "int32 or int64",
+        DType::I8 => "int8",
+        DType::U8 => "uint8",
         _ => "float32 or float64",
     };
-    let int = param.ty.dtype.is_int();
+    let int = param.ty.dtype.is_int() && !param.ty.dtype.is_byte();
     let dtype = match descr.trim_matches('\'') {
-        "<f4" if !int => DType::F32,
-        "<f8" if !int => DType::F64,
+        "|i1" if param.ty.dtype == DType::I8 => DType::I8,
+        "|u1" if param.ty.dtype == DType::U8 => DType::U8,
+        "<f4" if !int && !param.ty.dtype.is_byte() => DType::F32,
+        "<f8" if !int && !param.ty.dtype.is_byte() => DType::F64,
         "<i4" if int => DType::I32,
         "<i8" if int => DType::I64,
         "<f2" => DType::F16,
@@ -97,6 +101,8 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
         }
         DType::I32 => ArrayD::<i32>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
         DType::I64 => ArrayD::<i64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(|i| i as f64),
+        DType::I8 => ArrayD::<i8>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
+        DType::U8 => ArrayD::<u8>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
         _ => ArrayD::<f64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?,
     };
     Ok(array)
@@ -108,9 +114,10 @@ fn numpy_dtype_name(descr: &str) -> String {
         "<f8" => "float64",
         "<f2" => "float16",
         "<i4" => "int32",
+        "|i1" => "int8",
+        "|u1" => "uint8",
         "<i8" => "int64",
         "|b1" => "bool",
-        "|u1" => "uint8",
         other => return format!("`{other}`"),
     };
     name.to_string()
@@ -164,6 +171,8 @@ pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()
         }
         DType::I32 => value.mapv(|x| x as i32).write_npy(file)?,
         DType::I64 => value.mapv(|x| x as i64).write_npy(file)?,
+        DType::I8 => value.mapv(|x| x as i8).write_npy(file)?,
+        DType::U8 => value.mapv(|x| x as u8).write_npy(file)?,
         _ => value.mapv(|x| x as f32).write_npy(file)?,
     }
     Ok(())

@@ -362,6 +362,8 @@ fn loader(graph: &Graph) -> String {
         DType::F64 => "np.float64",
         DType::I64 => "np.int64",
         DType::I32 => "np.int32",
+        DType::I8 => "np.int8",
+        DType::U8 => "np.uint8",
         DType::Bool => "np.bool_",
         DType::F16 => "np.float16",
         DType::BF16 => "ml_dtypes.bfloat16",

@@ -3,6 +3,7 @@
 
 use crate::graph::{Graph, NodeId};
 use crate::op::{BinaryOp, GatherAxis, Op};
+use crate::ty::DType;
 
 /// The integers a parameter holds: indices `0..extent`, and with `negative` also `-extent..0`
 /// (numpy counts a negative index from the end), each less `shift` (the parameter is an index
@@ -21,7 +22,8 @@ impl IndexRange {
     }
 }
 
-/// An integer parameter that indexes nothing and is compared with no `arange` holds this range.
+/// An integer parameter that indexes nothing and is compared with no `arange` holds this range
+/// (an 8-bit one, every value of its dtype).
 pub const PLAIN_INTS: IndexRange = IndexRange { extent: 64, negative: true, shift: 0 };
 
 impl Graph {
@@ -86,7 +88,16 @@ impl Graph {
                 _ => {}
             }
         }
-        Some(found.unwrap_or(PLAIN_INTS))
+        let dtype = self.params[k].ty.dtype;
+        Some(match (found, dtype) {
+            (None, DType::I8) => IndexRange { extent: 128, negative: true, shift: 0 },
+            (None, DType::U8) => IndexRange { extent: 256, negative: false, shift: 0 },
+            (None, _) => PLAIN_INTS,
+            // An 8-bit index holds what its dtype holds: -128..128, or 0..256 (never negative).
+            (Some(r), DType::I8) => IndexRange { extent: r.extent.min(128), ..r },
+            (Some(r), DType::U8) => IndexRange { extent: r.extent.min(256), negative: false, ..r },
+            (Some(r), _) => r,
+        })
     }
 
     /// The integer value of node `id`, a constant (broadcast or reshaped), if it is one.

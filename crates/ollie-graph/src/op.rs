@@ -444,8 +444,12 @@ impl Op {
                 TensorType::new(*dtype, shape.clone())
             }
             Op::Unary(u) => {
+                // numpy's: floor and ceil keep an integer dtype (numpy 2), the float functions
+                // of an 8-bit integer are float16, of a wider one float64.
                 let dtype = match u {
                     UnaryOp::Neg | UnaryOp::Abs => args[0].dtype,
+                    UnaryOp::Floor | UnaryOp::Ceil if args[0].dtype.is_int() => args[0].dtype,
+                    _ if args[0].dtype.is_byte() => DType::F16,
                     _ => args[0].dtype.to_float(),
                 };
                 TensorType::new(dtype, args[0].shape.clone())
@@ -537,7 +541,8 @@ impl Op {
                 }
                 let shape = (0..rank).filter(|a| !axes.contains(a)).map(|a| args[0].shape[a]).collect();
                 let dtype = match (op, args[0].dtype) {
-                    (ReduceOp::Sum, DType::Bool) => DType::I64,
+                    // numpy sums booleans and 8-bit integers in its default integer.
+                    (ReduceOp::Sum, DType::Bool | DType::I8 | DType::U8) => DType::I64,
                     (_, d) => d,
                 };
                 TensorType::new(dtype, shape)

@@ -131,6 +131,7 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
         Op::Cast { dtype } => match dtype {
             DType::Bool => map(args.pop().unwrap(), |x| (x != 0.0) as u8 as f64),
             DType::I64 | DType::I32 => map(args.pop().unwrap(), f64::trunc),
+            d @ (DType::I8 | DType::U8) => map(args.pop().unwrap(), |x| d.round(x)),
             // Float casts are exact here: the reference is the exact value, and the rounding a
             // cast costs is in the error bound (`error_bound`), a 16-bit output's in the judge.
             DType::F32 | DType::F64 | DType::F16 | DType::BF16 => return args.pop().unwrap(),

@@ -16,6 +16,9 @@ pub enum DType {
     BF16,
     /// numpy's int32, as parameters (indices, labels) hold it.
     I32,
+    /// numpy's int8 and uint8: quantized weights and activations, images.
+    I8,
+    U8,
 }
 
 impl DType {
@@ -28,6 +31,8 @@ impl DType {
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::I32 => "i32",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
         }
     }
 
@@ -40,6 +45,8 @@ impl DType {
             "f16" => DType::F16,
             "bf16" => DType::BF16,
             "i32" => DType::I32,
+            "i8" => DType::I8,
+            "u8" => DType::U8,
             _ => return None,
         })
     }
@@ -53,9 +60,25 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16)
     }
 
-    /// An integer dtype (`i32`, `i64`).
+    /// An integer dtype (`i8`, `u8`, `i32`, `i64`).
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::I64)
+        matches!(self, DType::I8 | DType::U8 | DType::I32 | DType::I64)
+    }
+
+    /// An 8-bit integer dtype, whose arithmetic wraps around in numpy.
+    pub fn is_byte(self) -> bool {
+        matches!(self, DType::I8 | DType::U8)
+    }
+
+    /// The values an integer dtype holds, `(min, max)`.
+    pub fn int_range(self) -> Option<(f64, f64)> {
+        match self {
+            DType::I8 => Some((-128.0, 127.0)),
+            DType::U8 => Some((0.0, 255.0)),
+            DType::I32 => Some((i32::MIN as f64, i32::MAX as f64)),
+            DType::I64 => Some((i64::MIN as f64, i64::MAX as f64)),
+            _ => None,
+        }
     }
 
     /// Bytes of one element stored in this dtype: a parameter's as the kernel ABI passes it
@@ -65,6 +88,7 @@ impl DType {
             DType::F64 | DType::I64 => 8,
             DType::F32 | DType::I32 | DType::Bool => 4,
             DType::F16 | DType::BF16 => 2,
+            DType::I8 | DType::U8 => 1,
         }
     }
 
@@ -72,7 +96,7 @@ impl DType {
     /// integer and boolean values are float32 there (`docs/abi.md`).
     pub fn result(self) -> DType {
         match self {
-            DType::I32 | DType::I64 | DType::Bool => DType::F32,
+            DType::I8 | DType::U8 | DType::I32 | DType::I64 | DType::Bool => DType::F32,
             d => d,
         }
     }
@@ -95,6 +119,13 @@ impl DType {
             DType::F32 => f64::from(x as f32),
             DType::F16 | DType::BF16 => self.half_value(self.half_bits(x)),
             DType::I64 | DType::I32 => x.trunc(),
+            // numpy on x86 converts through int32 (out of its range: its smallest value) and
+            // keeps the low byte: 300.0 is 44 as int8, -1.7 is 255 as uint8.
+            DType::I8 | DType::U8 => {
+                let t = x.trunc();
+                let i = if t.is_nan() || t.abs() >= 2f64.powi(31) { i32::MIN } else { t as i32 };
+                if self == DType::I8 { f64::from(i as i8) } else { f64::from(i as u8) }
+            }
             DType::Bool => (x != 0.0) as u8 as f64,
         }
     }
@@ -131,6 +162,10 @@ impl DType {
             (BF16, _) | (_, BF16) => BF16,
             (I64, _) | (_, I64) => I64,
             (I32, _) | (_, I32) => I32,
+            // numpy's int16, which holds both; no kernel stores one.
+            (I8, U8) | (U8, I8) => I32,
+            (I8, _) | (_, I8) => I8,
+            (U8, _) | (_, U8) => U8,
             (Bool, Bool) => Bool,
         }
     }

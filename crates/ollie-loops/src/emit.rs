@@ -93,6 +93,8 @@ impl<'a> Emitter<'a> {
             DType::F16 | DType::BF16 => "uint16_t",
             DType::I32 => "int32_t",
             DType::I64 => "int64_t",
+            DType::I8 => "int8_t",
+            DType::U8 => "uint8_t",
             DType::F32 | DType::Bool => "float",
         }
     }
@@ -443,6 +445,9 @@ impl<'a> Emitter<'a> {
                 match dtype {
                     DType::Bool => format!("({a} != {} ? {} : {})", self.literal(0.0), self.literal(1.0), self.literal(0.0)),
                     DType::I64 | DType::I32 => format!("trunc{f}({a})"),
+                    // numpy's conversion on x86: through int32, keeping the low byte.
+                    DType::I8 => format!("({s})(int8_t)(int32_t)({a})"),
+                    DType::U8 => format!("({s})(uint8_t)(int32_t)({a})"),
                     DType::F32 if self.wide => format!("({s})(float)({a})"),
                     DType::F32 | DType::F64 => a,
                     // A cast to a 16-bit float rounds to it (the kernel goes on in float32).

@@ -627,6 +627,8 @@ fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
             DType::F16 | DType::BF16 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&dtype.half_bits(x).to_le_bytes())),
             DType::I64 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i64).to_le_bytes())),
             DType::I32 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i32).to_le_bytes())),
+            DType::I8 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i8).to_le_bytes())),
+            DType::U8 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as u8).to_le_bytes())),
             _ => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes())),
         }
     }

@@ -33,6 +33,8 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         "f16" | "float16" => DType::F16,
         "bf16" | "bfloat16" => DType::BF16,
         "i32" | "int32" => DType::I32,
+        "i8" | "int8" => DType::I8,
+        "u8" | "uint8" => DType::U8,
         "i64" | "int64" => DType::I64,
         "" => {
             return Err(Diagnostic::error(Code::BadAnnotation, "malformed type annotation")
@@ -42,7 +44,7 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         other => {
             return Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype `{other}` in annotation"))
                 .label(span(ds, de), "not a supported dtype")
-                .help("kernel parameters and results are `f32`, `f64`, `f16`, `bf16`, `i32` or `i64`"))
+                .help("kernel parameters and results are `f32`, `f64`, `f16`, `bf16`, `i64`, `i32`, `i8` or `u8`"))
         }
     };
     skip_ws(&mut pos);

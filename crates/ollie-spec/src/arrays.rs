@@ -1,7 +1,7 @@
 //! numpy's array-manipulation functions and elementwise predicates, written with the graph's
 //! views and operations: `repeat`, `tile`, `moveaxis`, `flip`, `split`, `hstack`, `diff`,
-//! `broadcast_to`, `ravel`, `round`/`rint`, `isnan`/`isinf`/`isfinite`, `nan_to_num` and the
-//! `logical_*` functions, with numpy's argument and shape rules.
+//! `broadcast_to`, `ravel`, `eye`, `round`/`rint`, `isnan`/`isinf`/`isfinite`, `nan_to_num`,
+//! `all`/`any` and the `logical_*` functions, with numpy's argument and shape rules.
 
 use ollie_graph::{BinaryOp, CmpOp, DType, NodeId, Op, SliceAxis, UnaryOp};
 use ruff_text_size::TextRange;
@@ -13,13 +13,13 @@ use crate::value::Value;
 
 /// The functions this module provides, as `np.NAME`.
 pub const FUNCTIONS: &[&str] = &[
-    "array_split", "around", "broadcast_to", "copy", "diff", "flip", "fliplr", "flipud", "hsplit", "hstack", "isfinite", "isinf", "isnan",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "moveaxis", "nan_to_num", "ravel", "repeat", "rint", "round", "split", "tile",
-    "vsplit", "vstack",
+    "all", "any", "array", "array_split", "around", "asarray", "broadcast_to", "copy", "diff", "eye", "flip", "fliplr", "flipud", "hsplit", "hstack", "identity",
+    "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor", "moveaxis", "nan_to_num", "ravel", "repeat", "rint",
+    "round", "split", "tile", "vsplit", "vstack",
 ];
 
 /// The array methods this module provides, as `.NAME()`.
-pub const METHODS: &[&str] = &["clip", "copy", "dot", "flatten", "ravel", "repeat", "round"];
+pub const METHODS: &[&str] = &["all", "any", "clip", "copy", "dot", "flatten", "ravel", "repeat", "round"];
 
 impl Builder<'_> {
     /// `np.NAME(args)` for a function of [`FUNCTIONS`].
@@ -107,6 +107,47 @@ impl Builder<'_> {
                 let x = required(bind!("x"), fname, "x", call)?;
                 let x = self.truth(x, call)?;
                 self.compare(ruff_python_ast::CmpOp::Eq, x, Arg { value: Value::Bool(false), range: call }, call)
+            }
+            "all" | "any" => {
+                let (a, axis, out, keepdims) = bind!("a", "axis", "out", "keepdims");
+                if let Some(out) = out.filter(|o| o.value != Value::None) {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` does not take `out` in a spec"))
+                        .label(out.range, "arrays are immutable in a spec; use the returned value"));
+                }
+                self.all_any(name == "all", required(a, fname, "a", call)?, axis, keepdims, call)
+            }
+            "eye" | "identity" => {
+                let (n, m, k, dtype) = if name == "eye" { bind!("N", "M", "k", "dtype") } else {
+                    let (n, dtype) = bind!("n", "dtype");
+                    (n, None, None, dtype)
+                };
+                let n = required(n, fname, "N", call)?;
+                let rows = self.integer(&n, "the number of rows")?;
+                let cols = match m.filter(|m| m.value != Value::None) {
+                    Some(m) => self.integer(&m, "the number of columns")?,
+                    None => rows,
+                };
+                if rows < 0 || cols < 0 {
+                    return Err(Diagnostic::error(Code::BadValue, "negative dimensions are not allowed").label(call, format!("{rows} × {cols}")));
+                }
+                let k = match k {
+                    Some(k) => self.integer(&k, "`k`")?,
+                    None => 0,
+                };
+                let dtype = match dtype.filter(|d| d.value != Value::None) {
+                    Some(d) => self.dtype_value(&d)?,
+                    None => DType::F64,
+                };
+                Ok(Value::Tensor(self.eye(rows as usize, cols as usize, k, dtype, call)?))
+            }
+            "array" | "asarray" => {
+                let (object, dtype) = bind!("object", "dtype");
+                let object = required(object, fname, "object", call)?;
+                let dtype = match dtype.filter(|d| d.value != Value::None) {
+                    Some(d) => Some(self.dtype_value(&d)?),
+                    None => None,
+                };
+                self.array(object, dtype, call)
             }
             "copy" => {
                 let a = required(bind!("a"), fname, "a", call)?;
@@ -209,7 +250,7 @@ impl Builder<'_> {
             }
             "diff" => {
                 let (a, n, axis, prepend, append) = bind!("a", "n", "axis", "prepend", "append");
-                for extra in [prepend, append].into_iter().flatten().filter(|e| e.value != Value::None) {
+                if let Some(extra) = [prepend, append].into_iter().flatten().find(|e| e.value != Value::None) {
                     return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` does not take `prepend` or `append` in a spec"))
                         .label(extra.range, "concatenate it first with `np.concatenate`"));
                 }
@@ -359,6 +400,76 @@ impl Builder<'_> {
         }
     }
 
+    /// numpy's `all`/`any` over `axis` (all axes when `None`): the minimum (maximum) of the
+    /// elements' truth.
+    fn all_any(&mut self, all: bool, a: Arg, axis: Option<Arg>, keepdims: Option<Arg>, call: TextRange) -> Result<Value> {
+        let truth = self.truth(a, call)?;
+        let id = self.tensor(&truth, Some(DType::Bool))?;
+        let as_float = self.push(Op::Cast { dtype: DType::F32 }, vec![id], call)?;
+        let kind = if all { crate::numpy::Reduction::Min } else { crate::numpy::Reduction::Max };
+        let reduced = self.reduce(kind, Arg { value: Value::Tensor(as_float), range: call }, axis, keepdims, call)?;
+        self.compare(ruff_python_ast::CmpOp::NotEq, Arg { value: reduced, range: call }, Arg { value: Value::Float(0.0), range: call }, call)
+    }
+
+    /// numpy's `eye`: ones where the column is the row plus `k`.
+    fn eye(&mut self, rows: usize, cols: usize, k: i64, dtype: DType, call: TextRange) -> Result<NodeId> {
+        let shape = vec![rows, cols];
+        let i = self.push(Op::Iota { shape: shape.clone(), axis: 0, dtype: DType::I64 }, vec![], call)?;
+        let j = self.push(Op::Iota { shape: shape.clone(), axis: 1, dtype: DType::I64 }, vec![], call)?;
+        let kc = self.push(Op::Constant { value: k as f64, dtype: DType::I64 }, vec![], call)?;
+        let kc = self.broadcast_to(kc, &shape, call)?;
+        let ik = self.push(Op::Binary(BinaryOp::Add), vec![i, kc], call)?;
+        let mask = self.push(Op::Compare(CmpOp::Eq), vec![j, ik], call)?;
+        if dtype == DType::Bool {
+            return Ok(mask);
+        }
+        self.push(Op::Cast { dtype }, vec![mask], call)
+    }
+
+    /// `np.array`/`np.asarray`: an array as it is (cast to `dtype`), or a constant array from
+    /// nested tuples and lists of numbers known before the kernel runs (a few thousand at most:
+    /// larger data is a parameter).
+    fn array(&mut self, object: Arg, dtype: Option<DType>, call: TextRange) -> Result<Value> {
+        if let Value::Tensor(id) = object.value {
+            return Ok(Value::Tensor(match dtype {
+                Some(d) if d != self.ty(id).dtype => self.push(Op::Cast { dtype: d }, vec![id], call)?,
+                _ => id,
+            }));
+        }
+        let mut shape = Vec::new();
+        let mut numbers = Vec::new();
+        flatten(&object.value, 0, &mut shape, &mut numbers).map_err(|what| {
+            Diagnostic::error(Code::BadValue, format!("`np.array` of {what}")).label(object.range, "expected numbers, or equal-length tuples or lists of them")
+        })?;
+        const LARGEST: usize = 4096;
+        if numbers.len() > LARGEST {
+            return Err(Diagnostic::error(Code::BadValue, format!("a constant array of {} elements", numbers.len()))
+                .label(object.range, format!("more than {LARGEST}"))
+                .help("pass large data to the kernel as a parameter"));
+        }
+        let inferred = if numbers.iter().any(|v| matches!(v, Value::Float(_))) {
+            DType::F64
+        } else if numbers.iter().all(|v| matches!(v, Value::Bool(_))) && !numbers.is_empty() {
+            DType::Bool
+        } else {
+            DType::I64
+        };
+        let dtype = dtype.unwrap_or(inferred);
+        let mut parts = Vec::new();
+        for v in &numbers {
+            let c = self.push(Op::Constant { value: dtype.round(v.number().expect("flattened numbers")), dtype }, vec![], call)?;
+            parts.push(self.reshape_to(c, &[1], call)?);
+        }
+        let flat = match parts.len() {
+            0 => {
+                return Err(Diagnostic::error(Code::BadValue, "an empty constant array").label(object.range, "no elements").help("ollie's arrays have at least one element"))
+            }
+            1 => parts[0],
+            _ => self.push(Op::Concat { axis: 0 }, parts, call)?,
+        };
+        Ok(Value::Tensor(self.reshape_to(flat, &shape, call)?))
+    }
+
     fn ravel(&mut self, a: Arg, call: TextRange) -> Result<Value> {
         let id = self.tensor(&a, None)?;
         let n = self.ty(id).num_elements();
@@ -488,7 +599,7 @@ impl Builder<'_> {
                     return Err(Diagnostic::error(Code::BadValue, "number sections must be larger than 0").label(sections.range, k.to_string()));
                 }
                 let k = k as usize;
-                if equal && n % k != 0 {
+                if equal && !n.is_multiple_of(k) {
                     return Err(Diagnostic::error(Code::BadValue, "array split does not result in an equal division")
                         .label(sections.range, format!("{k} sections of an axis of {n}"))
                         .help("`np.array_split` allows unequal parts"));
@@ -534,6 +645,29 @@ impl Builder<'_> {
             id = self.push(op, vec![hi, lo], call)?;
         }
         Ok(Value::Tensor(id))
+    }
+}
+
+/// The numbers of nested tuples `v` in row-major order, and their shape (from `depth`); what
+/// is wrong otherwise.
+fn flatten(v: &Value, depth: usize, shape: &mut Vec<usize>, out: &mut Vec<Value>) -> std::result::Result<(), String> {
+    match v {
+        Value::Tuple(items) => {
+            match shape.get(depth) {
+                Some(&n) if n != items.len() => return Err("ragged nested sequences (numpy makes an object array)".into()),
+                Some(_) => {}
+                // First reached before any number: this depth's length.
+                None if out.is_empty() => shape.push(items.len()),
+                None => return Err("ragged nested sequences (numpy makes an object array)".into()),
+            }
+            items.iter().try_for_each(|item| flatten(item, depth + 1, shape, out))
+        }
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) if depth == shape.len() => {
+            out.push(v.clone());
+            Ok(())
+        }
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) => Err("ragged nested sequences (numpy makes an object array)".into()),
+        other => Err(other.a_kind()),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use ollie_graph::{DType, Graph, NodeId, Op, TensorType};
+use ollie_graph::{BinaryOp, DType, Graph, NodeId, Op, TensorType, UnaryOp};
 use ruff_python_ast::{self as ast, Expr, Number, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
@@ -64,6 +64,13 @@ impl<'a> Builder<'a> {
     pub fn push(&mut self, op: Op, args: Vec<NodeId>, range: TextRange) -> Result<NodeId> {
         if !op.keeps_index() && args.iter().any(|&a| self.graph.index_result(a)) {
             return Err(index_result_used(range));
+        }
+        let wraps = matches!(op, Op::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Pow) | Op::Unary(UnaryOp::Neg | UnaryOp::Abs) | Op::Scan { .. });
+        if wraps && args.iter().map(|&a| self.ty(a).dtype).reduce(DType::promote).is_some_and(DType::is_byte) {
+            let dtype = args.iter().map(|&a| self.ty(a).dtype).find(|d| d.is_byte()).expect("a byte operand");
+            return Err(Diagnostic::error(Code::UnsupportedDtype, format!("arithmetic in {dtype} wraps around in numpy"))
+                .label(range, format!("computed in {dtype}"))
+                .help("convert first (`.astype(np.float32)`, `.astype(np.int32)`): numpy's 8-bit integer arithmetic wraps (`np.uint8(3) - 5` is 254)"));
         }
         self.graph.push(op, args).map_err(|e| {
             Diagnostic::error(Code::Internal, format!("ollie built an ill-typed graph node: {e}"))

@@ -10,9 +10,9 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "argsort", "around", "array_split", "broadcast_to", "ceil", "clip",
-    "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "exp", "exp2", "expand_dims", "expm1", "flip", "fliplr", "flipud",
-    "float32", "float64", "floor", "full", "full_like", "hsplit", "hstack", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
+    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "argsort", "around", "array_split", "asarray", "broadcast_to", "ceil", "clip",
+    "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud",
+    "float32", "float64", "floor", "full", "full_like", "hsplit", "hstack", "identity", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
     "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "min", "minimum",
     "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "power", "ravel", "reciprocal", "repeat", "reshape", "rint",
     "round", "sign", "sin", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
@@ -21,7 +21,7 @@ pub const FUNCTIONS: &[&str] = &[
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] = &[
-    "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "dot", "flatten", "max", "mean", "min", "ravel", "repeat", "reshape", "round",
+    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "dot", "flatten", "max", "mean", "min", "ravel", "repeat", "reshape", "round",
     "squeeze", "std", "sum", "swapaxes", "transpose", "var",
 ];
 
@@ -367,9 +367,11 @@ impl Builder<'_> {
                 "float64" | "f8" | "float" => Ok(DType::F64),
                 "int64" | "int" => Ok(DType::I64),
                 "int32" => Ok(DType::I32),
+                "int8" | "i1" => Ok(DType::I8),
+                "uint8" | "u1" => Ok(DType::U8),
                 "bool" => Ok(DType::Bool),
                 _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype \"{s}\"")).label(arg.range, "not supported")
-                    .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32 or bool")),
+                    .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32, np.int8, np.uint8 or bool")),
             },
             other => Err(Diagnostic::error(Code::UnsupportedDtype, format!("expected a dtype, found {}", other.a_kind())).label(arg.range, "not a dtype")
                 .help("use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64 or bool")),

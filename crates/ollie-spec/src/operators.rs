@@ -201,6 +201,8 @@ impl Builder<'_> {
                 "float64" | "double" => Value::DType(DType::F64),
                 "int64" => Value::DType(DType::I64),
                 "int32" => Value::DType(DType::I32),
+                "int8" => Value::DType(DType::I8),
+                "uint8" => Value::DType(DType::U8),
                 "bool_" => Value::DType(DType::Bool),
                 _ if crate::numpy::FUNCTIONS.contains(&name) => {
                     return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`np.{name}` is used as a value"))

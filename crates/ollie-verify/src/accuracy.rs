@@ -169,7 +169,7 @@ impl Values {
         match self {
             Values::F32(v) => nans(v),
             Values::F64(v) => nans(v),
-            Values::F16(_) | Values::BF16(_) | Values::I32(_) | Values::I64(_) => unreachable!("targets are float32 or float64"),
+            Values::F16(_) | Values::BF16(_) | Values::I8(_) | Values::U8(_) | Values::I32(_) | Values::I64(_) => unreachable!("targets are float32 or float64"),
         }
     }
 }
@@ -310,7 +310,7 @@ impl Target {
         match &self.values {
             Values::F32(v) => self.judge_against(v, y),
             Values::F64(v) => self.judge_against(v, y),
-            Values::F16(_) | Values::BF16(_) | Values::I32(_) | Values::I64(_) => unreachable!("targets are float32 or float64"),
+            Values::F16(_) | Values::BF16(_) | Values::I8(_) | Values::U8(_) | Values::I32(_) | Values::I64(_) => unreachable!("targets are float32 or float64"),
         }
     }
 

@@ -55,6 +55,14 @@ impl InputSet {
                     if dtype == DType::F16 { Values::F16(bits) } else { Values::BF16(bits) }
                 }
                 // Integer parameters: the generated values are integers already.
+                DType::I8 => Values::I8(fill(n, |block, out: &mut [i8]| {
+                    let mut rng = stream(seed, k, block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i8);
+                })),
+                DType::U8 => Values::U8(fill(n, |block, out: &mut [u8]| {
+                    let mut rng = stream(seed, k, block);
+                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as u8);
+                })),
                 DType::I32 => Values::I32(fill(n, |block, out: &mut [i32]| {
                     let mut rng = stream(seed, k, block);
                     out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i32);

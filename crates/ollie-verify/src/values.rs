@@ -13,6 +13,8 @@ pub(crate) enum Values {
     /// bfloat16 bits.
     BF16(Vec<u16>),
     /// An integer parameter's values.
+    I8(Vec<i8>),
+    U8(Vec<u8>),
     I32(Vec<i32>),
     I64(Vec<i64>),
 }
@@ -25,6 +27,8 @@ impl Values {
             DType::F64 => Values::F64(values.collect()),
             DType::F16 => Values::F16(values.map(|x| dtype.half_bits(x)).collect()),
             DType::BF16 => Values::BF16(values.map(|x| dtype.half_bits(x)).collect()),
+            DType::I8 => Values::I8(values.map(|x| x as i8).collect()),
+            DType::U8 => Values::U8(values.map(|x| x as u8).collect()),
             DType::I32 => Values::I32(values.map(|x| x as i32).collect()),
             DType::I64 => Values::I64(values.map(|x| x as i64).collect()),
             DType::F32 | DType::Bool => Values::F32(values.map(|x| x as f32).collect()),
@@ -38,6 +42,8 @@ impl Values {
             Values::F64(_) => DType::F64,
             Values::F16(_) => DType::F16,
             Values::BF16(_) => DType::BF16,
+            Values::I8(_) => DType::I8,
+            Values::U8(_) => DType::U8,
             Values::I32(_) => DType::I32,
             Values::I64(_) => DType::I64,
         }
@@ -48,6 +54,8 @@ impl Values {
             Values::F32(v) => v.len(),
             Values::F64(v) => v.len(),
             Values::F16(v) | Values::BF16(v) => v.len(),
+            Values::I8(v) => v.len(),
+            Values::U8(v) => v.len(),
             Values::I32(v) => v.len(),
             Values::I64(v) => v.len(),
         }
@@ -64,6 +72,8 @@ impl Values {
             Values::F32(v) => f64::from(v[i]),
             Values::F64(v) => v[i],
             Values::F16(v) | Values::BF16(v) => self.dtype().half_value(v[i]),
+            Values::I8(v) => f64::from(v[i]),
+            Values::U8(v) => f64::from(v[i]),
             Values::I32(v) => f64::from(v[i]),
             Values::I64(v) => v[i] as f64,
         }
@@ -76,6 +86,8 @@ impl Values {
             Values::F64(v) => v[i] = x,
             Values::F16(v) => v[i] = DType::F16.half_bits(x),
             Values::BF16(v) => v[i] = DType::BF16.half_bits(x),
+            Values::I8(v) => v[i] = x as i8,
+            Values::U8(v) => v[i] = x as u8,
             Values::I32(v) => v[i] = x as i32,
             Values::I64(v) => v[i] = x as i64,
         }
@@ -95,6 +107,8 @@ impl Values {
             Values::F32(v) => bytemuck::cast_slice(v),
             Values::F64(v) => bytemuck::cast_slice(v),
             Values::F16(v) | Values::BF16(v) => bytemuck::cast_slice(v),
+            Values::I8(v) => bytemuck::cast_slice(v),
+            Values::U8(v) => v,
             Values::I32(v) => bytemuck::cast_slice(v),
             Values::I64(v) => bytemuck::cast_slice(v),
         }

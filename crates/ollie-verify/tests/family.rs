@@ -29,13 +29,13 @@ fn integer_parameters_are_indices_in_the_range_of_the_axis_they_index() {
     let wide = g.push(Op::Broadcast { shape: vec![300, 4] }, vec![column]).unwrap();
     let rows = g.push(Op::Gather { shape: vec![300, 4], from: vec![GatherAxis::Index, GatherAxis::Along { axis: 1, start: 0, step: 1 }] }, vec![table, wide]).unwrap();
     g.outputs = vec![rows];
-    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan]) {
+    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan, Family::Halves]) {
         let a = family.generate(&g, 3);
         let i = &a[1];
         assert!(i.iter().all(|v| v.fract() == 0.0 && (-50.0..50.0).contains(v)), "{family}: in range");
         let distinct = { let mut v: Vec<i64> = i.iter().map(|&x| x as i64).collect(); v.sort(); v.dedup(); v.len() };
         match family {
-            Family::Normal | Family::Uniform | Family::Ties | Family::Nan => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
+            Family::Normal | Family::Uniform | Family::Ties | Family::Nan | Family::Halves => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
             Family::Wide => assert!(i.iter().any(|v| *v < 0.0), "{family}: negative indices"),
             Family::Large => assert!(i.iter().any(|v| *v == 49.0) && i.iter().any(|v| *v == -50.0), "{family}: both ends"),
             Family::Tiny => assert!(distinct <= 2, "{family}: repeated"),
@@ -49,7 +49,7 @@ fn integer_parameters_are_indices_in_the_range_of_the_axis_they_index() {
 #[test]
 fn families_have_their_properties() {
     let p = params();
-    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan]) {
+    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan, Family::Halves]) {
         let a = family.generate(&p, 7);
         let bits = |a: &[ollie_graph::Tensor]| a.iter().map(|t| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>()).collect::<Vec<_>>();
         assert_eq!(bits(&a), bits(&family.generate(&p, 7)), "{family} is deterministic");
@@ -87,6 +87,10 @@ fn families_have_their_properties() {
                 // Most rows have their largest value more than once.
                 let tied = x.rows().into_iter().filter(|r| r.iter().filter(|v| **v == max_of(r.iter())).count() > 1).count();
                 assert!(tied >= 6, "{tied} rows with a tied maximum");
+            }
+            Family::Halves => {
+                assert!(x.iter().all(|v| (2.0 * v).fract() == 0.0 && v.abs() <= 8.0), "multiples of 1/2 in [-8, 8]");
+                assert!(x.iter().filter(|v| v.fract() != 0.0).count() > 100, "many ties");
             }
             Family::Nan => {
                 let nans = a.iter().flat_map(|t| t.iter()).filter(|v| v.is_nan()).count();
