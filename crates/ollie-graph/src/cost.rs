@@ -64,7 +64,7 @@ pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f6
     match op {
         Op::Unary(_) => out,
         Op::Binary(b) => match b {
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => out,
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min | BinaryOp::FloorDiv | BinaryOp::Mod => out,
         },
         Op::Reduce { .. } => args[0].num_elements() as f64 - out,
         // A comparison per element.

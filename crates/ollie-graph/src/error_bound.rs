@@ -159,7 +159,7 @@ fn binary_allowance(b: BinaryOp) -> f64 {
     match b {
         BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => 1.0,
         BinaryOp::Pow => 6.0,
-        BinaryOp::Max | BinaryOp::Min => 0.0,
+        BinaryOp::Max | BinaryOp::Min | BinaryOp::FloorDiv | BinaryOp::Mod => 0.0,
     }
 }
 
@@ -302,6 +302,8 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
                 da + dc
             }
             BinaryOp::Max | BinaryOp::Min => ea.max(ec),
+            // Of integers, which carry no error.
+            BinaryOp::FloorDiv | BinaryOp::Mod => 0.0,
         }),
         Op::Reduce { op: r, axes } => match r {
             ReduceOp::Sum => apply(op, &ev[..1], inputs),

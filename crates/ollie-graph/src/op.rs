@@ -35,6 +35,12 @@ pub enum BinaryOp {
     Max,
     /// numpy's `minimum`: NaN if either operand is NaN.
     Min,
+    /// numpy's `floor_divide` (`//`) of integers: the quotient rounded toward −∞; 0 where the
+    /// divisor is 0 (numpy warns and gives 0).
+    FloorDiv,
+    /// numpy's `remainder` (`%`) of integers: with the divisor's sign, `a − b·(a // b)`; 0
+    /// where the divisor is 0.
+    Mod,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -290,7 +296,7 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 7] = [
+    pub const ALL: [BinaryOp; 9] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -298,6 +304,8 @@ impl BinaryOp {
         BinaryOp::Pow,
         BinaryOp::Max,
         BinaryOp::Min,
+        BinaryOp::FloorDiv,
+        BinaryOp::Mod,
     ];
 
     pub fn name(self) -> &'static str {
@@ -309,6 +317,8 @@ impl BinaryOp {
             BinaryOp::Pow => "pow",
             BinaryOp::Max => "max",
             BinaryOp::Min => "min",
+            BinaryOp::FloorDiv => "floordiv",
+            BinaryOp::Mod => "mod",
         }
     }
 }

@@ -110,6 +110,8 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
                 BinaryOp::Pow => pow,
                 BinaryOp::Max => |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) },
                 BinaryOp::Min => |x, y| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) },
+                BinaryOp::FloorDiv => |x, y| if y == 0.0 { 0.0 } else { (x / y).floor() },
+                BinaryOp::Mod => |x, y| if y == 0.0 { 0.0 } else { x - y * (x / y).floor() },
             };
             Zip::from(&args[0]).and(&args[1]).map_collect(|&x, &y| f(x, y))
         }

@@ -423,6 +423,10 @@ impl<'a> Emitter<'a> {
                     BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => format!("({a} {} {b})", arithmetic(*op).expect("arithmetic")),
                     BinaryOp::Pow => format!("pow{f}({a}, {b})"),
                     BinaryOp::Max => format!("ollie_max({a}, {b})"),
+                    // Integers held in floats (exact below 2^24 in float32): the quotient
+                    // of two of them rounds to an integer only where it is one.
+                    BinaryOp::FloorDiv => format!("({b} != 0 ? floor{f}({a} / {b}) : 0)"),
+                    BinaryOp::Mod => format!("({b} != 0 ? {a} - {b} * floor{f}({a} / {b}) : 0)"),
                     BinaryOp::Min => format!("ollie_min({a}, {b})"),
                 }
             }
@@ -880,7 +884,7 @@ fn lane_reduction(op: BinaryOp) -> &'static str {
         BinaryOp::Mul => "mul",
         BinaryOp::Max => "max",
         BinaryOp::Min => "min",
-        BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow => unreachable!("vectorize reduces lanes by sums, products, maxima and minima only"),
+        BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow | BinaryOp::FloorDiv | BinaryOp::Mod => unreachable!("vectorize reduces lanes by sums, products, maxima and minima only"),
     }
 }
 
@@ -890,7 +894,7 @@ fn arithmetic(op: BinaryOp) -> Option<&'static str> {
         BinaryOp::Sub => Some("-"),
         BinaryOp::Mul => Some("*"),
         BinaryOp::Div => Some("/"),
-        BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => None,
+        BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min | BinaryOp::FloorDiv | BinaryOp::Mod => None,
     }
 }
 

@@ -12,9 +12,9 @@ use crate::value::Value;
 pub const FUNCTIONS: &[&str] = &[
     "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "argsort", "around", "array_split", "asarray", "broadcast_to", "ceil", "clip",
     "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud",
-    "float32", "float64", "floor", "full", "full_like", "hsplit", "hstack", "identity", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
+    "float32", "float64", "floor", "floor_divide", "full", "full_like", "hsplit", "hstack", "identity", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
     "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "min", "minimum",
-    "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "power", "ravel", "reciprocal", "repeat", "reshape", "rint",
+    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "power", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint",
     "round", "sign", "sin", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "take_along_axis", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
 ];
@@ -111,6 +111,12 @@ impl Builder<'_> {
             let x = bind!("x");
             return self.unary(op, required(x, &fname, "x", call)?, call);
         }
+        if let "floor_divide" | "mod" | "remainder" = name {
+            let (a, b) = bind!("x1", "x2");
+            let (a, b) = (required(a, &fname, "x1", call)?, required(b, &fname, "x2", call)?);
+            let op = if name == "floor_divide" { ruff_python_ast::Operator::FloorDiv } else { ruff_python_ast::Operator::Mod };
+            return self.binop(op, a, b, call);
+        }
         let binary_op = match name {
             "add" => Some(BinaryOp::Add),
             "subtract" => Some(BinaryOp::Sub),
@@ -133,6 +139,7 @@ impl Builder<'_> {
                     BinaryOp::Pow => x.powf(y),
                     BinaryOp::Max => if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) },
                     BinaryOp::Min => if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) },
+                    BinaryOp::FloorDiv | BinaryOp::Mod => unreachable!("`//` and `%` go through the operators"),
                 };
                 return Ok(Value::Float(v));
             }

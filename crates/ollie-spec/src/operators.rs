@@ -70,6 +70,9 @@ impl Builder<'_> {
             Operator::Div => BinaryOp::Div,
             Operator::Pow => BinaryOp::Pow,
             Operator::MatMult => return self.matmul(left, right, range),
+            Operator::FloorDiv | Operator::Mod if self.is_integer(&left.value) && self.is_integer(&right.value) => {
+                if op == Operator::FloorDiv { BinaryOp::FloorDiv } else { BinaryOp::Mod }
+            }
             Operator::BitAnd | Operator::BitOr => {
                 for a in [&left, &right] {
                     if !self.is_bool(&a.value) {
@@ -83,7 +86,7 @@ impl Builder<'_> {
             _ => {
                 return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("the operator `{}` is not supported on arrays", op.as_str()))
                     .label(range, "not supported")
-                    .help("arrays support + - * / ** @ and comparisons; & | ~ on boolean masks"))
+                    .help("arrays support + - * / ** @ and comparisons, // and % on integer arrays, & | ~ on boolean masks"))
             }
         };
         if matches!(bin, BinaryOp::Add | BinaryOp::Sub) && self.is_bool(&left.value) && self.is_bool(&right.value) {
@@ -92,6 +95,15 @@ impl Builder<'_> {
                 .help("use `|` for logical or, or convert first with `.astype(np.float32)`"));
         }
         self.elementwise(bin, left, right, range)
+    }
+
+    /// Whether `v` is an integer array or number (not a boolean).
+    fn is_integer(&self, v: &Value) -> bool {
+        match v {
+            Value::Tensor(id) => self.ty(*id).dtype.is_int(),
+            Value::Int(_) => true,
+            _ => false,
+        }
     }
 
     fn is_bool(&self, v: &Value) -> bool {
