@@ -124,7 +124,7 @@ impl Builder<'_> {
     /// order are the sorted values, the extreme, whichever of equal elements the index picks. So
     /// the gather is the sort (or the reduction), the index's slices replayed on it: top-k's
     /// values as users write them. Any other use of an index result is diagnosed.
-    fn take_by_own_order(&mut self, source: NodeId, index: NodeId, axis: usize, irange: TextRange, range: TextRange) -> Result<NodeId> {
+    pub(crate) fn take_by_own_order(&mut self, source: NodeId, index: NodeId, axis: usize, irange: TextRange, range: TextRange) -> Result<NodeId> {
         let root = self.graph.index_source(index).expect("an index result");
         let mut views = Vec::new();
         let mut n = index;
@@ -372,7 +372,7 @@ impl Builder<'_> {
 
     /// The axis of its own shape along which `id` counts 0, 1, 2, ... (an `np.arange` placed
     /// there), if it does.
-    fn arange_axis(&self, mut id: NodeId) -> Option<usize> {
+    pub(crate) fn arange_axis(&self, mut id: NodeId) -> Option<usize> {
         let shape = self.ty(id).shape.clone();
         loop {
             let node = self.graph.node(id);

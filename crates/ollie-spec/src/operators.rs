@@ -307,6 +307,7 @@ impl Builder<'_> {
             Value::None => IndexItem::NewAxis,
             Value::Ellipsis => IndexItem::Ellipsis(e.range()),
             Value::Int(i) => IndexItem::Int(i, e.range()),
+            Value::Tensor(id) if self.graph.index_result(id) => IndexItem::Order(id, e.range()),
             v @ Value::Tensor(_) => IndexItem::Array(self.index_array(&Arg { value: v, range: e.range() })?),
             v => {
                 return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with {} is not supported", self.describe(&v)))
@@ -320,6 +321,9 @@ impl Builder<'_> {
     /// integer-indexed axes and inserts the new ones.
     fn index_tensor(&mut self, id: NodeId, items: Vec<IndexItem>, object_range: TextRange, range: TextRange) -> Result<Value> {
         let ty = self.ty(id).clone();
+        if let Some(order) = items.iter().find_map(|i| if let IndexItem::Order(o, r) = i { Some((*o, *r)) } else { None }) {
+            return self.index_by_own_order(id, &items, order, range);
+        }
         let consumes = items.iter().filter(|i| matches!(i, IndexItem::Int(..) | IndexItem::Slice(..) | IndexItem::Array(_))).count();
         let ellipses: Vec<TextRange> = items.iter().filter_map(|i| if let IndexItem::Ellipsis(r) = i { Some(*r) } else { None }).collect();
         if ellipses.len() > 1 {
@@ -350,7 +354,7 @@ impl Builder<'_> {
                     axes.push(SliceAxis { start: j, step: 1, len: 1 });
                     axis += 1;
                 }
-                IndexItem::Array(_) => unreachable!("indexing with arrays is advanced indexing"),
+                IndexItem::Array(_) | IndexItem::Order(..) => unreachable!("indexing with arrays is advanced indexing"),
                 IndexItem::Slice(s, r) => {
                     let a = s.resolve(ty.shape[axis], *r)?;
                     out_shape.push(a.len);
@@ -388,6 +392,8 @@ enum IndexItem {
     Int(i64, TextRange),
     /// An integer array (advanced indexing).
     Array(IndexArray),
+    /// An index result (`argmax`, `argsort`), which only an array's own order may index.
+    Order(NodeId, TextRange),
     Slice(PySlice, TextRange),
     NewAxis,
     Ellipsis(TextRange),
@@ -403,6 +409,26 @@ impl Builder<'_> {
 
     /// numpy advanced indexing (some items are integer arrays): each source axis taken by an
     /// array (an integer is a 0-d one) or a slice, `...` standing for whole axes.
+    /// `x[np.arange(n), i]` (or `x[i, np.arange(m)]`) with `i` an `argmax`/`argmin` of `x` along
+    /// the other axis: `np.take_along_axis` by its own order, the extreme of each row (column).
+    /// Any other indexing by an index result is diagnosed.
+    fn index_by_own_order(&mut self, id: NodeId, items: &[IndexItem], (order, orange): (NodeId, TextRange), range: TextRange) -> Result<Value> {
+        let shape = self.ty(id).shape.clone();
+        let along = match items {
+            [IndexItem::Array(a), IndexItem::Order(..)] if self.arange_axis(a.id) == Some(0) && self.ty(a.id).shape == [shape[0]] => 1,
+            [IndexItem::Order(..), IndexItem::Array(a)] if self.arange_axis(a.id) == Some(0) && self.ty(a.id).shape == [shape[1]] => 0,
+            _ => return Err(crate::builder::index_result_used(orange)),
+        };
+        if shape.len() != 2 || self.ty(order).shape != [shape[1 - along]] {
+            return Err(crate::builder::index_result_used(orange));
+        }
+        let mut kept = shape.clone();
+        kept[along] = 1;
+        let index = self.reshape_to(order, &kept, range)?;
+        let picked = self.take_by_own_order(id, index, along, orange, range)?;
+        Ok(Value::Tensor(self.reshape_to(picked, &[shape[1 - along]], range)?))
+    }
+
     fn index_with_arrays(&mut self, id: NodeId, items: Vec<IndexItem>, consumes: usize, object_range: TextRange, range: TextRange) -> Result<Value> {
         let ty = self.ty(id).clone();
         let mut axes = Vec::with_capacity(ty.rank());
@@ -428,6 +454,7 @@ impl Builder<'_> {
                     axes.push(AxisIndex::Slice { start: a.start, step: a.step, len: a.len });
                 }
                 IndexItem::Array(a) => axes.push(AxisIndex::Array(a)),
+                IndexItem::Order(..) => unreachable!("index results are indexed by their own order"),
             }
         }
         while axes.len() < ty.rank() {
