@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 
-/* Sorting for ollie's emitted kernels: the lanes of `sort` and `argsort` loops.
+/* Sorting for ollie's emitted kernels: the lanes of `sort` and `argsort` loops (whole, or a selection of the first or last k).
  * Each element becomes one item, its value's bits made to order as unsigned integers (negative
  * values' bits flipped, positive values' sign bit set; -0 read as +0, every NaN as the largest
  * key, so NaNs sort last as numpy's do) with its index below them: items are distinct, so any
@@ -29,7 +29,7 @@ static inline long ollie_sort_index(ollie_sort_item t) { return t.index; }
 
 /* Sorts `a[0..n)` ascending: insertion sort of runs of 16, then bottom-up merges through
  * `spare` (n items). */
-static void ollie_sort(ollie_sort_item *a, ollie_sort_item *spare, long n) {
+__attribute__((unused)) static void ollie_sort(ollie_sort_item *a, ollie_sort_item *spare, long n) {
     const long run = 16;
     for (long s = 0; s < n; s += run) {
         long e = s + run < n ? s + run : n;
@@ -59,6 +59,44 @@ static void ollie_sort(ollie_sort_item *a, ollie_sort_item *spare, long n) {
     if (from != a) __builtin_memcpy(a, from, (size_t)n * sizeof *a);
 }
 
+
+/* Selection for top-k: `a[0..*m)` holds the lowest (highest) items seen so far in ascending
+ * order, at most `k`; `x` joins them if there is room or it beats the worst kept, which then
+ * leaves. Items are distinct, so the k kept are the k numpy's stable order puts first (last). */
+static inline void ollie_keep_low(ollie_sort_item *a, long *m, long k, ollie_sort_item x) {
+    long j = *m;
+    if (j == k) {
+        if (!OLLIE_SORT_LESS(x, a[k - 1])) return;
+        j = k - 1;
+    } else {
+        (*m)++;
+    }
+    while (j > 0 && OLLIE_SORT_LESS(x, a[j - 1])) {
+        a[j] = a[j - 1];
+        j--;
+    }
+    a[j] = x;
+}
+
+static inline void ollie_keep_high(ollie_sort_item *a, long *m, long k, ollie_sort_item x) {
+    long j = *m;
+    if (j == k) {
+        if (!OLLIE_SORT_LESS(a[0], x)) return;
+        j = 0;
+        while (j + 1 < k && OLLIE_SORT_LESS(a[j + 1], x)) {
+            a[j] = a[j + 1];
+            j++;
+        }
+        a[j] = x;
+        return;
+    }
+    (*m)++;
+    while (j > 0 && OLLIE_SORT_LESS(x, a[j - 1])) {
+        a[j] = a[j - 1];
+        j--;
+    }
+    a[j] = x;
+}
 static inline double ollie_max(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 static inline double ollie_min(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 
@@ -70,15 +108,15 @@ void sort_rows(const float *restrict x, const double *restrict w, float *restric
             ollie_sort_item ollie_items[80];
             for (long i1 = 0; i1 < 40; i1++) ollie_items[i1] = ollie_sort_item_of(x[40 * i0 + i1], i1);
             ollie_sort(ollie_items, ollie_items + 40, 40);
-            for (long i1 = 0; i1 < 40; i1++) out0[40 * i0 + i1] = ollie_sort_value(ollie_items[i1]);
+            for (long i1 = 0; i1 < 40; i1++) { long ollie_k = i1; out0[40 * i0 + i1] = ollie_sort_value(ollie_items[ollie_k]); }
         }
     }
     for (long i2 = 0; i2 < 3; i2++) {
         {
-            ollie_sort_item ollie_items[80];
-            for (long i3 = 0; i3 < 40; i3++) ollie_items[i3] = ollie_sort_item_of((x[40 * i2 + i3] * 2.0), i3);
-            ollie_sort(ollie_items, ollie_items + 40, 40);
-            for (long i3 = 0; i3 < 40; i3++) t7[i2 + 3 * i3] = (double)ollie_sort_index(ollie_items[i3]);
+            ollie_sort_item ollie_items[3];
+            long ollie_kept = 0;
+            for (long i3 = 0; i3 < 40; i3++) ollie_keep_high(ollie_items, &ollie_kept, 3, ollie_sort_item_of((x[40 * i2 + i3] * 2.0), i3));
+            for (long ollie_k = 0; ollie_k < 3; ollie_k++) { long i3 = 37 + ollie_k; t7[i2 + 3 * i3] = (double)ollie_sort_index(ollie_items[ollie_k]); }
         }
     }
     for (long i4 = 0; i4 < 3; i4++) {
@@ -91,7 +129,7 @@ void sort_rows(const float *restrict x, const double *restrict w, float *restric
             ollie_sort_item ollie_items[80];
             for (long i7 = 0; i7 < 40; i7++) ollie_items[i7] = ollie_sort_item_of(w[i6 + 3 * i7], i7);
             ollie_sort(ollie_items, ollie_items + 40, 40);
-            for (long i7 = 0; i7 < 40; i7++) out2[i6 + 3 * i7] = ollie_sort_value(ollie_items[i7]);
+            for (long i7 = 0; i7 < 40; i7++) { long ollie_k = i7; out2[i6 + 3 * i7] = ollie_sort_value(ollie_items[ollie_k]); }
         }
     }
 done:

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
-use crate::ir::{Affine, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, BufferId, BufferKind, Dynamic, Expr, Keep, LoopKind, LoopNest, Stmt, VarId};
 use crate::schedule::FOLD_LIMIT;
 
 /// Names C reserves, which a spec parameter might still use.
@@ -174,7 +174,7 @@ impl<'a> Emitter<'a> {
         let mut function = String::new();
         self.function(&mut function);
         let converts = ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f));
-        let sorts = function.contains("ollie_sort(");
+        let sorts = ["ollie_sort(", "ollie_keep_low(", "ollie_keep_high("].iter().any(|f| function.contains(f));
         if converts || sorts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int()) {
             out.push_str("#include <stdint.h>\n");
         }
@@ -268,7 +268,7 @@ impl<'a> Emitter<'a> {
             Stmt::Loop { var, extent, kind: LoopKind::Vector(w), body } => self.vector_loop(out, *var, *extent, *w, false, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Stream(w), body } => self.vector_loop(out, *var, *extent, *w, true, body, depth),
             Stmt::Loop { var, extent, kind: LoopKind::Parallel, body } if matches!(body.as_slice(), [Stmt::Loop { kind: LoopKind::Joined, .. }]) => self.joined_loop(out, *var, *extent, body, depth),
-            Stmt::Loop { var, extent, kind: kind @ (LoopKind::Sort | LoopKind::ArgSort), body } => self.sort_loop(out, *var, *extent, *kind, body, depth),
+            Stmt::Loop { var, extent, kind: kind @ (LoopKind::Sort(_) | LoopKind::ArgSort(_)), body } => self.sort_loop(out, *var, *extent, *kind, body, depth),
             Stmt::Loop { var, extent, kind, body } => {
                 if let (LoopKind::Serial | LoopKind::Unrolled(_), Some(block)) = (kind, self.transposed(*var, *extent, body)) {
                     return self.transposed_loop(out, &block, depth);
@@ -280,7 +280,7 @@ impl<'a> Emitter<'a> {
                     LoopKind::Parallel => writeln!(out, "{pad}#pragma omp parallel for schedule(static)").unwrap(),
                     LoopKind::Simd => writeln!(out, "{pad}#pragma omp simd").unwrap(),
                     LoopKind::Unrolled(n) => writeln!(out, "{pad}#pragma GCC unroll {n}").unwrap(),
-                    LoopKind::Vector(_) | LoopKind::Stream(_) | LoopKind::Sort | LoopKind::ArgSort => unreachable!("matched above"),
+                    LoopKind::Vector(_) | LoopKind::Stream(_) | LoopKind::Sort(_) | LoopKind::ArgSort(_) => unreachable!("matched above"),
                 }
                 writeln!(out, "{pad}for (long {v} = 0; {v} < {extent}; {v}++) {{").unwrap();
                 self.scoped_temps(out, &[*var], body, depth + 1);
@@ -307,6 +307,24 @@ impl<'a> Emitter<'a> {
         let [Stmt::Store { buffer, offset, value }] = body else { unreachable!("a sort loop's body is one store (`check`)") };
         let v = var_name(var);
         let item_bytes = if self.wide { 16 } else { 8 };
+        let (LoopKind::Sort(keep) | LoopKind::ArgSort(keep)) = kind else { unreachable!("a sort loop") };
+        let sorted = match kind {
+            LoopKind::Sort(_) => "ollie_sort_value(ollie_items[ollie_k])".to_string(),
+            _ => format!("({})ollie_sort_index(ollie_items[ollie_k])", self.scalar()),
+        };
+        let store = self.assign(*buffer, &self.element(*buffer, offset), &sorted);
+        if let Keep::First(k) | Keep::Last(k) = keep {
+            // A selection: the k lowest (highest) items so far, sorted, each next item kept
+            // only if it beats the worst of them; stored at the first (last) k positions.
+            let (side, first) = if matches!(keep, Keep::First(_)) { ("low", 0) } else { ("high", n - k) };
+            writeln!(out, "{pad}{{").unwrap();
+            writeln!(out, "{pad}    ollie_sort_item ollie_items[{k}];").unwrap();
+            writeln!(out, "{pad}    long ollie_kept = 0;").unwrap();
+            writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) ollie_keep_{side}(ollie_items, &ollie_kept, {k}, ollie_sort_item_of({}, {v}));", self.expr(value)).unwrap();
+            writeln!(out, "{pad}    for (long ollie_k = 0; ollie_k < {k}; ollie_k++) {{ long {v} = {first} + ollie_k; {store} }}").unwrap();
+            writeln!(out, "{pad}}}").unwrap();
+            return;
+        }
         writeln!(out, "{pad}{{").unwrap();
         if 2 * n * item_bytes <= FOLD_LIMIT {
             writeln!(out, "{pad}    ollie_sort_item ollie_items[{}];", 2 * n).unwrap();
@@ -316,12 +334,7 @@ impl<'a> Emitter<'a> {
         }
         writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) ollie_items[{v}] = ollie_sort_item_of({}, {v});", self.expr(value)).unwrap();
         writeln!(out, "{pad}    ollie_sort(ollie_items, ollie_items + {n}, {n});").unwrap();
-        let sorted = match kind {
-            LoopKind::Sort => format!("ollie_sort_value(ollie_items[{v}])"),
-            _ => format!("({})ollie_sort_index(ollie_items[{v}])", self.scalar()),
-        };
-        let store = self.assign(*buffer, &self.element(*buffer, offset), &sorted);
-        writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) {store}").unwrap();
+        writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) {{ long ollie_k = {v}; {store} }}").unwrap();
         if 2 * n * item_bytes > FOLD_LIMIT {
             writeln!(out, "{pad}    free(ollie_items);").unwrap();
         }

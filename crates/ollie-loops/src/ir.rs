@@ -281,11 +281,22 @@ pub enum LoopKind {
     /// A sort (numpy's `sort` along an axis). The body is one store `b[o(j)] = e(j)`: the
     /// kernel evaluates `e` at every `j`, then stores those values in ascending order (NaNs
     /// last) at `o(0), o(1), …`. The lowering makes these; no schedule step applies to one, and
-    /// steps on the loops around it see its accesses as the body's (every `j`).
-    Sort,
+    /// steps on the loops around it see its accesses as the body's (every `j`). With a
+    /// [`Keep`] other than `All`, only those sorted positions are stored (top-k).
+    Sort(Keep),
     /// [`LoopKind::Sort`], storing the indices `j` in that order instead of the values (equal
     /// values in index order): numpy's `argsort`.
-    ArgSort,
+    ArgSort(Keep),
+}
+
+/// The sorted positions a sort loop stores: all of them, or only the first or the last `k`
+/// (the lowering makes these where nothing reads the others: top-k as `np.argsort(x)[:, -k:]`),
+/// which a selection finds without sorting the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Keep {
+    All,
+    First(usize),
+    Last(usize),
 }
 
 impl LoopKind {
@@ -299,14 +310,14 @@ impl LoopKind {
             LoopKind::Unrolled(n) => Some(format!("unroll{n}")),
             LoopKind::Vector(n) => Some(format!("vector{n}")),
             LoopKind::Stream(n) => Some(format!("stream{n}")),
-            LoopKind::Sort => Some("sort".into()),
-            LoopKind::ArgSort => Some("argsort".into()),
+            LoopKind::Sort(keep) => Some(format!("sort{}", keep.suffix())),
+            LoopKind::ArgSort(keep) => Some(format!("argsort{}", keep.suffix())),
         }
     }
 
     /// Whether the loop sorts ([`LoopKind::Sort`], [`LoopKind::ArgSort`]).
     pub fn sorts(self) -> bool {
-        matches!(self, LoopKind::Sort | LoopKind::ArgSort)
+        matches!(self, LoopKind::Sort(_) | LoopKind::ArgSort(_))
     }
 
     pub fn from_word(word: &str) -> Option<LoopKind> {
@@ -314,13 +325,32 @@ impl LoopKind {
             "parallel" => Some(LoopKind::Parallel),
             "joined" => Some(LoopKind::Joined),
             "simd" => Some(LoopKind::Simd),
-            "sort" => Some(LoopKind::Sort),
-            "argsort" => Some(LoopKind::ArgSort),
+            _ if word.starts_with("argsort") => Keep::parse(&word["argsort".len()..]).map(LoopKind::ArgSort),
+            _ if word.starts_with("sort") => Keep::parse(&word["sort".len()..]).map(LoopKind::Sort),
             _ => {
                 let numbered = |prefix: &str| word.strip_prefix(prefix).and_then(|n| n.parse().ok());
                 numbered("vector").map(LoopKind::Vector).or_else(|| numbered("stream").map(LoopKind::Stream)).or_else(|| numbered("unroll").map(LoopKind::Unrolled))
             }
         }
+    }
+}
+
+impl Keep {
+    /// The text form's suffix to `sort`/`argsort`: none, `_first8`, `_last8`.
+    fn suffix(self) -> String {
+        match self {
+            Keep::All => String::new(),
+            Keep::First(k) => format!("_first{k}"),
+            Keep::Last(k) => format!("_last{k}"),
+        }
+    }
+
+    fn parse(suffix: &str) -> Option<Keep> {
+        if suffix.is_empty() {
+            return Some(Keep::All);
+        }
+        let number = |p: &str| suffix.strip_prefix(p).and_then(|n| n.parse().ok()).filter(|&k: &usize| k > 0);
+        number("_first").map(Keep::First).or_else(|| number("_last").map(Keep::Last))
     }
 }
 

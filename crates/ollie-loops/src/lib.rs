@@ -10,7 +10,7 @@ mod text;
 
 pub use check::{check, LoopError};
 pub use emit::{emit_c, half_conversions, prototype, vector_math};
-pub use ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
+pub use ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, Keep, LoopKind, LoopNest, Stmt, VarId};
 pub use lower::{lower, strides, LowerError};
 pub use schedule::{apply_step, Schedule, ScheduleError, Step};
 pub use text::{parse, ParseError};

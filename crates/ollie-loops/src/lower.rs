@@ -3,7 +3,7 @@
 
 use ollie_graph::{DType, GatherAxis, Graph, NodeId, Op, ReduceOp};
 
-use crate::ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
+use crate::ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, Keep, LoopKind, LoopNest, Stmt, VarId};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LowerError {
@@ -88,6 +88,47 @@ pub fn lower(graph: &Graph) -> Result<LoopNest, LowerError> {
 /// For each one-pass reduction the plain reduction it computes alongside (a `sum_exp`'s `max`, a
 /// `sum_sq_dev`'s `sum`, of the same operand over the same axes), and for that the one-pass
 /// reduction: pairs, at most one per node.
+/// The sorted positions of sort node `id` (along `axis`, of extent `n`) that a selection must
+/// store: the first or last `k` (at most [`MAX_KEPT`], and a quarter of the lane) where only
+/// slices (and integer casts) read it; else all.
+fn kept(graph: &Graph, id: NodeId, axis: usize, n: usize) -> Keep {
+    let small = |k: usize| k <= MAX_KEPT && k <= n / 4;
+    match read_span(graph, id, axis, n) {
+        Some((_, hi)) if small(hi + 1) => Keep::First(hi + 1),
+        Some((lo, _)) if small(n - lo) => Keep::Last(n - lo),
+        _ => Keep::All,
+    }
+}
+
+/// The largest selection: an item that joins it moves up to this many (a selection of k costs
+/// about n compares on most inputs, n·k moves at worst, against a sort's n log n).
+const MAX_KEPT: usize = 64;
+
+/// The lowest and highest positions along `axis` of node `id` (of extent `n` there) that an
+/// output or a later node reads, seen through slices and casts; `None` where nothing does.
+fn read_span(graph: &Graph, id: NodeId, axis: usize, n: usize) -> Option<(usize, usize)> {
+    let mut span: Option<(usize, usize)> = graph.outputs.contains(&id).then_some((0, n - 1));
+    let mut join = |s: Option<(usize, usize)>| {
+        if let Some((lo, hi)) = s {
+            span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+    };
+    for user in graph.ids().filter(|&u| graph.node(u).args.contains(&id)) {
+        match &graph.node(user).op {
+            Op::Slice { axes } => {
+                let s = axes[axis];
+                join(read_span(graph, user, axis, s.len).map(|(lo, hi)| {
+                    let (a, b) = (s.start as i64 + s.step * lo as i64, s.start as i64 + s.step * hi as i64);
+                    (a.min(b) as usize, a.max(b) as usize)
+                }));
+            }
+            Op::Cast { .. } => join(read_span(graph, user, axis, n)),
+            _ => join(Some((0, n - 1))),
+        }
+    }
+    span
+}
+
 fn partners(graph: &Graph) -> Vec<Option<NodeId>> {
     let mut partner = vec![None; graph.nodes.len()];
     for id in graph.ids() {
@@ -575,7 +616,9 @@ impl Lowering<'_> {
             Op::Sort { axis } | Op::ArgSort { axis, .. } => {
                 // Per lane, a sort loop along `axis` storing the operand's element at each
                 // position (see `LoopKind::Sort`). A stable order is right for either kind.
-                let (axis, kind) = (*axis, if matches!(node.op, Op::Sort { .. }) { LoopKind::Sort } else { LoopKind::ArgSort });
+                let n = shape[*axis];
+                let keep = kept(self.graph, id, *axis, n);
+                let (axis, kind) = (*axis, if matches!(node.op, Op::Sort { .. }) { LoopKind::Sort(keep) } else { LoopKind::ArgSort(keep) });
                 let operand = node.args[0];
                 let outer: Vec<usize> = shape.iter().enumerate().filter(|&(d, _)| d != axis).map(|(_, &e)| e).collect();
                 let n = shape[axis];

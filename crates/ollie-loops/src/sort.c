@@ -1,4 +1,4 @@
-/* Sorting for ollie's emitted kernels: the lanes of `sort` and `argsort` loops.
+/* Sorting for ollie's emitted kernels: the lanes of `sort` and `argsort` loops (whole, or a selection of the first or last k).
  * Each element becomes one item, its value's bits made to order as unsigned integers (negative
  * values' bits flipped, positive values' sign bit set; -0 read as +0, every NaN as the largest
  * key, so NaNs sort last as numpy's do) with its index below them: items are distinct, so any
@@ -42,7 +42,7 @@ static inline long ollie_sort_index(ollie_sort_item t) { return (long)(uint32_t)
 
 /* Sorts `a[0..n)` ascending: insertion sort of runs of 16, then bottom-up merges through
  * `spare` (n items). */
-static void ollie_sort(ollie_sort_item *a, ollie_sort_item *spare, long n) {
+__attribute__((unused)) static void ollie_sort(ollie_sort_item *a, ollie_sort_item *spare, long n) {
     const long run = 16;
     for (long s = 0; s < n; s += run) {
         long e = s + run < n ? s + run : n;
@@ -72,3 +72,41 @@ static void ollie_sort(ollie_sort_item *a, ollie_sort_item *spare, long n) {
     if (from != a) __builtin_memcpy(a, from, (size_t)n * sizeof *a);
 }
 
+
+/* Selection for top-k: `a[0..*m)` holds the lowest (highest) items seen so far in ascending
+ * order, at most `k`; `x` joins them if there is room or it beats the worst kept, which then
+ * leaves. Items are distinct, so the k kept are the k numpy's stable order puts first (last). */
+static inline void ollie_keep_low(ollie_sort_item *a, long *m, long k, ollie_sort_item x) {
+    long j = *m;
+    if (j == k) {
+        if (!OLLIE_SORT_LESS(x, a[k - 1])) return;
+        j = k - 1;
+    } else {
+        (*m)++;
+    }
+    while (j > 0 && OLLIE_SORT_LESS(x, a[j - 1])) {
+        a[j] = a[j - 1];
+        j--;
+    }
+    a[j] = x;
+}
+
+static inline void ollie_keep_high(ollie_sort_item *a, long *m, long k, ollie_sort_item x) {
+    long j = *m;
+    if (j == k) {
+        if (!OLLIE_SORT_LESS(a[0], x)) return;
+        j = 0;
+        while (j + 1 < k && OLLIE_SORT_LESS(a[j + 1], x)) {
+            a[j] = a[j + 1];
+            j++;
+        }
+        a[j] = x;
+        return;
+    }
+    (*m)++;
+    while (j > 0 && OLLIE_SORT_LESS(x, a[j - 1])) {
+        a[j] = a[j - 1];
+        j--;
+    }
+    a[j] = x;
+}

@@ -82,7 +82,9 @@ fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
                     LoopKind::Simd => inner.simd = true,
                     LoopKind::Unrolled(_) => inner.unrolled = true,
                     // About `n log₂ n` steps of a merge sort.
-                    LoopKind::Sort | LoopKind::ArgSort => inner.trips *= (*extent as f64).log2().max(1.0),
+                    // A whole sort costs n log n; a selection of k, about n.
+                    LoopKind::Sort(ollie_loops::Keep::All) | LoopKind::ArgSort(ollie_loops::Keep::All) => inner.trips *= (*extent as f64).log2().max(1.0),
+                    LoopKind::Sort(_) | LoopKind::ArgSort(_) => {}
                     _ => {}
                 }
                 walk(body, inner, c);
