@@ -115,7 +115,16 @@ void sort_rows(const float *restrict x, const double *restrict w, float *restric
         {
             ollie_sort_item ollie_items[3];
             long ollie_kept = 0;
-            for (long i3 = 0; i3 < 40; i3++) ollie_keep_high(ollie_items, &ollie_kept, 3, ollie_sort_item_of((x[40 * i2 + i3] * 2.0), i3));
+            for (long ollie_b = 0; ollie_b < 40; ollie_b += 16) {
+                long ollie_e = ollie_b + 16 < 40 ? ollie_b + 16 : 40;
+                if (ollie_kept == 3) {
+                    double ollie_worst = ollie_sort_value(ollie_items[0]);
+                    int ollie_open = 0;
+                    for (long i3 = ollie_b; i3 < ollie_e; i3++) ollie_open |= !((x[40 * i2 + i3] * 2.0) < ollie_worst);
+                    if (!ollie_open) continue;
+                }
+                for (long i3 = ollie_b; i3 < ollie_e; i3++) ollie_keep_high(ollie_items, &ollie_kept, 3, ollie_sort_item_of((x[40 * i2 + i3] * 2.0), i3));
+            }
             for (long ollie_k = 0; ollie_k < 3; ollie_k++) { long i3 = 37 + ollie_k; t7[i2 + 3 * i3] = (double)ollie_sort_index(ollie_items[ollie_k]); }
         }
     }

@@ -315,12 +315,27 @@ impl<'a> Emitter<'a> {
         let store = self.assign(*buffer, &self.element(*buffer, offset), &sorted);
         if let Keep::First(k) | Keep::Last(k) = keep {
             // A selection: the k lowest (highest) items so far, sorted, each next item kept
-            // only if it beats the worst of them; stored at the first (last) k positions.
-            let (side, first) = if matches!(keep, Keep::First(_)) { ("low", 0) } else { ("high", n - k) };
+            // only if it beats the worst of them; stored at the first (last) k positions. Once
+            // k are kept, a block of 16 values that cannot beat the worst — for the lowest, none
+            // below it (a later equal value loses on its index), for the highest, all below it
+            // (a later equal one wins) — is passed over after one comparison each, which the
+            // compiler runs in vector lanes. A NaN fails both tests, so it is always looked at
+            // (IEEE comparisons: emitted kernels never set denormals-are-zero).
+            let (side, first, worst, beaten) = if matches!(keep, Keep::First(_)) { ("low", 0, k - 1, ">=") } else { ("high", n - k, 0, "<") };
+            let (s, x) = (self.scalar(), self.expr(value));
             writeln!(out, "{pad}{{").unwrap();
             writeln!(out, "{pad}    ollie_sort_item ollie_items[{k}];").unwrap();
             writeln!(out, "{pad}    long ollie_kept = 0;").unwrap();
-            writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) ollie_keep_{side}(ollie_items, &ollie_kept, {k}, ollie_sort_item_of({}, {v}));", self.expr(value)).unwrap();
+            writeln!(out, "{pad}    for (long ollie_b = 0; ollie_b < {n}; ollie_b += 16) {{").unwrap();
+            writeln!(out, "{pad}        long ollie_e = ollie_b + 16 < {n} ? ollie_b + 16 : {n};").unwrap();
+            writeln!(out, "{pad}        if (ollie_kept == {k}) {{").unwrap();
+            writeln!(out, "{pad}            {s} ollie_worst = ollie_sort_value(ollie_items[{worst}]);").unwrap();
+            writeln!(out, "{pad}            int ollie_open = 0;").unwrap();
+            writeln!(out, "{pad}            for (long {v} = ollie_b; {v} < ollie_e; {v}++) ollie_open |= !({x} {beaten} ollie_worst);").unwrap();
+            writeln!(out, "{pad}            if (!ollie_open) continue;").unwrap();
+            writeln!(out, "{pad}        }}").unwrap();
+            writeln!(out, "{pad}        for (long {v} = ollie_b; {v} < ollie_e; {v}++) ollie_keep_{side}(ollie_items, &ollie_kept, {k}, ollie_sort_item_of({x}, {v}));").unwrap();
+            writeln!(out, "{pad}    }}").unwrap();
             writeln!(out, "{pad}    for (long ollie_k = 0; ollie_k < {k}; ollie_k++) {{ long {v} = {first} + ollie_k; {store} }}").unwrap();
             writeln!(out, "{pad}}}").unwrap();
             return;

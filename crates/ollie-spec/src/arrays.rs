@@ -484,15 +484,7 @@ impl Builder<'_> {
                 .label(repeats.range, format!("this is {}", self.describe(&repeats.value)))
                 .help("a count per element makes a data-dependent shape; give one integer"));
         };
-        let mut id = self.tensor(&a, None)?;
-        let axis = match axis {
-            None | Some(Arg { value: Value::None, .. }) => {
-                let n = self.ty(id).num_elements();
-                id = self.reshape_to(id, &[n], call)?;
-                0
-            }
-            Some(arg) => self.axis(&arg, self.ty(id).rank())?,
-        };
+        let (id, axis) = self.axis_or_flat(&a, axis, call)?;
         let shape = self.ty(id).shape.clone();
         let mut split = shape.clone();
         split.insert(axis + 1, 1);

@@ -694,17 +694,22 @@ impl Builder<'_> {
         Ok(Value::Tensor(self.push(Op::ArgSort { axis, stable: is_stable }, vec![id], range)?))
     }
 
-    /// numpy's `cumsum`: along `axis`, or over the flattened array when there is none.
-    fn cumsum(&mut self, a: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
-        let mut id = self.tensor(&a, None)?;
-        let axis = match axis {
+    /// `a` and the axis an `axis=` argument names, or numpy's `axis=None`: the array flattened,
+    /// and its one axis.
+    pub fn axis_or_flat(&mut self, a: &Arg, axis: Option<Arg>, range: TextRange) -> Result<(NodeId, usize)> {
+        let id = self.tensor(a, None)?;
+        match axis {
             None | Some(Arg { value: Value::None, .. }) => {
                 let n = self.ty(id).num_elements();
-                id = self.reshape_to(id, &[n], range)?;
-                0
+                Ok((self.reshape_to(id, &[n], range)?, 0))
             }
-            Some(arg) => self.axis(&arg, self.ty(id).rank())?,
-        };
+            Some(arg) => Ok((id, self.axis(&arg, self.ty(id).rank())?)),
+        }
+    }
+
+    /// numpy's `cumsum`: along `axis`, or over the flattened array when there is none.
+    fn cumsum(&mut self, a: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
+        let (id, axis) = self.axis_or_flat(&a, axis, range)?;
         Ok(Value::Tensor(self.push(Op::Scan { axis, reverse: false, exclusive: false }, vec![id], range)?))
     }
 
