@@ -586,7 +586,8 @@ impl Op {
                 if *axis >= args[0].rank() {
                     return Err(self.error(format!("axis {axis} out of range for {}", args[0])));
                 }
-                let dtype = if args[0].dtype == DType::Bool { DType::I64 } else { args[0].dtype };
+                // numpy accumulates booleans and 8-bit integers in its default integer.
+                let dtype = if args[0].dtype == DType::Bool || args[0].dtype.is_byte() { DType::I64 } else { args[0].dtype };
                 TensorType::new(dtype, args[0].shape.clone())
             }
             Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,

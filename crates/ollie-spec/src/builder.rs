@@ -65,7 +65,7 @@ impl<'a> Builder<'a> {
         if !op.keeps_index() && args.iter().any(|&a| self.graph.index_result(a)) {
             return Err(index_result_used(range));
         }
-        let wraps = matches!(op, Op::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Pow) | Op::Unary(UnaryOp::Neg | UnaryOp::Abs) | Op::Scan { .. });
+        let wraps = matches!(op, Op::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Pow) | Op::Unary(UnaryOp::Neg | UnaryOp::Abs));
         if wraps && args.iter().map(|&a| self.ty(a).dtype).reduce(DType::promote).is_some_and(DType::is_byte) {
             let dtype = args.iter().map(|&a| self.ty(a).dtype).find(|d| d.is_byte()).expect("a byte operand");
             return Err(Diagnostic::error(Code::UnsupportedDtype, format!("arithmetic in {dtype} wraps around in numpy"))
