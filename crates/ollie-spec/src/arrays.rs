@@ -75,7 +75,7 @@ impl Builder<'_> {
             "round" | "around" => {
                 let (a, decimals) = bind!("a", "decimals");
                 let decimals = match decimals {
-                    Some(d) => self.integer(&d, "`decimals`")?,
+                    Some(d) => self.int_value(&d, "`decimals`")?,
                     None => 0,
                 };
                 self.round(required(a, fname, "a", call)?, decimals, call)
@@ -122,16 +122,16 @@ impl Builder<'_> {
                     (n, None, None, dtype)
                 };
                 let n = required(n, fname, "N", call)?;
-                let rows = self.integer(&n, "the number of rows")?;
+                let rows = self.int_value(&n, "the number of rows")?;
                 let cols = match m.filter(|m| m.value != Value::None) {
-                    Some(m) => self.integer(&m, "the number of columns")?,
+                    Some(m) => self.int_value(&m, "the number of columns")?,
                     None => rows,
                 };
                 if rows < 0 || cols < 0 {
                     return Err(Diagnostic::error(Code::BadValue, "negative dimensions are not allowed").label(call, format!("{rows} × {cols}")));
                 }
                 let k = match k {
-                    Some(k) => self.integer(&k, "`k`")?,
+                    Some(k) => self.int_value(&k, "`k`")?,
                     None => 0,
                 };
                 let dtype = match dtype.filter(|d| d.value != Value::None) {
@@ -256,19 +256,13 @@ impl Builder<'_> {
                 }
                 let a = required(a, fname, "a", call)?;
                 let n = match n {
-                    Some(n) => self.integer(&n, "`n`")?,
+                    Some(n) => self.int_value(&n, "`n`")?,
                     None => 1,
                 };
                 self.diff(a, n, axis, call)
             }
             _ => unreachable!("`{name}` is in FUNCTIONS or METHODS"),
         }
-    }
-
-    fn integer(&self, arg: &Arg, what: &str) -> Result<i64> {
-        arg.value.int().filter(|_| !matches!(arg.value, Value::Bool(_))).ok_or_else(|| {
-            Diagnostic::error(Code::BadValue, format!("{what} must be an integer known before the kernel runs")).label(arg.range, format!("this is {}", self.describe(&arg.value)))
-        })
     }
 
     /// numpy's `clip` with either bound `None` (absent).
@@ -413,13 +407,7 @@ impl Builder<'_> {
 
     /// numpy's `eye`: ones where the column is the row plus `k`.
     fn eye(&mut self, rows: usize, cols: usize, k: i64, dtype: DType, call: TextRange) -> Result<NodeId> {
-        let shape = vec![rows, cols];
-        let i = self.push(Op::Iota { shape: shape.clone(), axis: 0, dtype: DType::I64 }, vec![], call)?;
-        let j = self.push(Op::Iota { shape: shape.clone(), axis: 1, dtype: DType::I64 }, vec![], call)?;
-        let kc = self.push(Op::Constant { value: k as f64, dtype: DType::I64 }, vec![], call)?;
-        let kc = self.broadcast_to(kc, &shape, call)?;
-        let ik = self.push(Op::Binary(BinaryOp::Add), vec![i, kc], call)?;
-        let mask = self.push(Op::Compare(CmpOp::Eq), vec![j, ik], call)?;
+        let mask = self.diagonal_mask(rows, cols, CmpOp::Eq, k, call)?;
         if dtype == DType::Bool {
             return Ok(mask);
         }
@@ -516,20 +504,7 @@ impl Builder<'_> {
     fn moveaxis(&mut self, a: Arg, source: Arg, destination: Arg, call: TextRange) -> Result<Value> {
         let id = self.tensor(&a, None)?;
         let rank = self.ty(id).rank();
-        let list = |this: &Self, arg: &Arg| -> Result<Vec<usize>> {
-            let items: Vec<Arg> = match &arg.value {
-                Value::Tuple(items) => items.iter().map(|v| Arg { value: v.clone(), range: arg.range }).collect(),
-                _ => vec![arg.clone()],
-            };
-            let axes = items.iter().map(|x| this.axis(x, rank)).collect::<Result<Vec<_>>>()?;
-            let mut sorted = axes.clone();
-            sorted.sort_unstable();
-            if sorted.windows(2).any(|w| w[0] == w[1]) {
-                return Err(Diagnostic::error(Code::BadValue, "repeated axis").label(arg.range, "an axis appears twice"));
-            }
-            Ok(axes)
-        };
-        let (src, dst) = (list(self, &source)?, list(self, &destination)?);
+        let (src, dst) = (self.distinct_axes(&source, rank)?, self.distinct_axes(&destination, rank)?);
         if src.len() != dst.len() {
             return Err(Diagnostic::error(Code::BadValue, "`source` and `destination` arguments must have the same number of elements")
                 .label(source.range, format!("{} axes", src.len()))
@@ -578,7 +553,7 @@ impl Builder<'_> {
             Value::Tuple(items) => {
                 let mut cuts = vec![0usize];
                 for v in items {
-                    let i = self.integer(&Arg { value: v.clone(), range: sections.range }, "a split index")?;
+                    let i = self.int_value(&Arg { value: v.clone(), range: sections.range }, "a split index")?;
                     let i = if i < 0 { (i + n as i64).max(0) } else { i } as usize;
                     cuts.push(i.min(n));
                 }
@@ -586,7 +561,7 @@ impl Builder<'_> {
                 cuts.windows(2).map(|w| (w[0], w[1].max(w[0]))).collect()
             }
             _ => {
-                let k = self.integer(sections, "the number of sections")?;
+                let k = self.int_value(sections, "the number of sections")?;
                 if k <= 0 {
                     return Err(Diagnostic::error(Code::BadValue, "number sections must be larger than 0").label(sections.range, k.to_string()));
                 }

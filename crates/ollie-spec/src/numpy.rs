@@ -408,7 +408,7 @@ impl Builder<'_> {
             .collect()
     }
 
-    fn int_value(&self, arg: &Arg, what: &str) -> Result<i64> {
+    pub fn int_value(&self, arg: &Arg, what: &str) -> Result<i64> {
         arg.value.int().filter(|_| !matches!(arg.value, Value::Bool(_))).ok_or_else(|| {
             Diagnostic::error(Code::BadValue, format!("{what} must be an integer known before the kernel runs"))
                 .label(arg.range, format!("this is {}", self.describe(&arg.value)))
@@ -426,13 +426,24 @@ impl Builder<'_> {
 
     /// An `axis=` argument that may be an int or a tuple of ints; sorted, duplicates rejected.
     pub fn axes(&self, arg: &Arg, rank: usize) -> Result<Vec<usize>> {
+        let mut axes = self.distinct_axes(arg, rank)?;
+        axes.sort_unstable();
+        Ok(axes)
+    }
+
+    /// An int or a tuple of ints as axes, in the order given.
+    pub fn axis_list(&self, arg: &Arg, rank: usize) -> Result<Vec<usize>> {
         let items: Vec<Arg> = match &arg.value {
             Value::Tuple(items) => items.iter().map(|v| Arg { value: v.clone(), range: arg.range }).collect(),
             _ => vec![arg.clone()],
         };
-        let mut axes = items.iter().map(|a| self.axis(a, rank)).collect::<Result<Vec<_>>>()?;
-        axes.sort_unstable();
-        if axes.windows(2).any(|w| w[0] == w[1]) {
+        items.iter().map(|a| self.axis(a, rank)).collect()
+    }
+
+    /// [`Self::axis_list`], an axis given twice rejected.
+    pub fn distinct_axes(&self, arg: &Arg, rank: usize) -> Result<Vec<usize>> {
+        let axes = self.axis_list(arg, rank)?;
+        if axes.iter().enumerate().any(|(i, a)| axes[..i].contains(a)) {
             return Err(Diagnostic::error(Code::BadValue, "repeated axis").label(arg.range, "an axis appears twice"));
         }
         Ok(axes)
@@ -585,11 +596,7 @@ impl Builder<'_> {
         let perm: Vec<usize> = match axes {
             None | Some(Arg { value: Value::None, .. }) => (0..rank).rev().collect(),
             Some(arg) => {
-                let items: Vec<Arg> = match &arg.value {
-                    Value::Tuple(items) => items.iter().map(|v| Arg { value: v.clone(), range: arg.range }).collect(),
-                    _ => vec![arg.clone()],
-                };
-                let perm = items.iter().map(|x| self.axis(x, rank)).collect::<Result<Vec<_>>>()?;
+                let perm = self.axis_list(&arg, rank)?;
                 let mut sorted = perm.clone();
                 sorted.sort_unstable();
                 if sorted != (0..rank).collect::<Vec<_>>() {
@@ -849,6 +856,17 @@ impl Builder<'_> {
     }
 
     /// `np.tril(m, k)` / `np.triu(m, k)` on the last two axes, as a select on an index mask.
+    /// A `rows × cols` boolean matrix holding `j cmp i + k` at row `i`, column `j`: `tril`'s,
+    /// `triu`'s and `eye`'s masks.
+    pub fn diagonal_mask(&mut self, rows: usize, cols: usize, cmp: CmpOp, k: i64, range: TextRange) -> Result<NodeId> {
+        let i = self.push(Op::Iota { shape: vec![rows, cols], axis: 0, dtype: DType::I64 }, vec![], range)?;
+        let j = self.push(Op::Iota { shape: vec![rows, cols], axis: 1, dtype: DType::I64 }, vec![], range)?;
+        let kc = self.push(Op::Constant { value: k as f64, dtype: DType::I64 }, vec![], range)?;
+        let kc = self.broadcast_to(kc, &[rows, cols], range)?;
+        let ik = self.push(Op::Binary(BinaryOp::Add), vec![i, kc], range)?;
+        self.push(Op::Compare(cmp), vec![j, ik], range)
+    }
+
     fn tri(&mut self, lower: bool, m: Arg, k: Option<Arg>, range: TextRange) -> Result<Value> {
         let mut id = self.tensor(&m, None)?;
         let mut ty = self.ty(id).clone();
@@ -867,14 +885,8 @@ impl Builder<'_> {
             None => 0,
         };
         let (rows, cols) = (ty.shape[ty.rank() - 2], ty.shape[ty.rank() - 1]);
-        let i = self.push(Op::Iota { shape: vec![rows, cols], axis: 0, dtype: DType::I64 }, vec![], range)?;
-        let j = self.push(Op::Iota { shape: vec![rows, cols], axis: 1, dtype: DType::I64 }, vec![], range)?;
-        let kc = self.push(Op::Constant { value: k as f64, dtype: DType::I64 }, vec![], range)?;
-        let kc = self.broadcast_to(kc, &[rows, cols], range)?;
-        let ik = self.push(Op::Binary(BinaryOp::Add), vec![i, kc], range)?;
         // tril keeps j <= i + k; triu keeps j >= i + k.
-        let cmp = if lower { CmpOp::Le } else { CmpOp::Ge };
-        let mask = self.push(Op::Compare(cmp), vec![j, ik], range)?;
+        let mask = self.diagonal_mask(rows, cols, if lower { CmpOp::Le } else { CmpOp::Ge }, k, range)?;
         let mask = self.broadcast_to(mask, &ty.shape, range)?;
         let zero = self.push(Op::Constant { value: 0.0, dtype: ty.dtype }, vec![], range)?;
         let zero = self.broadcast_to(zero, &ty.shape, range)?;

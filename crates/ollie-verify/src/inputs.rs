@@ -41,40 +41,17 @@ impl InputSet {
             key.update(format!("\n{}", p.ty).as_bytes());
             let n = p.ty.shape.iter().product::<usize>();
             values.push(match p.ty.dtype {
-                DType::F64 => Values::F64(fill(n, |block, out: &mut [f64]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng));
-                })),
+                DType::F64 => Values::F64(generated(n, seed, k, &element, |x| x)),
                 // 16-bit parameters: the generated values rounded to their dtype, the values
                 // stored and so what the reference starts from.
-                dtype @ (DType::F16 | DType::BF16) => {
-                    let bits = fill(n, |block, out: &mut [u16]| {
-                        let mut rng = stream(seed, k, block);
-                        out.iter_mut().enumerate().for_each(|(i, x)| *x = dtype.half_bits(element(k, block * BLOCK + i, &mut rng)));
-                    });
-                    if dtype == DType::F16 { Values::F16(bits) } else { Values::BF16(bits) }
-                }
+                DType::F16 => Values::F16(generated(n, seed, k, &element, |x| DType::F16.half_bits(x))),
+                DType::BF16 => Values::BF16(generated(n, seed, k, &element, |x| DType::BF16.half_bits(x))),
                 // Integer parameters: the generated values are integers already.
-                DType::I8 => Values::I8(fill(n, |block, out: &mut [i8]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i8);
-                })),
-                DType::U8 => Values::U8(fill(n, |block, out: &mut [u8]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as u8);
-                })),
-                DType::I32 => Values::I32(fill(n, |block, out: &mut [i32]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i32);
-                })),
-                DType::I64 => Values::I64(fill(n, |block, out: &mut [i64]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as i64);
-                })),
-                DType::F32 | DType::Bool => Values::F32(fill(n, |block, out: &mut [f32]| {
-                    let mut rng = stream(seed, k, block);
-                    out.iter_mut().enumerate().for_each(|(i, x)| *x = element(k, block * BLOCK + i, &mut rng) as f32);
-                })),
+                DType::I8 => Values::I8(generated(n, seed, k, &element, |x| x as i8)),
+                DType::U8 => Values::U8(generated(n, seed, k, &element, |x| x as u8)),
+                DType::I32 => Values::I32(generated(n, seed, k, &element, |x| x as i32)),
+                DType::I64 => Values::I64(generated(n, seed, k, &element, |x| x as i64)),
+                DType::F32 | DType::Bool => Values::F32(generated(n, seed, k, &element, |x| x as f32)),
             });
         }
         InputSet { key: key.digest128(), values, shapes: params.iter().map(|p| p.ty.shape.clone()).collect() }
@@ -224,6 +201,15 @@ pub(crate) fn stream(seed: u64, param: usize, block: usize) -> ChaCha8Rng {
 
 /// `n` values made block by block by `make(block number, block)`, the blocks shared among the
 /// machine's cores.
+/// Parameter `k`'s `n` elements from `element` (see [`InputSet::generate`]), each converted by
+/// `convert` to what its buffer holds.
+fn generated<T: Default + Clone + Send>(n: usize, seed: u64, k: usize, element: &(impl Fn(usize, usize, &mut ChaCha8Rng) -> f64 + Sync), convert: fn(f64) -> T) -> Vec<T> {
+    fill(n, |block, out: &mut [T]| {
+        let mut rng = stream(seed, k, block);
+        out.iter_mut().enumerate().for_each(|(i, x)| *x = convert(element(k, block * BLOCK + i, &mut rng)));
+    })
+}
+
 pub(crate) fn fill<T: Default + Clone + Send>(n: usize, make: impl Fn(usize, &mut [T]) + Sync) -> Vec<T> {
     let mut out = vec![T::default(); n];
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n.div_ceil(BLOCK)).max(1);
