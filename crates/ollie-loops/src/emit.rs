@@ -590,15 +590,18 @@ impl<'a> Emitter<'a> {
         }
         let value = self.vector_expr(self.stored(*buffer, value), var, w, transposed);
         let streamed = stream && matches!(self.nest.buffer(*buffer).kind, BufferKind::Output(_)) && !self.read.contains(buffer);
-        // 16-bit floats are stored by vector conversions in float kernels (not streamed: measured
-        // slower), lane by lane in double ones.
+        // 16-bit floats are stored by vector conversions in float kernels, lane by lane in
+        // double ones.
         let (half, double_half) = match self.half(*buffer) {
             Some(h) if !self.wide => (Some(h), false),
             h => (None, h.is_some()),
         };
         match offset.coefficient(var) {
             1 if self.nest.buffer(*buffer).registers.is_some() => writeln!(out, "{pad}{} = {value};", self.element(*buffer, offset)).unwrap(),
-            1 if half.is_some() => writeln!(out, "{pad}ollie_vstore_{}{w}(&{name}[{}], {value});", half.expect("checked"), affine(offset)).unwrap(),
+            1 if half.is_some() => {
+                let how = if streamed { "stream" } else { "store" };
+                writeln!(out, "{pad}ollie_v{how}_{}{w}(&{name}[{}], {value});", half.expect("checked"), affine(offset)).unwrap()
+            }
             1 if streamed && !double_half => writeln!(out, "{pad}ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
             1 if !double_half => writeln!(out, "{pad}ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
             c => {
@@ -948,7 +951,7 @@ fn sort_helpers(wide: bool) -> String {
 }
 
 /// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.
-const VECTOR_MATH: [&str; 20] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "rint", "powi", "stream", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
+const VECTOR_MATH: [&str; 22] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "rint", "powi", "stream", "stream_f16", "stream_bf16", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
 
 /// Scalar conversions between float32 and the 16-bit floats, rounding to nearest even as numpy
 /// and ml_dtypes do (NaN kept and quieted, subnormals rounded, not flushed); float16 through

@@ -415,24 +415,100 @@ static inline void ollie_vstream{W}(float *p, ollie_v{W} v) {
 /* 16-bit storage: `{W}` lanes of float16 or bfloat16 bits read as floats, and floats stored as
  * them rounded to nearest even (NaN kept and quieted, the subnormals rounded, never flushed:
  * as numpy and ml_dtypes convert). float16 by AVX-512's or F16C's conversions where the
- * target has them, else lane by lane through `_Float16`; bfloat16 by integer lanes (AVX-512
- * BF16's `vcvtneps2bf16` flushes subnormals to zero, so it is not used). */
+ * target has them, else lane by lane through `_Float16`; bfloat16 by AVX-512 BF16's
+ * `vcvtneps2bf16` for vectors without subnormals (it reads them as zero), else by integer lanes
+ * (in AVX-512 or AVX2 registers where the target has them: GCC's own narrowing of the generic
+ * form costs a cross-lane permute). */
 typedef unsigned short ollie_h{W} __attribute__((vector_size({W} * 2)));
 typedef unsigned int ollie_u{W} __attribute__((vector_size({W} * 4)));
 
+/* float32 lanes to bfloat16 bits, in x86 registers; defined once, whatever the widths pasted. */
+#if defined(__AVX512F__) && !defined(OLLIE_BF16_AVX512)
+#define OLLIE_BF16_AVX512
+static inline __m256i ollie_bf16_zmm(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i magnitude = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+#if defined(__AVX512BF16__)
+    /* Subnormal lanes are those whose magnitude less one is below 0x7fffff (unsigned). */
+    __mmask16 subnormal = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(magnitude, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fffff));
+    if (__builtin_expect(subnormal == 0, 1)) return (__m256i)_mm512_cvtneps_pbh(x);
+#endif
+    __m512i high = _mm512_srli_epi32(u, 16);
+    __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(high, _mm512_set1_epi32(1)));
+    rounded = _mm512_srli_epi32(rounded, 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
+    rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(rounded);
+}
+#endif
+#if defined(__AVX2__) && !defined(OLLIE_BF16_AVX2)
+#define OLLIE_BF16_AVX2
+static inline __m128i ollie_bf16_ymm(__m256 x) {
+    __m256i u = _mm256_castps_si256(x);
+    __m256i high = _mm256_srli_epi32(u, 16);
+    __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), _mm256_and_si256(high, _mm256_set1_epi32(1)));
+    rounded = _mm256_srli_epi32(rounded, 16);
+    /* Magnitudes are non-negative as int32: a signed comparison serves. */
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+    /* Every lane is at most 0xffff: the saturating pack keeps it. */
+    return _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+}
+#endif
+
 static inline ollie_v{W} ollie_vload_bf16{W}(const unsigned short *p) {
+    ollie_v{W} v;
+#if defined(__AVX512F__)
+    if ({W} % 16 == 0) {
+        float r[{W}];
+        for (int l = 0; l < {W}; l += 16)
+            _mm512_storeu_si512(r + l, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + l))), 16));
+        __builtin_memcpy(&v, r, sizeof v);
+        return v;
+    }
+#endif
+#if defined(__AVX2__)
+    if ({W} % 8 == 0) {
+        float r[{W}];
+        for (int l = 0; l < {W}; l += 8)
+            _mm256_storeu_si256((__m256i *)(r + l), _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + l))), 16));
+        __builtin_memcpy(&v, r, sizeof v);
+        return v;
+    }
+#endif
     ollie_h{W} h;
     __builtin_memcpy(&h, p, sizeof h);
     return (ollie_v{W})(__builtin_convertvector(h, ollie_u{W}) << 16);
 }
 
-static inline void ollie_vstore_bf16{W}(unsigned short *p, ollie_v{W} x) {
+/* The bfloat16 bits of `x`'s lanes. */
+static inline ollie_h{W} ollie_vto_bf16{W}(ollie_v{W} x) {
+    ollie_h{W} h;
+#if defined(__AVX512F__)
+    if ({W} % 16 == 0) {
+        float a[{W}];
+        unsigned short r[{W}];
+        __builtin_memcpy(a, &x, sizeof x);
+        for (int l = 0; l < {W}; l += 16) _mm256_storeu_si256((__m256i *)(r + l), ollie_bf16_zmm(_mm512_loadu_ps(a + l)));
+        __builtin_memcpy(&h, r, sizeof h);
+        return h;
+    }
+#endif
+#if defined(__AVX2__)
+    if ({W} % 8 == 0) {
+        float a[{W}];
+        unsigned short r[{W}];
+        __builtin_memcpy(a, &x, sizeof x);
+        for (int l = 0; l < {W}; l += 8) _mm_storeu_si128((__m128i *)(r + l), ollie_bf16_ymm(_mm256_loadu_ps(a + l)));
+        __builtin_memcpy(&h, r, sizeof h);
+        return h;
+    }
+#endif
     ollie_u{W} u = (ollie_u{W})x;
     ollie_u{W} rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
     ollie_u{W} nan = (ollie_u{W})((u & 0x7fffffff) > 0x7f800000);
     rounded = (nan & ((u >> 16) | 0x40)) | (~nan & rounded);
-    ollie_h{W} h = __builtin_convertvector(rounded, ollie_h{W});
-    __builtin_memcpy(p, &h, sizeof h);
+    return __builtin_convertvector(rounded, ollie_h{W});
 }
 
 static inline ollie_v{W} ollie_vload_f16{W}(const unsigned short *p) {
@@ -454,21 +530,62 @@ static inline ollie_v{W} ollie_vload_f16{W}(const unsigned short *p) {
     return v;
 }
 
-static inline void ollie_vstore_f16{W}(unsigned short *p, ollie_v{W} x) {
+/* The float16 bits of `x`'s lanes. */
+static inline ollie_h{W} ollie_vto_f16{W}(ollie_v{W} x) {
     float a[{W}];
+    unsigned short r[{W}];
     __builtin_memcpy(a, &x, sizeof x);
     int l = 0;
 #if defined(__AVX512F__)
-    for (; l + 16 <= {W}; l += 16) _mm256_storeu_si256((__m256i *)(p + l), _mm512_cvtps_ph(_mm512_loadu_ps(a + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; l + 16 <= {W}; l += 16) _mm256_storeu_si256((__m256i *)(r + l), _mm512_cvtps_ph(_mm512_loadu_ps(a + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #endif
 #if defined(__F16C__)
-    for (; l + 8 <= {W}; l += 8) _mm_storeu_si128((__m128i *)(p + l), _mm256_cvtps_ph(_mm256_loadu_ps(a + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; l + 8 <= {W}; l += 8) _mm_storeu_si128((__m128i *)(r + l), _mm256_cvtps_ph(_mm256_loadu_ps(a + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #endif
     for (; l < {W}; l++) {
         _Float16 h = (_Float16)a[l];
-        __builtin_memcpy(p + l, &h, 2);
+        __builtin_memcpy(r + l, &h, 2);
     }
+    ollie_h{W} h;
+    __builtin_memcpy(&h, r, sizeof h);
+    return h;
 }
+
+/* 16-bit lanes stored as they are, or past the caches as `ollie_vstream{W}` stores floats (by
+ * 32 or 16 bytes: two 16-lane conversions joined into one 64-byte streaming store measured
+ * slower than two 32-byte ones, on an AMD EPYC). */
+static inline void ollie_vstore_h{W}(unsigned short *p, ollie_h{W} h) {
+    __builtin_memcpy(p, &h, sizeof h);
+}
+
+static inline void ollie_vstream_h{W}(unsigned short *p, ollie_h{W} h) {
+#if defined(__AVX__)
+    if ({W} % 16 == 0 && ((unsigned long)p & 31) == 0) {
+        for (int l = 0; l < {W}; l += 16) {
+            __m256i part;
+            __builtin_memcpy(&part, (const unsigned short *)&h + l, sizeof part);
+            _mm256_stream_si256((__m256i *)(p + l), part);
+        }
+        return;
+    }
+#endif
+#if defined(__SSE2__)
+    if ({W} % 8 == 0 && ((unsigned long)p & 15) == 0) {
+        for (int l = 0; l < {W}; l += 8) {
+            __m128i part;
+            __builtin_memcpy(&part, (const unsigned short *)&h + l, sizeof part);
+            _mm_stream_si128((__m128i *)(p + l), part);
+        }
+        return;
+    }
+#endif
+    ollie_vstore_h{W}(p, h);
+}
+
+static inline void ollie_vstore_bf16{W}(unsigned short *p, ollie_v{W} x) { ollie_vstore_h{W}(p, ollie_vto_bf16{W}(x)); }
+static inline void ollie_vstream_bf16{W}(unsigned short *p, ollie_v{W} x) { ollie_vstream_h{W}(p, ollie_vto_bf16{W}(x)); }
+static inline void ollie_vstore_f16{W}(unsigned short *p, ollie_v{W} x) { ollie_vstore_h{W}(p, ollie_vto_f16{W}(x)); }
+static inline void ollie_vstream_f16{W}(unsigned short *p, ollie_v{W} x) { ollie_vstream_h{W}(p, ollie_vto_f16{W}(x)); }
 
 /* A value rounded to float16 or bfloat16 and read back (`.astype` inside a kernel). */
 static inline ollie_v{W} ollie_vround_f16{W}(ollie_v{W} x) {

@@ -139,14 +139,16 @@ fn vector_math_is_within_a_few_ulp_over_the_whole_float_range_with_the_special_v
 /// The 16-bit loads and stores (`ollie_vload_f16`, `ollie_vstore_bf16`, ...) and the kernels'
 /// scalar conversions are exact: every float16 and bfloat16 bit pattern reads as its value, and
 /// dense samples of the float range (subnormals, ties, overflow, NaNs) store rounded to nearest
-/// even, as numpy and ml_dtypes round (the `half` crate here). With AVX-512, with AVX2 and F16C,
-/// and with neither (the portable code).
+/// even, as numpy and ml_dtypes round (the `half` crate here), stored plainly or streamed (to
+/// aligned addresses and to others). With AVX-512 (and AVX-512 BF16 where the CPU has it: its
+/// conversion reads subnormals as zero, so vectors holding one must take the integer path), with
+/// AVX2 and F16C, and with neither (the portable code).
 #[test]
 fn sixteen_bit_loads_and_stores_round_as_numpy_does() {
     let harness = r#"
 #define N (1 << 16)
 int main(void) {
-    static unsigned short bits[N], back[N];
+    static unsigned short bits[N], back[N], off[N + 1] __attribute__((aligned(64)));
     static float values[N];
     for (int i = 0; i < N; i++) bits[i] = (unsigned short)i;
     /* Loads: every pattern; vector, then scalar. */
@@ -176,6 +178,15 @@ int main(void) {
                 if (kind) ollie_vstore_bf16W(back + i, v); else ollie_vstore_f16W(back + i, v);
             }
             fwrite(back, sizeof back, 1, stdout);
+            /* Streamed, to aligned addresses and to addresses one element past them. */
+            for (int skew = 0; skew < 2; skew++) {
+                for (int i = 0; i < N; i += W) {
+                    ollie_vW v;
+                    memcpy(&v, in + i, sizeof v);
+                    if (kind) ollie_vstream_bf16W(off + skew + i, v); else ollie_vstream_f16W(off + skew + i, v);
+                }
+                fwrite(off + skew, sizeof back, 1, stdout);
+            }
             for (int i = 0; i < N; i++) back[i] = kind ? ollie_f32_bf16(in[i]) : ollie_f32_f16(in[i]);
             fwrite(back, sizeof back, 1, stdout);
         }
@@ -221,7 +232,7 @@ int main(void) {
         for _ in 0..64 {
             let input = floats(take(4 * n));
             for kind in ["f16", "bf16"] {
-                for form in ["vector", "scalar"] {
+                for form in ["vector", "streamed", "streamed one element off", "scalar"] {
                     let got = halves(take(2 * n));
                     for (x, &h) in input.iter().zip(&got) {
                         let want = if kind == "f16" { half::f16::from_f32(*x).to_bits() } else { half::bf16::from_f32(*x).to_bits() };
