@@ -113,6 +113,7 @@ impl From<&Rejection> for Reason {
             Rejection::Crashed { .. } => Reason::Crashed,
             Rejection::Timeout { .. } => Reason::Timeout,
             Rejection::TooFast { .. } => Reason::TooFast,
+            Rejection::CompileError { .. } => Reason::CompileError,
             Rejection::Failed { .. } => Reason::Failed,
         }
     }
@@ -135,7 +136,8 @@ mod tests {
     fn the_verifiers_rejections_keep_the_codes_their_json_has() {
         for r in &Rejection::one_of_each() {
             assert_eq!(Reason::from(r).code(), r.kind());
-            assert!(Reason::from(r).is_verdict());
+            // A kernel that does not build is the build's verdict, not the verifier's.
+            assert_eq!(Reason::from(r).is_verdict(), !matches!(r, Rejection::CompileError { .. }));
         }
     }
 }

@@ -58,6 +58,11 @@ impl CompileStop {
     }
 }
 
+/// How every kernel is linked: a shared library whose every symbol is defined (`-z defs`), so that
+/// a call of a function the source never defines is a compile error, not a library that fails
+/// to load inside the sandbox.
+const LINK: [&str; 3] = ["-shared", "-fPIC", "-Wl,-z,defs"];
+
 impl Compiler {
     /// The compiler from `$CC` (default `cc`), caching in `cache_dir`.
     pub fn new(cache_dir: impl Into<PathBuf>) -> Compiler {
@@ -69,12 +74,12 @@ impl Compiler {
         cache_root().join("kernels")
     }
 
-    /// Compiles `source` with `flags` (plus `-shared -fPIC`); a rejected source is
+    /// Compiles `source` with `flags` (and [`LINK`]); a rejected source is
     /// `Err(Ok(Outcome::CompileError))`, a failure of ollie's own (no compiler, no disk) is
     /// `Err(Err(RunnerError))`.
     pub fn compile(&self, source: &str, flags: &[String]) -> Result<Compiled, Result<Outcome, RunnerError>> {
         let mut hasher = Sha256::new();
-        for part in [self.cc.as_str(), "\0", &flags.join("\u{1}"), "\0", source] {
+        for part in [self.cc.as_str(), "\0", &flags.join("\u{1}"), "\0", &LINK.join("\u{1}"), "\0", source] {
             hasher.update(part.as_bytes());
         }
         let key: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
@@ -92,7 +97,7 @@ impl Compiler {
         // Libraries go after the source, where the linker looks for them.
         let (libraries, options): (Vec<&String>, Vec<&String>) = flags.iter().partition(|f| f.starts_with("-l"));
         let mut command = Command::new(&self.cc);
-        command.args(options).args(["-shared", "-fPIC", "-o"]).arg(&partial).arg(&src).args(libraries).arg("-lm");
+        command.args(options).args(LINK).arg("-o").arg(&partial).arg(&src).args(libraries).arg("-lm");
         let failure = self.run(command, &self.cache_dir.join(format!("{key}.{unique}.log"))).map_err(Err)?;
         if let Some(log) = failure {
             let _ = std::fs::remove_file(&partial);

@@ -26,16 +26,22 @@ pub enum Outcome {
     Ran { outputs: Vec<Tensor>, elapsed: Duration },
 }
 
+/// The line of a compiler's log that says what went wrong: its first error (or the linker's first
+/// undefined symbol), else the log's first line (a compiler stopped for taking too long says so
+/// there).
+pub fn first_compile_error(log: &str) -> &str {
+    log.lines()
+        .find(|l| l.contains("error") || l.contains("undefined reference"))
+        .or_else(|| log.lines().find(|l| !l.trim().is_empty()))
+        .unwrap_or("")
+        .trim()
+}
+
 impl Outcome {
     /// A one-line description for logs and reports.
     pub fn summary(&self) -> String {
         match self {
-            // The compiler's first error, else the log's first line (a compiler stopped for
-            // taking too long says so there).
-            Outcome::CompileError { log } => {
-                let line = log.lines().find(|l| l.contains("error")).or_else(|| log.lines().find(|l| !l.trim().is_empty())).unwrap_or("");
-                format!("compile error: {}", line.trim())
-            }
+            Outcome::CompileError { log } => format!("compile error: {}", first_compile_error(log)),
             Outcome::Crashed { signal } => format!("crashed with signal {signal}"),
             Outcome::Timeout { limit } => format!("timed out after {limit:?}"),
             Outcome::Forbidden { syscall } => format!("made a forbidden system call: {}", syscall_name(*syscall)),
@@ -74,9 +80,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_compile_errors_summary_names_the_first_error_or_else_the_first_line() {
+    fn a_compile_errors_summary_names_the_first_error_or_undefined_symbol_or_else_the_first_line() {
         let log = "x.c: In function 'f':\nx.c:3:5: error: expected ';'\n";
         assert_eq!(Outcome::CompileError { log: log.into() }.summary(), "compile error: x.c:3:5: error: expected ';'");
+        let log = "/usr/bin/ld: /tmp/ccX.o: in function `f':\nk.c:(.text+0xb6): undefined reference to `g'\ncollect2: error: ld returned 1 exit status\n";
+        assert_eq!(Outcome::CompileError { log: log.into() }.summary(), "compile error: k.c:(.text+0xb6): undefined reference to `g'");
         let log = "the C compiler did not finish within 20 s\n";
         assert_eq!(Outcome::CompileError { log: log.into() }.summary(), "compile error: the C compiler did not finish within 20 s");
     }

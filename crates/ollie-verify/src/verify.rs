@@ -84,6 +84,8 @@ pub enum Rejection {
     Timeout { test: TestId, seconds: f64 },
     /// Returned sooner than any kernel doing the work can (`Floor::fastest`).
     TooFast { test: TestId, seconds: f64, floor: f64 },
+    /// Did not compile or link (the compiler's log).
+    CompileError { log: String },
     /// Could not be loaded or run at all.
     Failed { reason: String },
 }
@@ -103,6 +105,7 @@ impl Rejection {
             Rejection::Crashed { test: test.clone(), signal: 11 },
             Rejection::Timeout { test: test.clone(), seconds: 1.0 },
             Rejection::TooFast { test, seconds: 1.0, floor: 2.0 },
+            Rejection::CompileError { log: String::new() },
             Rejection::Failed { reason: String::new() },
         ]
     }
@@ -120,6 +123,7 @@ impl Rejection {
             Rejection::Crashed { .. } => "crashed",
             Rejection::Timeout { .. } => "timeout",
             Rejection::TooFast { .. } => "too-fast",
+            Rejection::CompileError { .. } => "compile-error",
             Rejection::Failed { .. } => "failed",
         }
     }
@@ -142,6 +146,7 @@ impl std::fmt::Display for Rejection {
             Rejection::TooFast { test, seconds, floor } => {
                 write!(f, "returned in {seconds:.3e} s, faster than any kernel can be on this machine ({floor:.3e} s, with its data in cache), {}", at(test))
             }
+            Rejection::CompileError { log } => write!(f, "does not compile: {}", ollie_runner::first_compile_error(log)),
             Rejection::Failed { reason } => write!(f, "could not be run: {reason}"),
         }
     }
@@ -519,7 +524,7 @@ pub(crate) fn rejection(outcome: &Outcome, id: Option<&TestId>) -> Rejection {
         Outcome::Forbidden { syscall } => Rejection::Forbidden { test: id(), syscall: ollie_runner::syscall_name(*syscall) },
         Outcome::OutOfBounds { buffer, write_to_input: true } => Rejection::InputModified { test: id(), buffer: *buffer },
         Outcome::OutOfBounds { buffer, .. } => Rejection::OutOfBounds { test: id(), buffer: *buffer },
-        Outcome::CompileError { log } => Rejection::Failed { reason: format!("compile error: {log}") },
+        Outcome::CompileError { log } => Rejection::CompileError { log: log.clone() },
         Outcome::Failed { reason } => Rejection::Failed { reason: reason.clone() },
         Outcome::Ran { .. } => Rejection::Failed { reason: "unexpected outcome".into() },
     }

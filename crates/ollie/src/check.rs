@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use ollie_runner::{Compiler, Runner};
+use ollie_runner::{Compiler, Outcome, Runner};
 use ollie_verify::{Baseline, Rejection, Report, VerifyConfig};
 
 use ollie_driver::counterexamples;
@@ -58,7 +58,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         }
         Err(Ok(outcome)) => Report {
             accepted: false,
-            rejection: Some(Rejection::Failed { reason: outcome.summary() }),
+            rejection: Some(match outcome {
+                Outcome::CompileError { log } => Rejection::CompileError { log },
+                other => Rejection::Failed { reason: other.summary() },
+            }),
             certificate: ollie_verify::Certificate { kernel: graph.name.clone(), seed, alpha: 16.0, baseline: "none", planned: 0, tests: Vec::new() },
             counterexample: None,
         },
