@@ -125,6 +125,26 @@ impl Graph {
 }
 
 impl Graph {
+    /// Reads every identity reshape's operand in its place (its users and the outputs), so that
+    /// [`Graph::prune`] drops it: a spec's copies are such reshapes while it is interpreted.
+    pub fn skip_identity_reshapes(&mut self) {
+        let operand = |nodes: &[Node], mut id: NodeId| {
+            while let Op::Reshape { shape } = &nodes[id.index()].op {
+                let from = nodes[id.index()].args[0];
+                if nodes[from.index()].ty.shape != *shape {
+                    break;
+                }
+                id = from;
+            }
+            id
+        };
+        for i in 0..self.nodes.len() {
+            let args: Vec<NodeId> = self.nodes[i].args.iter().map(|&a| operand(&self.nodes, a)).collect();
+            self.nodes[i].args = args;
+        }
+        self.outputs = self.outputs.iter().map(|&o| operand(&self.nodes, o)).collect();
+    }
+
     /// Removes nodes that no output depends on, keeping every `Input` so that the parameters
     /// stay in the graph. Ids are renumbered in order.
     pub fn prune(&mut self) {

@@ -147,11 +147,17 @@ impl Builder<'_> {
                     Some(d) => Some(self.dtype_value(&d)?),
                     None => None,
                 };
-                self.array(object, dtype, call)
+                let given = if let Value::Tensor(id) = object.value { Some(id) } else { None };
+                match self.array(object, dtype, call)? {
+                    // `np.array` copies an array (`np.asarray` returns it).
+                    Value::Tensor(id) if name == "array" && given == Some(id) => Ok(Value::Tensor(self.copy_of(id, call)?)),
+                    v => Ok(v),
+                }
             }
             "copy" => {
                 let a = required(bind!("a"), fname, "a", call)?;
-                Ok(Value::Tensor(self.tensor(&a, None)?))
+                let id = self.tensor(&a, None)?;
+                Ok(Value::Tensor(self.copy_of(id, call)?))
             }
             "ravel" => {
                 let (a, order) = bind!("a", "order");
@@ -172,7 +178,9 @@ impl Builder<'_> {
                         .label(shape_arg.range, "target shape"));
                 }
                 let id = self.reshape_to(id, &right_aligned(&own, shape.len()), call)?;
-                Ok(Value::Tensor(self.broadcast_to(id, &shape, call)?))
+                let id = self.broadcast_to(id, &shape, call)?;
+                self.read_only.insert(id);
+                Ok(Value::Tensor(id))
             }
             "repeat" => {
                 let (a, repeats, axis) = bind!("a", "repeats", "axis");
@@ -520,7 +528,7 @@ impl Builder<'_> {
     }
 
     /// `id` read backwards along `axes`.
-    fn flip(&mut self, id: NodeId, axes: &[usize], call: TextRange) -> Result<NodeId> {
+    pub(crate) fn flip(&mut self, id: NodeId, axes: &[usize], call: TextRange) -> Result<NodeId> {
         let shape = self.ty(id).shape.clone();
         let slice = shape
             .iter()
@@ -531,7 +539,7 @@ impl Builder<'_> {
     }
 
     /// A strided slice, no node when it is the whole array.
-    fn slice(&mut self, id: NodeId, axes: Vec<SliceAxis>, call: TextRange) -> Result<NodeId> {
+    pub(crate) fn slice(&mut self, id: NodeId, axes: Vec<SliceAxis>, call: TextRange) -> Result<NodeId> {
         if axes.iter().zip(&self.ty(id).shape).all(|(a, &n)| *a == SliceAxis::full(n)) {
             return Ok(id);
         }
@@ -539,7 +547,7 @@ impl Builder<'_> {
     }
 
     /// `id[..., start:start+len, ...]` along `axis`.
-    fn range_along(&mut self, id: NodeId, axis: usize, start: usize, len: usize, call: TextRange) -> Result<NodeId> {
+    pub(crate) fn range_along(&mut self, id: NodeId, axis: usize, start: usize, len: usize, call: TextRange) -> Result<NodeId> {
         let mut axes: Vec<SliceAxis> = self.ty(id).shape.iter().map(|&n| SliceAxis::full(n)).collect();
         axes[axis] = SliceAxis { start, step: 1, len };
         self.slice(id, axes, call)

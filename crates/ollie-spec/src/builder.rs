@@ -1,13 +1,14 @@
 //! The spec interpreter: runs a kernel's Python body abstractly, folding Python values and
 //! recording every array operation as a graph node.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ollie_graph::{BinaryOp, DType, Graph, NodeId, Op, TensorType, UnaryOp};
 use ruff_python_ast::{self as ast, Expr, Number, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
 use crate::diagnostic::{Code, Diagnostic};
+use crate::setitem::Unassigned;
 use crate::value::Value;
 
 pub type Result<T> = std::result::Result<T, Diagnostic>;
@@ -38,6 +39,13 @@ pub struct Builder<'a> {
     pub warnings: Vec<Diagnostic>,
     /// For each active caller of the running function, the arrays its variables hold.
     callers: Vec<Vec<NodeId>>,
+    /// Copies (`.copy()`, `np.array`, `.astype`): arrays with memory of their own, though the
+    /// graph reads them as their operand (an identity reshape).
+    copies: HashSet<NodeId>,
+    /// `np.broadcast_to`'s results: read-only views in numpy.
+    pub(crate) read_only: HashSet<NodeId>,
+    /// The elements of `np.empty` arrays not yet assigned.
+    pub(crate) unassigned: Unassigned,
 }
 
 /// Local variables of one function activation.
@@ -52,7 +60,7 @@ pub fn index_result_used(range: TextRange) -> Diagnostic {
 
 impl<'a> Builder<'a> {
     pub fn new(module: Module<'a>, graph: Graph) -> Builder<'a> {
-        Builder { module, graph, warnings: Vec::new(), callers: Vec::new() }
+        Builder { module, graph, warnings: Vec::new(), callers: Vec::new(), copies: HashSet::new(), read_only: HashSet::new(), unassigned: Unassigned::default() }
     }
 
     pub fn ty(&self, id: NodeId) -> &TensorType {
@@ -64,6 +72,9 @@ impl<'a> Builder<'a> {
     pub fn push(&mut self, op: Op, args: Vec<NodeId>, range: TextRange) -> Result<NodeId> {
         if !op.keeps_index() && args.iter().any(|&a| self.graph.index_result(a)) {
             return Err(index_result_used(range));
+        }
+        for &a in &args {
+            self.check_assigned(a, range)?;
         }
         let wraps = matches!(op, Op::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Pow) | Op::Unary(UnaryOp::Neg | UnaryOp::Abs));
         if wraps && args.iter().map(|&a| self.ty(a).dtype).reduce(DType::promote).is_some_and(DType::is_byte) {
@@ -113,6 +124,11 @@ impl<'a> Builder<'a> {
                         Some(v) => self.expr(v, scope)?,
                         None => Value::None,
                     };
+                    let mut returned = Vec::new();
+                    tensors(&value, &mut returned);
+                    for id in returned {
+                        self.check_assigned(id, r.range())?;
+                    }
                     if let Some(next) = body.get(i + 1) {
                         let last = body.last().expect("not empty");
                         self.warnings.push(
@@ -137,11 +153,17 @@ impl<'a> Builder<'a> {
                     let value = self.expr(v, scope)?;
                     self.assign(&a.target, value, v.range(), scope)?;
                 }
+                Stmt::AugAssign(a) if matches!(*a.target, Expr::Subscript(_)) => {
+                    let Expr::Subscript(target) = &*a.target else { unreachable!("matched") };
+                    let value = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
+                    self.assign_item(target, Some(a.op), value, stmt.range(), scope)?;
+                }
                 Stmt::AugAssign(a) => {
                     let left = Arg { value: self.expr(&a.target, scope)?, range: a.target.range() };
                     let right = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
                     if let (Value::Tensor(id), Expr::Name(name)) = (&left.value, &*a.target) {
-                        self.check_in_place(*id, name.id.as_str(), a.target.range(), scope)?;
+                        let name = name.id.as_str();
+                        self.check_in_place(*id, name, a.target.range(), scope, &format!("write `{name} = {name} + ...`, which makes a new array"))?;
                     }
                     let target_dtype = if let Value::Tensor(id) = left.value { Some(self.ty(id).dtype) } else { None };
                     let value = self.binop(a.op, left, right, stmt.range())?;
@@ -198,7 +220,7 @@ impl<'a> Builder<'a> {
     /// `x += y` on an array updates it in place in numpy, so every other name for the same
     /// memory (an alias, a view, or a view's base) would see the change. ollie rebinds `x`
     /// instead, which is the same only when nothing else can see that memory.
-    fn check_in_place(&self, id: NodeId, name: &str, range: TextRange, scope: &Scope) -> Result<()> {
+    pub(crate) fn check_in_place(&self, id: NodeId, name: &str, range: TextRange, scope: &Scope, help: &str) -> Result<()> {
         let root = self.view_root(id);
         let mut held = Vec::new();
         for (other, v) in scope {
@@ -210,21 +232,41 @@ impl<'a> Builder<'a> {
         if held.iter().any(|&h| self.view_root(h) == root) {
             return Err(Diagnostic::error(Code::UnsupportedStatement, format!("in-place update of `{name}`, whose memory another name also sees"))
                 .label(range, "numpy would change the other name's array too")
-                .help(format!("write `{name} = {name} + ...`, which makes a new array")));
+                .help(help.to_string()));
         }
         Ok(())
     }
 
     /// The array whose memory `id` views: numpy's slices, reshapes, transposes and broadcasts
-    /// are views of their operand.
-    fn view_root(&self, mut id: NodeId) -> NodeId {
+    /// are views of their operand (a copy's identity reshape is not).
+    fn view_root(&self, id: NodeId) -> NodeId {
+        *self.view_chain(id).last().expect("the chain holds `id`")
+    }
+
+    /// `id`, the array it views, the array that one views, ... down to an array of its own.
+    fn view_chain(&self, mut id: NodeId) -> Vec<NodeId> {
+        let mut chain = vec![id];
         loop {
             let node = self.graph.node(id);
             match node.op {
-                Op::Slice { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Broadcast { .. } => id = node.args[0],
-                _ => return id,
+                Op::Slice { .. } | Op::Reshape { .. } | Op::Transpose { .. } | Op::Broadcast { .. } if !self.copies.contains(&id) => id = node.args[0],
+                _ => return chain,
             }
+            chain.push(id);
         }
+    }
+
+    /// Whether numpy refuses writes into `id`: a view of `np.broadcast_to`'s result.
+    pub(crate) fn read_only(&self, id: NodeId) -> bool {
+        self.view_chain(id).iter().any(|v| self.read_only.contains(v))
+    }
+
+    /// A copy of `id` (`.copy()`, `np.array(x)`): the same values in memory of its own.
+    pub(crate) fn copy_of(&mut self, id: NodeId, range: TextRange) -> Result<NodeId> {
+        let shape = self.ty(id).shape.clone();
+        let copy = self.push(Op::Reshape { shape }, vec![id], range)?;
+        self.copies.insert(copy);
+        Ok(copy)
     }
 
     fn assign(&mut self, target: &Expr, value: Value, value_range: TextRange, scope: &mut Scope) -> Result<()> {
@@ -248,8 +290,8 @@ impl<'a> Builder<'a> {
                 }
                 Ok(())
             }
-            Expr::Subscript(_) | Expr::Attribute(_) => Err(unsupported_statement(target.range(), "assignment into an array")
-                .help("arrays are immutable in a spec: build the result with np.where, np.concatenate or arithmetic")),
+            Expr::Subscript(sub) => self.assign_item(sub, None, Arg { value, range: value_range }, target.range().cover(value_range), scope),
+            Expr::Attribute(_) => Err(unsupported_statement(target.range(), "assignment to an attribute")),
             _ => Err(unsupported_statement(target.range(), "this assignment target")),
         }
     }

@@ -10,6 +10,7 @@ mod gather;
 mod math;
 mod numpy;
 mod operators;
+mod setitem;
 mod value;
 
 use std::collections::HashMap;
@@ -349,6 +350,7 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
         }
     }
     let mut graph = builder.graph;
+    graph.skip_identity_reshapes();
     graph.prune();
     ollie_graph::check(&graph).map_err(|e| {
         Diagnostic::error(Code::Internal, format!("ollie built an invalid graph: {e}")).label(def.name.range(), "for this kernel")

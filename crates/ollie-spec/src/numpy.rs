@@ -11,7 +11,7 @@ use crate::value::Value;
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
     "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "argsort", "around", "array_split", "asarray", "broadcast_to", "ceil", "clip",
-    "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud",
+    "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud",
     "float32", "float64", "floor", "floor_divide", "full", "full_like", "hsplit", "hstack", "identity", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
     "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "min", "minimum",
     "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "power", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint",
@@ -230,6 +230,23 @@ impl Builder<'_> {
                 let (arrays, axis) = bind!("arrays", "axis");
                 self.concatenate(name == "stack", required(arrays, &fname, "arrays", call)?, axis, call)
             }
+            "empty" | "empty_like" => {
+                let like = name == "empty_like";
+                let first = if like { "prototype" } else { "shape" };
+                let (first_arg, dtype) = bind!(first, "dtype");
+                let first_arg = required(first_arg, &fname, first, call)?;
+                let zeros = if like {
+                    let id = self.tensor(&first_arg, None)?;
+                    let ty = self.ty(id).clone();
+                    let dtype = dtype.or(Some(Arg { value: Value::DType(ty.dtype), range: first_arg.range }));
+                    self.filled(ty.shape, Value::Float(0.0), dtype, call)?
+                } else {
+                    let shape = self.shape_value(&first_arg)?;
+                    self.filled(shape, Value::Float(0.0), dtype, call)?
+                };
+                let Value::Tensor(zeros) = zeros else { unreachable!("filled makes an array") };
+                Ok(Value::Tensor(self.empty(zeros, call)?))
+            }
             "ones" | "zeros" | "full" | "ones_like" | "zeros_like" | "full_like" => {
                 let like = name.ends_with("_like");
                 let first = if like { "a" } else { "shape" };
@@ -347,7 +364,8 @@ impl Builder<'_> {
                 let d = required(it.next().unwrap(), &mname, "dtype", call)?;
                 let dtype = self.dtype_value(&d)?;
                 let Value::Tensor(id) = a.value else { unreachable!("methods are called on arrays") };
-                Ok(Value::Tensor(self.cast(id, dtype, call)?))
+                // `.astype` copies, to the same dtype too.
+                Ok(Value::Tensor(if self.ty(id).dtype == dtype { self.copy_of(id, call)? } else { self.cast(id, dtype, call)? }))
             }
             _ if crate::arrays::METHODS.contains(&name) => self.arrays_method(receiver, name, args),
             _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported array method `.{name}()`"))
@@ -356,7 +374,7 @@ impl Builder<'_> {
         }
     }
 
-    fn cast(&mut self, id: NodeId, dtype: DType, range: TextRange) -> Result<NodeId> {
+    pub(crate) fn cast(&mut self, id: NodeId, dtype: DType, range: TextRange) -> Result<NodeId> {
         if self.ty(id).dtype == dtype {
             return Ok(id);
         }

@@ -288,7 +288,7 @@ impl Builder<'_> {
         }
     }
 
-    fn index_item(&mut self, e: &Expr, scope: &Scope) -> Result<IndexItem> {
+    pub(crate) fn index_item(&mut self, e: &Expr, scope: &Scope) -> Result<IndexItem> {
         if let Expr::Slice(s) = e {
             let mut bound = |b: &Option<Box<Expr>>| -> Result<Option<i64>> {
                 let Some(b) = b else { return Ok(None) };
@@ -308,6 +308,7 @@ impl Builder<'_> {
             Value::Ellipsis => IndexItem::Ellipsis(e.range()),
             Value::Int(i) => IndexItem::Int(i, e.range()),
             Value::Tensor(id) if self.graph.index_result(id) => IndexItem::Order(id, e.range()),
+            Value::Tensor(id) if self.ty(id).dtype == DType::Bool => IndexItem::Mask(id, e.range()),
             v @ Value::Tensor(_) => IndexItem::Array(self.index_array(&Arg { value: v, range: e.range() })?),
             v => {
                 return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with {} is not supported", self.describe(&v)))
@@ -324,6 +325,22 @@ impl Builder<'_> {
         if let Some(order) = items.iter().find_map(|i| if let IndexItem::Order(o, r) = i { Some((*o, *r)) } else { None }) {
             return self.index_by_own_order(id, &items, order, range);
         }
+        if let Some(&IndexItem::Mask(m, r)) = items.iter().find(|i| matches!(i, IndexItem::Mask(..))) {
+            return Err(Diagnostic::error(Code::UnsupportedIndex, "indexing with a boolean mask")
+                .label(r, format!("{} mask", self.ty(m)))
+                .help("boolean masks select a data-dependent number of elements: use `np.where` (assigning through a mask, `x[mask] = v`, is supported)"));
+        }
+        let consumes = self.consumed(&items, &ty, range)?;
+        if items.iter().any(|i| matches!(i, IndexItem::Array(_))) {
+            return self.index_with_arrays(id, items, consumes, object_range, range);
+        }
+        let (axes, out_shape) = self.basic_selection(&items, &ty, object_range)?;
+        let node = self.slice(id, axes, range)?;
+        Ok(Value::Tensor(self.reshape_to(node, &out_shape, range)?))
+    }
+
+    /// How many of the array's axes `items` index (checked against its rank, one `...` at most).
+    fn consumed(&self, items: &[IndexItem], ty: &ollie_graph::TensorType, range: TextRange) -> Result<usize> {
         let consumes = items.iter().filter(|i| matches!(i, IndexItem::Int(..) | IndexItem::Slice(..) | IndexItem::Array(_))).count();
         let ellipses: Vec<TextRange> = items.iter().filter_map(|i| if let IndexItem::Ellipsis(r) = i { Some(*r) } else { None }).collect();
         if ellipses.len() > 1 {
@@ -333,13 +350,17 @@ impl Builder<'_> {
             return Err(Diagnostic::error(Code::IndexOutOfRange, format!("too many indices: {consumes} for an array of rank {} ({ty})", ty.rank()))
                 .label(range, format!("{consumes} indices into {ty}")));
         }
-        if items.iter().any(|i| matches!(i, IndexItem::Array(_))) {
-            return self.index_with_arrays(id, items, consumes, object_range, range);
-        }
+        Ok(consumes)
+    }
+
+    /// A basic index (integers, slices, `None`, `...`) as the slice it takes of each of the
+    /// array's axes (an integer's of length 1) and the shape of the view it gives.
+    pub(crate) fn basic_selection(&self, items: &[IndexItem], ty: &ollie_graph::TensorType, object_range: TextRange) -> Result<(Vec<SliceAxis>, Vec<usize>)> {
+        let consumes = self.consumed(items, ty, object_range)?;
         let mut axes = Vec::with_capacity(ty.rank());
         let mut out_shape = Vec::new();
         let mut axis = 0;
-        for item in &items {
+        for item in items {
             match item {
                 IndexItem::NewAxis => out_shape.push(1),
                 IndexItem::Ellipsis(_) => {
@@ -350,11 +371,11 @@ impl Builder<'_> {
                     }
                 }
                 IndexItem::Int(i, r) => {
-                    let j = constant_index(*i, *r, &ty, axis, object_range)?;
+                    let j = constant_index(*i, *r, ty, axis, object_range)?;
                     axes.push(SliceAxis { start: j, step: 1, len: 1 });
                     axis += 1;
                 }
-                IndexItem::Array(_) | IndexItem::Order(..) => unreachable!("indexing with arrays is advanced indexing"),
+                IndexItem::Array(_) | IndexItem::Order(..) | IndexItem::Mask(..) => unreachable!("basic indexing has no arrays"),
                 IndexItem::Slice(s, r) => {
                     let a = s.resolve(ty.shape[axis], *r)?;
                     out_shape.push(a.len);
@@ -368,11 +389,7 @@ impl Builder<'_> {
             out_shape.push(ty.shape[axis]);
             axis += 1;
         }
-        let mut node = id;
-        if axes.iter().zip(&ty.shape).any(|(a, &n)| *a != SliceAxis::full(n)) {
-            node = self.push(Op::Slice { axes }, vec![node], range)?;
-        }
-        Ok(Value::Tensor(self.reshape_to(node, &out_shape, range)?))
+        Ok((axes, out_shape))
     }
 }
 
@@ -388,12 +405,14 @@ fn constant_index(i: i64, r: TextRange, ty: &ollie_graph::TensorType, axis: usiz
     Ok(j as usize)
 }
 
-enum IndexItem {
+pub(crate) enum IndexItem {
     Int(i64, TextRange),
     /// An integer array (advanced indexing).
     Array(IndexArray),
     /// An index result (`argmax`, `argsort`), which only an array's own order may index.
     Order(NodeId, TextRange),
+    /// A boolean array: only assigned through (`x[mask] = v`).
+    Mask(NodeId, TextRange),
     Slice(PySlice, TextRange),
     NewAxis,
     Ellipsis(TextRange),
@@ -454,7 +473,7 @@ impl Builder<'_> {
                     axes.push(AxisIndex::Slice { start: a.start, step: a.step, len: a.len });
                 }
                 IndexItem::Array(a) => axes.push(AxisIndex::Array(a)),
-                IndexItem::Order(..) => unreachable!("index results are indexed by their own order"),
+                IndexItem::Order(..) | IndexItem::Mask(..) => unreachable!("index results are indexed by their own order, masks refused"),
             }
         }
         while axes.len() < ty.rank() {
@@ -465,7 +484,7 @@ impl Builder<'_> {
 }
 
 /// A Python slice `start:stop:step` before it meets an axis length.
-struct PySlice {
+pub(crate) struct PySlice {
     start: Option<i64>,
     stop: Option<i64>,
     step: Option<i64>,
