@@ -6,8 +6,8 @@
 //! read-only view). The index is basic (integers, slices with steps, `None`, `...`) or one
 //! boolean mask over `a`'s leading axes; integer-array indices (a scatter, where repeated indices
 //! race) are a diagnostic. A basic index writes the value, broadcast to the view's shape and
-//! spread back over `a`'s axes, where a mask of the selected positions holds, as
-//! `np.where(selected, spread, a)`.
+//! spread back over `a`'s axes by views, where a mask of the selected positions (index
+//! arithmetic on an iota) holds, as `np.where(selected, spread, a)`.
 //!
 //! `np.empty` and `np.empty_like` arrays start with every element unassigned: reading one
 //! before assignments have covered it is a diagnostic (numpy would read whatever the memory
@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use ollie_graph::{broadcast_shapes, DType, NodeId, Op, SliceAxis};
+use ollie_graph::{broadcast_shapes, BinaryOp, CmpOp, DType, NodeId, Op, SliceAxis};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::{Ranged, TextRange};
 
@@ -187,18 +187,18 @@ impl Builder<'_> {
             // Nothing selected, nothing written.
             return Ok(array);
         }
-        let whole = axes.iter().zip(&ty.shape).all(|(a, &n)| *a == SliceAxis::full(n));
+        // Every position selected (each axis whole, perhaps reversed).
+        let whole = axes.iter().zip(&ty.shape).all(|(a, &n)| a.len == n);
         // The array's unassigned elements (zeros in the graph) are kept where this does not
         // write, never read: the spec reads the result only once every one is assigned.
         let left = self.unassigned.0.remove(&array);
         let new = if whole {
             // Every element written: the array is the value (a copy of it, its memory `a`'s).
-            self.copy_of(u, stmt)?
+            let spread = self.spread(u, &axes, &ty.shape, stmt)?;
+            self.copy_of(spread, stmt)?
         } else {
             let spread = self.spread(u, &axes, &ty.shape, stmt)?;
-            let yes = self.push(Op::Constant { value: 1.0, dtype: DType::Bool }, vec![], stmt)?;
-            let yes = self.broadcast_to(yes, &per_axis, stmt)?;
-            let selected = self.spread(yes, &axes, &ty.shape, stmt)?;
+            let selected = self.selected(&axes, &ty.shape, stmt)?;
             self.push(Op::Select, vec![selected, spread, array], stmt)?
         };
         if let Some(mut left) = left {
@@ -225,52 +225,120 @@ impl Builder<'_> {
     }
 
     /// `u`, one axis per axis of an array of `shape` holding the elements `axes` select, placed
-    /// at those positions; zeros elsewhere. Axis by axis: reversed where the step is negative,
-    /// each element followed by `step - 1` zeros, then zeros before and after.
+    /// at those positions (what lies between them is left to [`Builder::selected`]'s mask).
+    /// Along an axis with step `s`, each element repeated `s` times (a view: a broadcast
+    /// reshaped) puts element `t` at `t·s .. t·s + s`, so at `low + t·s` once shifted by the
+    /// whole repeats before `low`; then zeros before and after (or a slice) to the axis' length.
     fn spread(&mut self, mut u: NodeId, axes: &[SliceAxis], shape: &[usize], range: TextRange) -> Result<NodeId> {
         let dtype = self.ty(u).dtype;
         for (k, (a, &n)) in axes.iter().zip(shape).enumerate() {
             if *a == SliceAxis::full(n) {
                 continue;
             }
-            let mut low = a.start;
+            let (low, _) = bounds(a);
             if a.step < 0 {
-                low = (a.start as i64 + (a.len as i64 - 1) * a.step) as usize;
                 u = self.flip(u, &[k], range)?;
             }
-            let step = a.step.unsigned_abs() as usize;
-            let mut covered = a.len;
-            if step > 1 && a.len > 1 {
-                let mut spaced = self.ty(u).shape.clone();
-                spaced.insert(k + 1, 1);
-                let each = self.reshape_to(u, &spaced, range)?;
-                spaced[k + 1] = step - 1;
-                let gaps = self.zeros(&spaced, dtype, range)?;
-                let joined = self.push(Op::Concat { axis: k + 1 }, vec![each, gaps], range)?;
+            let step = if a.len > 1 { a.step.unsigned_abs() as usize } else { 1 };
+            if step > 1 {
+                let mut each = self.ty(u).shape.clone();
+                each.insert(k + 1, 1);
+                let spaced = self.reshape_to(u, &each, range)?;
+                each[k + 1] = step;
+                let repeated = self.broadcast_to(spaced, &each, range)?;
                 let mut merged = self.ty(u).shape.clone();
                 merged[k] = a.len * step;
-                u = self.reshape_to(joined, &merged, range)?;
-                // The last element's gap may run past the axis.
-                covered = (a.len * step).min(n - low);
-                u = self.range_along(u, k, 0, covered, range)?;
+                u = self.reshape_to(repeated, &merged, range)?;
             }
+            let front = low / step * step;
+            let extent = front + a.len * step;
             let mut parts = Vec::new();
             let mut part_shape = self.ty(u).shape.clone();
-            if low > 0 {
-                part_shape[k] = low;
+            if front > 0 {
+                part_shape[k] = front;
                 parts.push(self.zeros(&part_shape, dtype, range)?);
             }
             parts.push(u);
-            if n > low + covered {
-                part_shape[k] = n - low - covered;
+            if extent < n {
+                part_shape[k] = n - extent;
                 parts.push(self.zeros(&part_shape, dtype, range)?);
             }
             if parts.len() > 1 {
                 u = self.push(Op::Concat { axis: k }, parts, range)?;
             }
+            if extent > n {
+                u = self.range_along(u, k, 0, n, range)?;
+            }
         }
         Ok(u)
     }
+
+    /// Where `axes` select in an array of `shape`, from index arithmetic: along each axis not
+    /// taken whole (in either order), the positions between the slice's first and last
+    /// (`low <= i <= last`) on its step ([`Builder::phase`]).
+    fn selected(&mut self, axes: &[SliceAxis], shape: &[usize], range: TextRange) -> Result<NodeId> {
+        let mut mask: Option<NodeId> = None;
+        let constant = |b: &mut Self, v: usize| -> Result<NodeId> {
+            let c = b.push(Op::Constant { value: v as f64, dtype: DType::I64 }, vec![], range)?;
+            b.broadcast_to(c, shape, range)
+        };
+        for (k, (a, &n)) in axes.iter().zip(shape).enumerate() {
+            if a.len == n {
+                continue;
+            }
+            let (low, last) = bounds(a);
+            let i = self.push(Op::Iota { shape: shape.to_vec(), axis: k, dtype: DType::I64 }, vec![], range)?;
+            let mut conditions = Vec::new();
+            if low > 0 {
+                let c = constant(self, low)?;
+                conditions.push(self.push(Op::Compare(CmpOp::Ge), vec![i, c], range)?);
+            }
+            if last + 1 < n {
+                let c = constant(self, last)?;
+                conditions.push(self.push(Op::Compare(CmpOp::Le), vec![i, c], range)?);
+            }
+            let step = a.step.unsigned_abs() as usize;
+            if a.len > 1 && step > 1 {
+                conditions.push(self.phase(low % step, step, k, shape, range)?);
+            }
+            for c in conditions {
+                // `&` of masks is their minimum.
+                mask = Some(match mask {
+                    None => c,
+                    Some(m) => self.push(Op::Binary(BinaryOp::Min), vec![m, c], range)?,
+                });
+            }
+        }
+        Ok(mask.expect("a selection that is not the whole array bounds some axis"))
+    }
+}
+
+impl Builder<'_> {
+    /// Along axis `k` of `shape`, whether a position is `phase` modulo `step`: the pattern of one
+    /// period (`iota(step) == phase`) repeated along the axis by views, so that a kernel finds
+    /// the position's phase by its index arithmetic (not a modulo of floats).
+    fn phase(&mut self, phase: usize, step: usize, k: usize, shape: &[usize], range: TextRange) -> Result<NodeId> {
+        let n = shape[k];
+        let i = self.push(Op::Iota { shape: vec![step], axis: 0, dtype: DType::I64 }, vec![], range)?;
+        let p = self.push(Op::Constant { value: phase as f64, dtype: DType::I64 }, vec![], range)?;
+        let p = self.broadcast_to(p, &[step], range)?;
+        let period = self.push(Op::Compare(CmpOp::Eq), vec![i, p], range)?;
+        let period = self.reshape_to(period, &[1, step], range)?;
+        let periods = n.div_ceil(step);
+        let repeated = self.broadcast_to(period, &[periods, step], range)?;
+        let line = self.reshape_to(repeated, &[periods * step], range)?;
+        let line = self.range_along(line, 0, 0, n, range)?;
+        let mut placed = vec![1; shape.len()];
+        placed[k] = n;
+        let line = self.reshape_to(line, &placed, range)?;
+        self.broadcast_to(line, shape, range)
+    }
+}
+
+/// The first and last position a slice of length at least one selects, in the axis' order.
+fn bounds(a: &SliceAxis) -> (usize, usize) {
+    let end = (a.start as i64 + (a.len as i64 - 1) * a.step) as usize;
+    (a.start.min(end), a.start.max(end))
 }
 
 /// Calls `f` with the flat (row-major) position of every element `axes` select in an array of
