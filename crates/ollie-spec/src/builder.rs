@@ -27,6 +27,10 @@ pub struct Module<'a> {
     pub math: Option<String>,
     /// The name `import ml_dtypes` bound, if the module imports it.
     pub ml_dtypes: Option<String>,
+    /// The name `import scipy` bound (`scipy.special.softmax`).
+    pub scipy: Option<String>,
+    /// The name bound to `scipy.special` (`import scipy.special as sp`, `from scipy import special`).
+    pub scipy_special: Option<String>,
     pub constants: HashMap<String, Value>,
     pub functions: HashMap<String, &'a ast::StmtFunctionDef>,
 }
@@ -378,6 +382,12 @@ impl<'a> Builder<'a> {
         if self.module.ml_dtypes.as_deref() == Some(name) {
             return Ok(Value::MlDtypes);
         }
+        if self.module.scipy.as_deref() == Some(name) {
+            return Ok(Value::Scipy);
+        }
+        if self.module.scipy_special.as_deref() == Some(name) {
+            return Ok(Value::ScipySpecial);
+        }
         match name {
             "float" => return Ok(Value::DType(DType::F64)),
             "int" => return Ok(Value::DType(DType::I64)),
@@ -429,6 +439,7 @@ impl<'a> Builder<'a> {
                 match receiver.value {
                     Value::Numpy => self.numpy_call(name, a.range(), args),
                     Value::Math => crate::math::call(name, a.attr.range(), &args),
+                    Value::ScipySpecial => self.special_call(name, a.attr.range(), args),
                     Value::Tensor(_) => self.method_call(receiver, name, a.attr.range(), args),
                     // numpy's functions return numpy scalars, which have the array methods.
                     Value::Int(_) | Value::Float(_) | Value::Bool(_) if crate::numpy::METHODS.contains(&name) => {
@@ -445,6 +456,9 @@ impl<'a> Builder<'a> {
                 if !scope.contains_key(name) {
                     if let Some(def) = self.module.functions.get(name).copied() {
                         return self.call_helper(def, args, scope);
+                    }
+                    if let Some(&Value::Special(f)) = self.module.constants.get(name) {
+                        return self.special_call(f, n.range(), args);
                     }
                     if let Some(v) = self.builtin_call(name, n.range(), &args)? {
                         return Ok(v);

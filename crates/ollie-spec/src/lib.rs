@@ -11,6 +11,7 @@ mod math;
 mod numpy;
 mod operators;
 mod setitem;
+mod special;
 mod value;
 
 use std::collections::HashMap;
@@ -55,7 +56,7 @@ pub fn compile(source: &str, options: &Options) -> Result<Spec, Diagnostic> {
     })?;
     let module = parsed.syntax();
     let mut builder = Builder::new(
-        Module { numpy: None, math: None, ml_dtypes: None, constants: HashMap::new(), functions: HashMap::new() },
+        Module { numpy: None, math: None, ml_dtypes: None, scipy: None, scipy_special: None, constants: HashMap::new(), functions: HashMap::new() },
         Graph::new("", Vec::new()),
     );
     let mut defs: Vec<&ast::StmtFunctionDef> = Vec::new();
@@ -88,9 +89,13 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
                         "numpy" => builder.module.numpy = Some(name),
                         "math" => builder.module.math = Some(name),
                         "ml_dtypes" => builder.module.ml_dtypes = Some(name),
+                        // `import scipy.special` binds `scipy`; `... as sp` binds the module.
+                        "scipy" => builder.module.scipy = Some(name),
+                        "scipy.special" if alias.asname.is_some() => builder.module.scipy_special = Some(name),
+                        "scipy.special" => builder.module.scipy = Some("scipy".to_string()),
                         other => {
                             return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{other}`"))
-                                .label(alias.range(), "specs may import numpy, math and ml_dtypes")
+                                .label(alias.range(), "specs may import numpy, math, ml_dtypes and scipy.special")
                                 .help("write `import numpy as np`; use numpy for the kernel's math"))
                         }
                     }
@@ -106,6 +111,25 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
                     }
                     let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
                     builder.module.constants.insert(name, Value::DType(ollie_graph::DType::BF16));
+                }
+            }
+            Stmt::ImportFrom(from) if from.module.as_ref().is_some_and(|m| m.as_str() == "scipy") => {
+                for alias in &from.names {
+                    if alias.name.as_str() != "special" {
+                        return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `scipy.{}`", alias.name))
+                            .label(alias.range(), "of scipy, specs import `special`"));
+                    }
+                    builder.module.scipy_special = Some(alias.asname.as_ref().unwrap_or(&alias.name).to_string());
+                }
+            }
+            // `from scipy.special import softmax`: the name is the function.
+            Stmt::ImportFrom(from) if from.module.as_ref().is_some_and(|m| m.as_str() == "scipy.special") => {
+                for alias in &from.names {
+                    let Some(f) = special::FUNCTIONS.iter().find(|f| **f == alias.name.as_str()) else {
+                        return Err(special::unsupported(alias.name.as_str(), alias.range()));
+                    };
+                    let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                    builder.module.constants.insert(name, Value::Special(f));
                 }
             }
             Stmt::ImportFrom(from) => {

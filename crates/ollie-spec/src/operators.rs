@@ -196,6 +196,16 @@ impl Builder<'_> {
         }
         match object.value {
             Value::Math => crate::math::attribute(name, name_range, range),
+            Value::Scipy => match name {
+                "special" => Ok(Value::ScipySpecial),
+                _ => Err(Diagnostic::error(Code::UnsupportedImport, format!("`scipy.{name}` is not supported"))
+                    .label(name_range, "not supported")
+                    .help("of scipy, specs use `scipy.special`")),
+            },
+            Value::ScipySpecial => match crate::special::FUNCTIONS.iter().find(|f| **f == name) {
+                Some(f) => Ok(Value::Special(f)),
+                None => Err(crate::special::unsupported(name, name_range)),
+            },
             Value::MlDtypes => match name {
                 "bfloat16" => Ok(Value::DType(DType::BF16)),
                 _ => Err(Diagnostic::error(Code::UnsupportedDtype, format!("`ml_dtypes.{name}` is not supported"))

@@ -22,6 +22,12 @@ pub enum Value {
     Math,
     /// The `ml_dtypes` module (`ml_dtypes.bfloat16`).
     MlDtypes,
+    /// The `scipy` package (`scipy.special`).
+    Scipy,
+    /// The `scipy.special` module.
+    ScipySpecial,
+    /// A function of `scipy.special` (`from scipy.special import softmax`).
+    Special(&'static str),
 }
 
 impl Value {
@@ -37,7 +43,8 @@ impl Value {
             Value::None => "None",
             Value::Ellipsis => "Ellipsis",
             Value::DType(_) => "dtype",
-            Value::Numpy | Value::Math | Value::MlDtypes => "module",
+            Value::Numpy | Value::Math | Value::MlDtypes | Value::Scipy | Value::ScipySpecial => "module",
+            Value::Special(_) => "function",
         }
     }
 

@@ -5,7 +5,8 @@
 //! every 16-bit intermediate where ollie's reference is exact, so those agree to a few units of
 //! the 16-bit roundoff, and each 16-bit result must have the dtype numpy gives it.
 //!
-//! Needs `python3` with numpy and ml_dtypes; when any is missing the test fails (it never skips).
+//! Needs `python3` with numpy, ml_dtypes and scipy (specs call `scipy.special`); when any is
+//! missing the test fails (it never skips).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
