@@ -1,6 +1,6 @@
 //! numpy functions written with the graph's own operations: `log2`, `exp2`, `sign`,
-//! `reciprocal`, `logaddexp`, the products `dot`, `inner`, `outer`, `tensordot`, and
-//! `np.linalg.norm`. Each keeps numpy's meaning (special values included) and its shape rules.
+//! `reciprocal`, `logaddexp`, the products `dot`, `inner`, `outer`, `tensordot`,
+//! `np.linalg.norm`, and `median` (of a sort). Each keeps numpy's meaning (special values included) and its shape rules.
 
 use ollie_graph::{BinaryOp, EinsumSpec, NodeId, Op, UnaryOp};
 use ruff_python_ast as ast;
@@ -13,7 +13,7 @@ use crate::value::Value;
 
 /// The functions this module provides, as `np.NAME`.
 pub const FUNCTIONS: &[&str] =
-    &["dot", "exp2", "inner", "linalg.norm", "log10", "log2", "logaddexp", "outer", "reciprocal", "sign", "tensordot"];
+    &["dot", "exp2", "inner", "linalg.norm", "log10", "log2", "logaddexp", "median", "outer", "reciprocal", "sign", "tensordot"];
 
 impl Builder<'_> {
     /// `np.NAME(args)` for a function of [`FUNCTIONS`].
@@ -78,6 +78,15 @@ impl Builder<'_> {
                 let (ord, axis, keepdims) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
                 self.norm(x, ord, axis, keepdims, call)
             }
+            "median" => {
+                let b = args.bind(&fname, None, &["a", "axis", "out", "overwrite_input", "keepdims"])?;
+                let [a, axis, out, _, keepdims]: [Option<Arg>; 5] = b.try_into().expect("five parameters");
+                if let Some(out) = out.filter(|o| o.value != Value::None) {
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, "`out=` is not supported").label(out.range, "return the result instead"));
+                }
+                let a = required(a, &fname, "a", call)?;
+                self.median(a, axis, keepdims, call)
+            }
             _ => unreachable!("`{name}` is in FUNCTIONS"),
         }
     }
@@ -85,6 +94,48 @@ impl Builder<'_> {
     fn select(&mut self, c: Arg, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
         let ids = self.broadcast_all(&[c, a, b], range)?;
         Ok(Value::Tensor(self.push(Op::Select, ids, range)?))
+    }
+
+    /// numpy's `median` along one axis (or of the flattened array): the middle of the sorted
+    /// values, the mean of the two middle ones for an even count; NaN where the axis holds one
+    /// (sorted last, so the last value says), as numpy's.
+    fn median(&mut self, a: Arg, axis: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
+        if let Some(Arg { value: Value::Tuple(_), range: r }) = &axis {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, "`np.median` over several axes").label(*r, "one axis or None").help("move the axes together and `.reshape` them into one first"));
+        }
+        let rank = self.tensor(&a, None).map(|id| self.ty(id).rank())?;
+        let whole = matches!(axis, None | Some(Arg { value: Value::None, .. }));
+        let keepdims = self.flag(keepdims, "keepdims")?;
+        let (id, k) = self.axis_or_flat(&a, axis, range)?;
+        let dtype = self.ty(id).dtype;
+        let id = if dtype.is_float() { id } else { self.cast(id, ollie_graph::DType::F64, range)? };
+        let n = self.ty(id).shape[k];
+        if n == 0 {
+            return Err(Diagnostic::error(Code::BadValue, "`np.median` of an empty axis").label(a.range, self.ty(id).to_string()));
+        }
+        let sorted = self.push(Op::Sort { axis: k }, vec![id], range)?;
+        let val = |id| Arg { value: Value::Tensor(id), range };
+        let upper = self.range_along(sorted, k, n / 2, 1, range)?;
+        let middle = if n % 2 == 1 {
+            upper
+        } else {
+            let lower = self.range_along(sorted, k, n / 2 - 1, 1, range)?;
+            let sum = self.elementwise(BinaryOp::Add, val(lower), val(upper), range)?;
+            let Value::Tensor(half) = self.elementwise(BinaryOp::Mul, Arg { value: sum, range }, Arg { value: Value::Float(0.5), range }, range)? else {
+                unreachable!("array operands give an array")
+            };
+            half
+        };
+        let last = self.range_along(sorted, k, n - 1, 1, range)?;
+        let nan = self.push(Op::Compare(ollie_graph::CmpOp::Ne), vec![last, last], range)?;
+        let out = self.push(Op::Select, vec![nan, last, middle], range)?;
+        let mut shape = self.ty(out).shape.clone();
+        if whole {
+            shape = if keepdims { vec![1; rank] } else { Vec::new() };
+        } else if !keepdims {
+            shape.remove(k);
+        }
+        Ok(Value::Tensor(self.reshape_to(out, &shape, range)?))
     }
 
     /// numpy's `sign`: -1, 0 or 1, NaN for NaN (zero and NaN are returned as they are).

@@ -10,6 +10,7 @@ mod gather;
 mod math;
 mod numpy;
 mod operators;
+mod pad;
 mod setitem;
 mod special;
 mod value;

@@ -13,8 +13,8 @@ pub const FUNCTIONS: &[&str] = &[
     "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "argsort", "around", "array_split", "asarray", "broadcast_to", "ceil", "clip",
     "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud",
     "float32", "float64", "floor", "floor_divide", "full", "full_like", "hsplit", "hstack", "identity", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
-    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "min", "minimum",
-    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "power", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint",
+    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "median", "min", "minimum",
+    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "pad", "power", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint",
     "round", "sign", "sin", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "take_along_axis", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
 ];
@@ -153,6 +153,9 @@ impl Builder<'_> {
         }
         if crate::arrays::FUNCTIONS.contains(&name) {
             return self.arrays_call(name, args);
+        }
+        if crate::pad::FUNCTIONS.contains(&name) {
+            return self.pad_call(args);
         }
         match name {
             "square" => {
