@@ -22,6 +22,8 @@ pub enum UnaryOp {
     Ceil,
     /// numpy's `rint`/`round`: to the nearest integer, ties to even.
     Round,
+    /// The error function (`scipy.special.erf`).
+    Erf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -241,7 +243,7 @@ impl Ord for Op {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 13] = [
+    pub const ALL: [UnaryOp; 14] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -255,6 +257,7 @@ impl UnaryOp {
         UnaryOp::Floor,
         UnaryOp::Ceil,
         UnaryOp::Round,
+        UnaryOp::Erf,
     ];
 
     /// The function on one float64, as the reference computes it.
@@ -273,6 +276,7 @@ impl UnaryOp {
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
             UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Erf => libm::erf(x),
         }
     }
 
@@ -291,6 +295,7 @@ impl UnaryOp {
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "rint",
+            UnaryOp::Erf => "erf",
         }
     }
 }

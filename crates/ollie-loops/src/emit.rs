@@ -781,7 +781,8 @@ impl<'a> Emitter<'a> {
                 | UnaryOp::Abs
                 | UnaryOp::Floor
                 | UnaryOp::Ceil
-                | UnaryOp::Round),
+                | UnaryOp::Round
+                | UnaryOp::Erf),
                 a,
             ) if !self.wide => format!("ollie_v{}{w}({})", op.name(), v(a)),
             // A small integer power by multiplication (powf itself stays scalar).
@@ -885,7 +886,7 @@ fn transpose_helper(w: u32) -> String {
 fn invariant_math(e: &Expr) -> Option<bool> {
     match e {
         Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) | Expr::Gather { .. } => Some(false),
-        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt, a) => invariant_math(a).map(|_| true),
+        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt | UnaryOp::Erf, a) => invariant_math(a).map(|_| true),
         Expr::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round, a) => invariant_math(a),
         Expr::Binary(BinaryOp::Pow, a, b) if matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => invariant_math(a),
         Expr::Binary(op, a, b) if arithmetic(*op).is_some() || matches!(op, BinaryOp::Max | BinaryOp::Min) => Some(invariant_math(a)? | invariant_math(b)?),
@@ -951,7 +952,7 @@ fn sort_helpers(wide: bool) -> String {
 }
 
 /// What `vector_math.c` defines, `ollie_v{name}{w}`: the emitter includes it where it calls one.
-const VECTOR_MATH: [&str; 22] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "rint", "powi", "stream", "stream_f16", "stream_bf16", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
+const VECTOR_MATH: [&str; 23] = ["exp", "log", "log1p", "expm1", "tanh", "sin", "cos", "sqrt", "abs", "floor", "ceil", "rint", "erf", "powi", "stream", "stream_f16", "stream_bf16", "load_f16", "store_f16", "load_bf16", "store_bf16", "round_f16", "round_bf16"];
 
 /// Scalar conversions between float32 and the 16-bit floats, rounding to nearest even as numpy
 /// and ml_dtypes do (NaN kept and quieted, subnormals rounded, not flushed); float16 through

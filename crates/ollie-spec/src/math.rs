@@ -11,7 +11,7 @@ type Result<T> = std::result::Result<T, Diagnostic>;
 /// The functions a spec may call; each takes numbers and returns a number.
 pub const FUNCTIONS: &[&str] = &[
     "sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh",
-    "cosh", "tanh", "fabs", "floor", "ceil", "trunc", "isqrt", "hypot", "copysign",
+    "cosh", "tanh", "erf", "erfc", "fabs", "floor", "ceil", "trunc", "isqrt", "hypot", "copysign",
 ];
 
 /// `math.NAME` used as a value.
@@ -95,6 +95,8 @@ pub fn call(name: &str, name_range: TextRange, args: &CallArgs) -> Result<Value>
         "sinh" => x.sinh(),
         "cosh" => x.cosh(),
         "tanh" => x.tanh(),
+        "erf" => libm::erf(x),
+        "erfc" => libm::erfc(x),
         "fabs" => x.abs(),
         "hypot" => x.hypot(y.unwrap()),
         "copysign" => x.copysign(y.unwrap()),

@@ -1,6 +1,7 @@
 //! `scipy.special`'s functions that ML code calls on arrays — `softmax`, `log_softmax`,
 //! `logsumexp`, `expit`, `logit` — written with numpy's operations as scipy computes them
-//! (the maximum subtracted where it is finite), so that the reference is scipy's meaning.
+//! (the maximum subtracted where it is finite), so that the reference is scipy's meaning; and
+//! the error function `erf` (exact GELU), a graph operation of its own, with `erfc` as `1 - erf`.
 //!
 //! Reached as `from scipy.special import softmax` (the name is the function), or through the
 //! module: `import scipy.special as sp`, `from scipy import special`, `import scipy`.
@@ -14,15 +15,13 @@ use crate::numpy::{required, Reduction};
 use crate::value::Value;
 
 /// The functions of `scipy.special` a spec may call.
-pub const FUNCTIONS: &[&str] = &["expit", "log_softmax", "logit", "logsumexp", "softmax"];
+pub const FUNCTIONS: &[&str] = &["erf", "erfc", "expit", "log_softmax", "logit", "logsumexp", "softmax"];
 
 /// The diagnostic for a `scipy.special` name outside [`FUNCTIONS`].
 pub fn unsupported(name: &str, range: TextRange) -> Diagnostic {
-    let help = match name {
-        "erf" | "erfc" => "ollie has no `erf` yet; GELU's tanh approximation (another function), `0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))`, is supported".to_string(),
-        _ => format!("supported from scipy.special: {}", FUNCTIONS.join(", ")),
-    };
-    Diagnostic::error(Code::UnsupportedCall, format!("unsupported function `scipy.special.{name}`")).label(range, "not in ollie's subset").help(help)
+    Diagnostic::error(Code::UnsupportedCall, format!("unsupported function `scipy.special.{name}`"))
+        .label(range, "not in ollie's subset")
+        .help(format!("supported from scipy.special: {}", FUNCTIONS.join(", ")))
 }
 
 impl Builder<'_> {
@@ -31,6 +30,21 @@ impl Builder<'_> {
         let call = args.range;
         let fname = format!("scipy.special.{name}");
         match name {
+            "erf" | "erfc" => {
+                let x = required(args.bind(&fname, None, &["x"])?.pop().flatten(), &fname, "x", call)?;
+                if let Some(v) = x.value.number() {
+                    return Ok(Value::Float(if name == "erf" { libm::erf(v) } else { libm::erfc(v) }));
+                }
+                let x = self.floating(&x, &fname)?.id;
+                let e = self.push(Op::Unary(UnaryOp::Erf), vec![x], call)?;
+                if name == "erf" {
+                    return Ok(Value::Tensor(e));
+                }
+                let ty = self.ty(x).clone();
+                let one = self.push(Op::Constant { value: 1.0, dtype: ty.dtype }, vec![], call)?;
+                let one = self.broadcast_to(one, &ty.shape, call)?;
+                Ok(Value::Tensor(self.push(Op::Binary(BinaryOp::Sub), vec![one, e], call)?))
+            }
             "expit" | "logit" => {
                 let x = required(args.bind(&fname, None, &["x"])?.pop().flatten(), &fname, "x", call)?;
                 let x = self.floating(&x, &fname)?.id;
