@@ -171,13 +171,8 @@ impl<'a> Builder<'a> {
                     }
                     let target_dtype = if let Value::Tensor(id) = left.value { Some(self.ty(id).dtype) } else { None };
                     let value = self.binop(a.op, left, right, stmt.range())?;
-                    if let (Some(want), Value::Tensor(id)) = (target_dtype, &value) {
-                        let got = self.ty(*id).dtype;
-                        if !want.is_float() && got != want {
-                            return Err(Diagnostic::error(Code::BadValue, format!("numpy cannot store {got} values in place into an array of {want}"))
-                                .label(stmt.range(), "in-place update")
-                                .help("assign a new array instead (`x = x + y` rather than `x += y`)"));
-                        }
+                    if let Some(want) = target_dtype {
+                        self.check_stored_in_place(want, &value, stmt.range(), "assign a new array instead (`x = x + y` rather than `x += y`)")?;
                     }
                     self.assign(&a.target, value, a.value.range(), scope)?;
                 }
@@ -219,6 +214,19 @@ impl<'a> Builder<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// numpy's in-place update keeps the array's dtype: an integer array cannot take the float
+    /// (or wider) values an update computes.
+    pub(crate) fn check_stored_in_place(&self, want: DType, value: &Value, stmt: TextRange, help: &str) -> Result<()> {
+        let Value::Tensor(id) = value else { return Ok(()) };
+        let got = self.ty(*id).dtype;
+        if !want.is_float() && got != want {
+            return Err(Diagnostic::error(Code::BadValue, format!("numpy cannot store {got} values in place into an array of {want}"))
+                .label(stmt, "in-place update")
+                .help(help.to_string()));
+        }
+        Ok(())
     }
 
     /// `x += y` on an array updates it in place in numpy, so every other name for the same

@@ -88,14 +88,7 @@ impl Builder<'_> {
                 self.check_assigned(array, target.range())?;
                 let current = self.subscript(Arg { value: Value::Tensor(array), range: object }, &target.slice, target.range(), scope)?;
                 let updated = self.binop(op, Arg { value: current, range: target.range() }, value, stmt)?;
-                if let Value::Tensor(u) = updated {
-                    let got = self.ty(u).dtype;
-                    if !dtype.is_float() && got != dtype {
-                        return Err(Diagnostic::error(Code::BadValue, format!("numpy cannot store {got} values in place into an array of {dtype}"))
-                            .label(stmt, "in-place update")
-                            .help(format!("convert first (`{name} = {name}.astype(...)`), or compute a new array")));
-                    }
-                }
+                self.check_stored_in_place(dtype, &updated, stmt, &format!("convert first (`{name} = {name}.astype(...)`), or compute a new array"))?;
                 Arg { value: updated, range: stmt }
             }
             None => value,
