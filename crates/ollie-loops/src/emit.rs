@@ -629,7 +629,7 @@ impl<'a> Emitter<'a> {
     fn transposed<'b>(&self, outer: VarId, outer_extent: usize, body: &'b [Stmt]) -> Option<TransposedBlock<'b>> {
         let [Stmt::Loop { var, extent, kind: kind @ (LoopKind::Vector(w) | LoopKind::Stream(w)), body }] = body else { return None };
         let (var, extent, w, stream) = (*var, *extent, *w, matches!(kind, LoopKind::Stream(_)));
-        if w < 2 || !w.is_power_of_two() || outer_extent % w as usize != 0 || extent < w as usize {
+        if w < 2 || !w.is_power_of_two() || !outer_extent.is_multiple_of(w as usize) || extent < w as usize {
             return None;
         }
         let mut stored: Vec<(BufferId, &Affine)> = Vec::new();

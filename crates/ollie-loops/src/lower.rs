@@ -151,7 +151,7 @@ fn partners(graph: &Graph) -> Vec<Option<NodeId>> {
 /// of `n` up to 2048 (8 KiB of floats: a chunk's sum and then its squared deviations read it
 /// from the first-level cache).
 fn chunk_of(n: usize) -> usize {
-    (1..=n.min(2048)).rev().find(|c| n % c == 0).unwrap_or(1)
+    (1..=n.min(2048)).rev().find(|c| n.is_multiple_of(*c)).unwrap_or(1)
 }
 
 /// The running state of a `sum_exp` has this many lanes at most: a vector of floats as wide as

@@ -256,7 +256,7 @@ pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -
     let contractions = contractions(naive);
     let fitting: Vec<Tile> = (1..=16)
         .flat_map(|rows| (1..=4).map(move |vectors| Tile { rows, vectors }))
-        .filter(|t| t.rows * t.vectors + t.vectors + 1 <= registers && contractions.iter().any(|c| c.fits(t.rows, t.vectors * lanes as usize)))
+        .filter(|t| t.rows * t.vectors + t.vectors < registers && contractions.iter().any(|c| c.fits(t.rows, t.vectors * lanes as usize)))
         .collect();
     let tile = *fitting.get(rng.random_range(0..fitting.len().max(1)))?;
     let blocked = target.caches.is_some() && rng.random_range(0..2) == 0;

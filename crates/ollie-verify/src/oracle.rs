@@ -206,7 +206,7 @@ impl<'a> Oracle<'a> {
             _ => {
                 // The old one goes first: two large sets need not be alive at once.
                 self.timing = None;
-                let set = Arc::new(crate::Family::Normal.inputs(&self.graph, seed));
+                let set = Arc::new(crate::Family::Normal.inputs(self.graph, seed));
                 if set.bytes() <= self.capacity {
                     self.timing = Some((seed, set.clone()));
                 }

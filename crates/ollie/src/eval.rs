@@ -18,7 +18,7 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
     let start = std::time::Instant::now();
     let outputs = match ollie_graph::evaluate(graph, &inputs) {
         // An index out of range in the given inputs: numpy raises too.
-        Err(e @ ollie_graph::GraphError::Op { op: "gather", .. }) => return Err(user_error(format!("error: {e} in the given inputs (numpy raises IndexError)")).into()),
+        Err(e @ ollie_graph::GraphError::Op { op: "gather", .. }) => return Err(user_error(format!("error: {e} in the given inputs (numpy raises IndexError)"))),
         other => other.context("evaluating the reference")?,
     };
     tracing::info!(elapsed = ?start.elapsed(), "reference evaluated");

@@ -31,7 +31,7 @@ pub(crate) fn registers(site: &mut Site, name: &str) -> Result<(), ScheduleError
         register_access(lanes, *vector, a, *store).map_err(|r| site.illegal(&r))?;
     }
     let b = &site.buffers[id.0 as usize];
-    if b.len() % lanes as usize != 0 || b.len() / lanes as usize > REGISTER_LIMIT {
+    if !b.len().is_multiple_of(lanes as usize) || b.len() / lanes as usize > REGISTER_LIMIT {
         return Err(site.illegal(&format!("{} elements of `{name}` are not {lanes}-lane locals, {REGISTER_LIMIT} at most", b.len())));
     }
     site.buffers[id.0 as usize].registers = Some(lanes);

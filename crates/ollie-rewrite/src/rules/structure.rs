@@ -169,7 +169,7 @@ fn triangular_scan(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
         // elements up to it; otherwise from it on.
         let reverse = hi == m.summed;
         let scale = match egraph[m.value].data.splat {
-            Some(v) if v == 1.0 => None,
+            Some(1.0) => None,
             _ => match movable_constant(egraph, m.value) {
                 Some(c) => Some(c),
                 None => continue,
