@@ -336,8 +336,7 @@ impl Builder<'_> {
         let id = self.tensor(&x, None)?;
         let ty = self.ty(id).clone();
         if !ty.dtype.is_float() {
-            let c = self.push(Op::Constant { value: (name == "isfinite") as u8 as f64, dtype: DType::Bool }, vec![], call)?;
-            return Ok(Value::Tensor(self.broadcast_to(c, &ty.shape, call)?));
+            return Ok(Value::Tensor(self.full(&ty.shape, (name == "isfinite") as u8 as f64, DType::Bool, call)?));
         }
         let v = Arg { value: Value::Tensor(id), range: x.range };
         let inf = Arg { value: Value::Float(f64::INFINITY), range: call };

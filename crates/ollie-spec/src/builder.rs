@@ -618,6 +618,12 @@ impl<'a> Builder<'a> {
         };
         self.push(Op::Constant { value, dtype }, vec![], arg.range)
     }
+
+    /// An array of `shape` holding `value` everywhere: a constant, broadcast.
+    pub fn full(&mut self, shape: &[usize], value: f64, dtype: DType, range: TextRange) -> Result<NodeId> {
+        let c = self.push(Op::Constant { value, dtype }, vec![], range)?;
+        self.broadcast_to(c, shape, range)
+    }
 }
 
 /// Collects the arrays a value holds (tuples included).

@@ -504,9 +504,8 @@ impl Builder<'_> {
         if kind == Reduction::Mean {
             let count: usize = axes.iter().map(|&ax| ty.shape[ax]).product();
             let dtype = self.ty(out).dtype.to_float();
-            let n = self.push(Op::Constant { value: count as f64, dtype }, vec![], range)?;
             let shape = self.ty(out).shape.clone();
-            let n = self.broadcast_to(n, &shape, range)?;
+            let n = self.full(&shape, count as f64, dtype, range)?;
             out = self.push(Op::Binary(BinaryOp::Div), vec![out, n], range)?;
         }
         if keepdims {
@@ -832,8 +831,7 @@ impl Builder<'_> {
                 _ => DType::F64,
             },
         };
-        let c = self.push(Op::Constant { value: v, dtype }, vec![], range)?;
-        Ok(Value::Tensor(self.broadcast_to(c, &shape, range)?))
+        Ok(Value::Tensor(self.full(&shape, v, dtype, range)?))
     }
 
     fn arange(&mut self, start: Arg, stop: Option<Arg>, step: Option<Arg>, dtype: Option<Arg>, range: TextRange) -> Result<Value> {
@@ -864,13 +862,11 @@ impl Builder<'_> {
         };
         let mut id = self.push(Op::Iota { shape: vec![n], axis: 0, dtype }, vec![], range)?;
         if d != 1.0 {
-            let c = self.push(Op::Constant { value: d, dtype }, vec![], range)?;
-            let c = self.broadcast_to(c, &[n], range)?;
+            let c = self.full(&[n], d, dtype, range)?;
             id = self.push(Op::Binary(BinaryOp::Mul), vec![id, c], range)?;
         }
         if s != 0.0 {
-            let c = self.push(Op::Constant { value: s, dtype }, vec![], range)?;
-            let c = self.broadcast_to(c, &[n], range)?;
+            let c = self.full(&[n], s, dtype, range)?;
             id = self.push(Op::Binary(BinaryOp::Add), vec![id, c], range)?;
         }
         Ok(Value::Tensor(id))
@@ -882,8 +878,7 @@ impl Builder<'_> {
     pub fn diagonal_mask(&mut self, rows: usize, cols: usize, cmp: CmpOp, k: i64, range: TextRange) -> Result<NodeId> {
         let i = self.push(Op::Iota { shape: vec![rows, cols], axis: 0, dtype: DType::I64 }, vec![], range)?;
         let j = self.push(Op::Iota { shape: vec![rows, cols], axis: 1, dtype: DType::I64 }, vec![], range)?;
-        let kc = self.push(Op::Constant { value: k as f64, dtype: DType::I64 }, vec![], range)?;
-        let kc = self.broadcast_to(kc, &[rows, cols], range)?;
+        let kc = self.full(&[rows, cols], k as f64, DType::I64, range)?;
         let ik = self.push(Op::Binary(BinaryOp::Add), vec![i, kc], range)?;
         self.push(Op::Compare(cmp), vec![j, ik], range)
     }
@@ -909,8 +904,7 @@ impl Builder<'_> {
         // tril keeps j <= i + k; triu keeps j >= i + k.
         let mask = self.diagonal_mask(rows, cols, if lower { CmpOp::Le } else { CmpOp::Ge }, k, range)?;
         let mask = self.broadcast_to(mask, &ty.shape, range)?;
-        let zero = self.push(Op::Constant { value: 0.0, dtype: ty.dtype }, vec![], range)?;
-        let zero = self.broadcast_to(zero, &ty.shape, range)?;
+        let zero = self.full(&ty.shape, 0.0, ty.dtype, range)?;
         Ok(Value::Tensor(self.push(Op::Select, vec![mask, id, zero], range)?))
     }
 

@@ -20,8 +20,7 @@ impl Builder<'_> {
             (ast::UnaryOp::Invert, Value::Bool(b)) => Ok(Value::Bool(!b)),
             (ast::UnaryOp::Invert, Value::Tensor(id)) if self.ty(*id).dtype == DType::Bool => {
                 let id = *id;
-                let f = self.push(Op::Constant { value: 0.0, dtype: DType::Bool }, vec![], range)?;
-                let f = self.broadcast_to(f, &self.ty(id).shape.clone(), range)?;
+                let f = self.full(&self.ty(id).shape.clone(), 0.0, DType::Bool, range)?;
                 Ok(Value::Tensor(self.push(Op::Compare(CmpOp::Eq), vec![id, f], range)?))
             }
             (ast::UnaryOp::Invert, Value::Tensor(_)) => Err(Diagnostic::error(Code::BadValue, "`~` needs a boolean array")

@@ -87,8 +87,7 @@ impl Builder<'_> {
         Ok(match mode {
             "constant" => {
                 let dtype = self.ty(id).dtype;
-                let c = self.push(Op::Constant { value: dtype.round(fill), dtype }, vec![], range)?;
-                self.broadcast_to(c, &shape, range)?
+                self.full(&shape, dtype.round(fill), dtype, range)?
             }
             "edge" => {
                 let edge = self.range_along(id, k, if front { 0 } else { n - 1 }, 1, range)?;

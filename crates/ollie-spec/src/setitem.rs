@@ -212,11 +212,6 @@ impl Builder<'_> {
         self.cast(v, dtype, range)
     }
 
-    fn zeros(&mut self, shape: &[usize], dtype: DType, range: TextRange) -> Result<NodeId> {
-        let zero = self.push(Op::Constant { value: 0.0, dtype }, vec![], range)?;
-        self.broadcast_to(zero, shape, range)
-    }
-
     /// `u`, one axis per axis of an array of `shape` holding the elements `axes` select, placed
     /// at those positions (what lies between them is left to [`Builder::selected`]'s mask).
     /// Along an axis with step `s`, each element repeated `s` times (a view: a broadcast
@@ -249,12 +244,12 @@ impl Builder<'_> {
             let mut part_shape = self.ty(u).shape.clone();
             if front > 0 {
                 part_shape[k] = front;
-                parts.push(self.zeros(&part_shape, dtype, range)?);
+                parts.push(self.full(&part_shape, 0.0, dtype, range)?);
             }
             parts.push(u);
             if extent < n {
                 part_shape[k] = n - extent;
-                parts.push(self.zeros(&part_shape, dtype, range)?);
+                parts.push(self.full(&part_shape, 0.0, dtype, range)?);
             }
             if parts.len() > 1 {
                 u = self.push(Op::Concat { axis: k }, parts, range)?;
@@ -271,10 +266,7 @@ impl Builder<'_> {
     /// (`low <= i <= last`) on its step ([`Builder::phase`]).
     fn selected(&mut self, axes: &[SliceAxis], shape: &[usize], range: TextRange) -> Result<NodeId> {
         let mut mask: Option<NodeId> = None;
-        let constant = |b: &mut Self, v: usize| -> Result<NodeId> {
-            let c = b.push(Op::Constant { value: v as f64, dtype: DType::I64 }, vec![], range)?;
-            b.broadcast_to(c, shape, range)
-        };
+        let constant = |b: &mut Self, v: usize| b.full(shape, v as f64, DType::I64, range);
         for (k, (a, &n)) in axes.iter().zip(shape).enumerate() {
             if a.len == n {
                 continue;
@@ -313,8 +305,7 @@ impl Builder<'_> {
     fn phase(&mut self, phase: usize, step: usize, k: usize, shape: &[usize], range: TextRange) -> Result<NodeId> {
         let n = shape[k];
         let i = self.push(Op::Iota { shape: vec![step], axis: 0, dtype: DType::I64 }, vec![], range)?;
-        let p = self.push(Op::Constant { value: phase as f64, dtype: DType::I64 }, vec![], range)?;
-        let p = self.broadcast_to(p, &[step], range)?;
+        let p = self.full(&[step], phase as f64, DType::I64, range)?;
         let period = self.push(Op::Compare(CmpOp::Eq), vec![i, p], range)?;
         let period = self.reshape_to(period, &[1, step], range)?;
         let periods = n.div_ceil(step);

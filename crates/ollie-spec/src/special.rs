@@ -41,16 +41,14 @@ impl Builder<'_> {
                     return Ok(Value::Tensor(e));
                 }
                 let ty = self.ty(x).clone();
-                let one = self.push(Op::Constant { value: 1.0, dtype: ty.dtype }, vec![], call)?;
-                let one = self.broadcast_to(one, &ty.shape, call)?;
+                let one = self.full(&ty.shape, 1.0, ty.dtype, call)?;
                 Ok(Value::Tensor(self.push(Op::Binary(BinaryOp::Sub), vec![one, e], call)?))
             }
             "expit" | "logit" => {
                 let x = required(args.bind(&fname, None, &["x"])?.pop().flatten(), &fname, "x", call)?;
                 let x = self.floating(&x, &fname)?.id;
                 let ty = self.ty(x).clone();
-                let one = self.push(Op::Constant { value: 1.0, dtype: ty.dtype }, vec![], call)?;
-                let one = self.broadcast_to(one, &ty.shape, call)?;
+                let one = self.full(&ty.shape, 1.0, ty.dtype, call)?;
                 if name == "expit" {
                     // 1 / (1 + e^-x): 0 where e^-x overflows, as scipy's.
                     let e = self.push(Op::Unary(UnaryOp::Neg), vec![x], call)?;
@@ -152,11 +150,8 @@ impl Builder<'_> {
     fn shifted(&mut self, x: NodeId, axis: &Option<Arg>, range: TextRange) -> Result<(NodeId, NodeId)> {
         let m = self.kept(Reduction::Max, x, axis, range)?;
         let ty = self.ty(m).clone();
-        let constant = |b: &mut Self, value: f64| -> Result<NodeId> {
-            let c = b.push(Op::Constant { value, dtype: ty.dtype }, vec![], range)?;
-            b.broadcast_to(c, &ty.shape, range)
-        };
-        let (inf, zero) = (constant(self, f64::INFINITY)?, constant(self, 0.0)?);
+        let inf = self.full(&ty.shape, f64::INFINITY, ty.dtype, range)?;
+        let zero = self.full(&ty.shape, 0.0, ty.dtype, range)?;
         // |m| < inf is false for ±inf and NaN.
         let magnitude = self.push(Op::Unary(UnaryOp::Abs), vec![m], range)?;
         let finite = self.push(Op::Compare(CmpOp::Lt), vec![magnitude, inf], range)?;
