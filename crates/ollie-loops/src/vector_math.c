@@ -491,53 +491,43 @@ static inline __m128i ollie_bf16_ymm(__m256 x) {
 #endif
 
 static inline ollie_v{W} ollie_vload_bf16{W}(const unsigned short *p) {
-    ollie_v{W} v;
+    float r[{W}];
+    int l = 0;
 #if defined(__AVX512F__)
-    if ({W} % 16 == 0) {
-        float r[{W}];
-        for (int l = 0; l < {W}; l += 16)
-            _mm512_storeu_si512(r + l, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + l))), 16));
-        __builtin_memcpy(&v, r, sizeof v);
-        return v;
-    }
+    for (; l + 16 <= {W}; l += 16)
+        _mm512_storeu_si512(r + l, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + l))), 16));
 #endif
 #if defined(__AVX2__)
-    if ({W} % 8 == 0) {
-        float r[{W}];
-        for (int l = 0; l < {W}; l += 8)
-            _mm256_storeu_si256((__m256i *)(r + l), _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + l))), 16));
-        __builtin_memcpy(&v, r, sizeof v);
-        return v;
-    }
+    for (; l + 8 <= {W}; l += 8)
+        _mm256_storeu_si256((__m256i *)(r + l), _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + l))), 16));
 #endif
-    ollie_h{W} h;
-    __builtin_memcpy(&h, p, sizeof h);
-    return (ollie_v{W})(__builtin_convertvector(h, ollie_u{W}) << 16);
+    for (; l < {W}; l++) {
+        unsigned int u = (unsigned int)p[l] << 16;
+        __builtin_memcpy(r + l, &u, 4);
+    }
+    ollie_v{W} v;
+    __builtin_memcpy(&v, r, sizeof v);
+    return v;
 }
 
-/* The bfloat16 bits of `x`'s lanes. */
+/* The bfloat16 bits of `x`'s lanes: by x86 registers where they cover the lanes, else by the
+ * generic vector form. */
 static inline ollie_h{W} ollie_vto_bf16{W}(ollie_v{W} x) {
-    ollie_h{W} h;
+    float a[{W}];
+    unsigned short r[{W}];
+    __builtin_memcpy(a, &x, sizeof x);
+    int l = 0;
 #if defined(__AVX512F__)
-    if ({W} % 16 == 0) {
-        float a[{W}];
-        unsigned short r[{W}];
-        __builtin_memcpy(a, &x, sizeof x);
-        for (int l = 0; l < {W}; l += 16) _mm256_storeu_si256((__m256i *)(r + l), ollie_bf16_zmm(_mm512_loadu_ps(a + l)));
-        __builtin_memcpy(&h, r, sizeof h);
-        return h;
-    }
+    for (; l + 16 <= {W}; l += 16) _mm256_storeu_si256((__m256i *)(r + l), ollie_bf16_zmm(_mm512_loadu_ps(a + l)));
 #endif
 #if defined(__AVX2__)
-    if ({W} % 8 == 0) {
-        float a[{W}];
-        unsigned short r[{W}];
-        __builtin_memcpy(a, &x, sizeof x);
-        for (int l = 0; l < {W}; l += 8) _mm_storeu_si128((__m128i *)(r + l), ollie_bf16_ymm(_mm256_loadu_ps(a + l)));
+    for (; l + 8 <= {W}; l += 8) _mm_storeu_si128((__m128i *)(r + l), ollie_bf16_ymm(_mm256_loadu_ps(a + l)));
+#endif
+    ollie_h{W} h;
+    if (l == {W}) {
         __builtin_memcpy(&h, r, sizeof h);
         return h;
     }
-#endif
     ollie_u{W} u = (ollie_u{W})x;
     ollie_u{W} rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
     ollie_u{W} nan = (ollie_u{W})((u & 0x7fffffff) > 0x7f800000);
