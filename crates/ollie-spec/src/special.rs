@@ -35,7 +35,7 @@ impl Builder<'_> {
                 if let Some(v) = x.value.number() {
                     return Ok(Value::Float(if name == "erf" { libm::erf(v) } else { libm::erfc(v) }));
                 }
-                let x = self.floating(&x, &fname)?.id;
+                let x = self.floating(&x, &fname)?;
                 let e = self.push(Op::Unary(UnaryOp::Erf), vec![x], call)?;
                 if name == "erf" {
                     return Ok(Value::Tensor(e));
@@ -46,7 +46,7 @@ impl Builder<'_> {
             }
             "expit" | "logit" => {
                 let x = required(args.bind(&fname, None, &["x"])?.pop().flatten(), &fname, "x", call)?;
-                let x = self.floating(&x, &fname)?.id;
+                let x = self.floating(&x, &fname)?;
                 let ty = self.ty(x).clone();
                 let one = self.full(&ty.shape, 1.0, ty.dtype, call)?;
                 if name == "expit" {
@@ -66,7 +66,7 @@ impl Builder<'_> {
                 let mut b = args.bind(&fname, None, &["x", "axis"])?.into_iter();
                 let x = required(b.next().flatten(), &fname, "x", call)?;
                 let axis = b.next().flatten();
-                let x = self.floating(&x, &fname)?.id;
+                let x = self.floating(&x, &fname)?;
                 let shifted = if name == "softmax" {
                     // scipy subtracts the maximum as it is (a row of -inf gives NaN there too).
                     let m = self.kept(Reduction::Max, x, &axis, call)?;
@@ -97,7 +97,7 @@ impl Builder<'_> {
                 let x = self.floating(&a, &fname)?;
                 // max + log(sum(e^(a - max))), the maximum 0 where it is not finite: an infinite
                 // or NaN result comes out as scipy's direct log(sum(e^a)) gives it.
-                let (shifted, m) = self.shifted(x.id, &axis, call)?;
+                let (shifted, m) = self.shifted(x, &axis, call)?;
                 let e = self.push(Op::Unary(UnaryOp::Exp), vec![shifted], call)?;
                 let s = self.kept(Reduction::Sum, e, &axis, call)?;
                 let l = self.push(Op::Unary(UnaryOp::Log), vec![s], call)?;
@@ -105,10 +105,12 @@ impl Builder<'_> {
                 if keepdims {
                     return Ok(Value::Tensor(out));
                 }
-                let Value::Tensor(reduced) = self.reduce(Reduction::Sum, Arg { value: Value::Tensor(x.id), range: x.range }, axis, None, call)? else {
-                    unreachable!("a reduction gives an array")
+                let rank = self.ty(x).rank();
+                let axes = match &axis {
+                    None | Some(Arg { value: Value::None, .. }) => (0..rank).collect(),
+                    Some(arg) => self.axes(arg, rank)?,
                 };
-                let shape = self.ty(reduced).shape.clone();
+                let shape: Vec<usize> = self.ty(out).shape.iter().enumerate().filter(|(k, _)| !axes.contains(k)).map(|(_, &n)| n).collect();
                 Ok(Value::Tensor(self.reshape_to(out, &shape, call)?))
             }
             _ => Err(unsupported(name, name_range)),
@@ -117,7 +119,7 @@ impl Builder<'_> {
 
     /// The array argument as a float array: integers and booleans become float64, as scipy
     /// promotes them; 8-bit integers (whose differences numpy wraps) are refused.
-    fn floating(&mut self, x: &Arg, fname: &str) -> Result<Floating> {
+    fn floating(&mut self, x: &Arg, fname: &str) -> Result<NodeId> {
         let id = self.tensor(x, None)?;
         let dtype = self.ty(id).dtype;
         if dtype.is_byte() {
@@ -125,8 +127,10 @@ impl Builder<'_> {
                 .label(x.range, format!("{} array", self.ty(id)))
                 .help("convert first (`.astype(np.float32)`): numpy's 8-bit arithmetic wraps"));
         }
-        let id = if dtype.is_float() { id } else { self.cast(id, DType::F64, x.range)? };
-        Ok(Floating { id, range: x.range })
+        if dtype.is_float() {
+            return Ok(id);
+        }
+        self.cast(id, DType::F64, x.range)
     }
 
     /// `a op b`, broadcast together.
@@ -158,10 +162,4 @@ impl Builder<'_> {
         let m = self.push(Op::Select, vec![finite, m, zero], range)?;
         Ok((self.binary(BinaryOp::Sub, x, m, range)?, m))
     }
-}
-
-/// An array argument converted to a float dtype.
-struct Floating {
-    id: NodeId,
-    range: TextRange,
 }
