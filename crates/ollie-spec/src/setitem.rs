@@ -296,9 +296,7 @@ impl Builder<'_> {
         }
         Ok(mask.expect("a selection that is not the whole array bounds some axis"))
     }
-}
 
-impl Builder<'_> {
     /// Along axis `k` of `shape`, whether a position is `phase` modulo `step`: the pattern of one
     /// period (`iota(step) == phase`) repeated along the axis by views, so that a kernel finds
     /// the position's phase by its index arithmetic (not a modulo of floats).
