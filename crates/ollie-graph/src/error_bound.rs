@@ -198,6 +198,9 @@ fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[
             Some(apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[abs.view()], &[]) * sum_factor(summed(op, v)))
         }
         Op::Scan { .. } => Some(apply(op, &[v[0].mapv(f64::abs).view()], &[]) * sum_factor(summed(op, v))),
+        // n − 1 multiplications, each erring by `u` of its partial product, which the factors
+        // after it scale to `u·|f|`, whatever the order.
+        Op::Reduce { op: ReduceOp::Prod, .. } => Some(value.mapv(|f| summed(op, v).saturating_sub(1) as f64 * f.abs())),
         // Each term `exp(x − m)` errs by the exponential's allowance and by the rounding of
         // `x − m` (`|x − m|` ulps of it, times the term); then the sum rounds as sums do.
         Op::SumExp { axes } => {
@@ -232,6 +235,14 @@ fn own_underflow(op: &Op, dtype: DType, value: &ArrayViewD<f64>, v: &[ArrayViewD
         Op::Unary(u) if unary_allowance(*u) > 0.0 => 1.0,
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
         Op::Reduce { op: ReduceOp::Sum, .. } | Op::Scan { .. } => sum_factor(summed(op, v)),
+        // Each of the n − 1 products may flush to zero or round a subnormal, by λ, and the
+        // factors multiplied in after it (in whatever order the kernel multiplies) scale that
+        // by at most the product of the factors larger than 1.
+        Op::Reduce { op: ReduceOp::Prod, axes } => {
+            let n = summed(op, v);
+            let grows = apply(&Op::Reduce { op: ReduceOp::Prod, axes: axes.clone() }, &[v[0].mapv(|x| x.abs().max(1.0)).view()], &[]);
+            return Some(grows * n.saturating_sub(1) as f64);
+        }
         Op::SumExp { .. } => sum_factor(summed(op, v)) + 1.0,
         Op::SumSqDev { .. } => sum_factor(summed(op, v)) + 2.0,
         Op::Einsum(spec) => einsum_roundings(spec, summed(op, v)),
@@ -311,6 +322,8 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             ReduceOp::Sum => apply(op, &ev[..1], inputs),
             // The selected element's error: at most the largest along the axes.
             ReduceOp::Max | ReduceOp::Min => apply(&Op::Reduce { op: ReduceOp::Max, axes: axes.clone() }, &ev[..1], inputs),
+            // `∂/∂xₖ = Π_{j≠k} xⱼ`.
+            ReduceOp::Prod => products_but_one(&v[0], &ev[0], axes),
         },
         // For `Σ Π xⱼ`: each erring operand's error weighted by the other factors' magnitudes.
         Op::Einsum(spec) => {
@@ -335,6 +348,33 @@ fn sum_exp_terms(x: &ArrayViewD<f64>, axes: &[usize]) -> (Tensor, Tensor) {
     let m = crate::reference::max_keepdims(x.view(), axes);
     let shifted = Zip::from(x).and_broadcast(&m).map_collect(|&x, &m| x - m);
     (shifted.mapv(f64::exp), shifted)
+}
+
+/// `Σₖ eₖ·Π_{j≠k} |xⱼ|` over `axes`, per element of the product's result: each factor's error
+/// scaled by the other factors (by prefix and suffix products, exact where factors are 0).
+fn products_but_one(x: &ArrayViewD<f64>, e: &ArrayViewD<f64>, axes: &[usize]) -> Tensor {
+    let rank = x.ndim();
+    let kept: Vec<usize> = (0..rank).filter(|d| !axes.contains(d)).collect();
+    let order: Vec<usize> = kept.iter().chain(axes).copied().collect();
+    let shape: Vec<usize> = kept.iter().map(|&d| x.shape()[d]).collect();
+    let n: usize = axes.iter().map(|&d| x.shape()[d]).product();
+    let lanes = |t: &ArrayViewD<f64>| t.view().permuted_axes(order.clone()).as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    let (xs, es) = (lanes(x), lanes(&e.broadcast(x.raw_dim()).expect("the error has the operand's shape")));
+    let mut out = Vec::with_capacity(shape.iter().product());
+    for (xr, er) in xs.chunks(n.max(1)).zip(es.chunks(n.max(1))) {
+        let mut before = vec![1.0; n + 1];
+        for k in 0..n {
+            before[k + 1] = before[k] * xr[k].abs();
+        }
+        let (mut after, mut total) = (1.0, 0.0);
+        for k in (0..n).rev() {
+            total += er[k] * before[k] * after;
+            after *= xr[k].abs();
+        }
+        out.push(total);
+    }
+    out.resize(shape.iter().product(), 0.0);
+    ArrayD::from_shape_vec(IxDyn(&shape), out).expect("one value per output element")
 }
 
 fn sum_over(t: Tensor, axes: &[usize]) -> Tensor {

@@ -60,6 +60,8 @@ pub enum ReduceOp {
     Sum,
     Max,
     Min,
+    /// numpy's `prod`.
+    Prod,
 }
 
 /// One axis of a strided slice: output index `i` reads input index `start + i * step`.
@@ -344,13 +346,14 @@ impl CmpOp {
 }
 
 impl ReduceOp {
-    pub const ALL: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+    pub const ALL: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
 
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Sum => "reduce_sum",
             ReduceOp::Max => "reduce_max",
             ReduceOp::Min => "reduce_min",
+            ReduceOp::Prod => "reduce_prod",
         }
     }
 }
@@ -551,13 +554,14 @@ impl Op {
                 if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= rank) {
                     return Err(self.error(format!("axes [{}] must be sorted, unique and below rank {rank}", crate::ty::join(axes))));
                 }
-                if *op != ReduceOp::Sum && axes.iter().any(|&a| args[0].shape[a] == 0) {
+                if matches!(op, ReduceOp::Max | ReduceOp::Min) && axes.iter().any(|&a| args[0].shape[a] == 0) {
                     return Err(self.error("reduces an empty axis, which has no identity".to_string()));
                 }
                 let shape = (0..rank).filter(|a| !axes.contains(a)).map(|a| args[0].shape[a]).collect();
                 let dtype = match (op, args[0].dtype) {
-                    // numpy sums booleans and 8-bit integers in its default integer.
-                    (ReduceOp::Sum, DType::Bool | DType::I8 | DType::U8) => DType::I64,
+                    // numpy sums and multiplies booleans and narrower integers in its default
+                    // integer.
+                    (ReduceOp::Sum | ReduceOp::Prod, DType::Bool | DType::I8 | DType::U8 | DType::I32) => DType::I64,
                     (_, d) => d,
                 };
                 TensorType::new(dtype, shape)
@@ -592,7 +596,7 @@ impl Op {
                     return Err(self.error(format!("axis {axis} out of range for {}", args[0])));
                 }
                 // numpy accumulates booleans and 8-bit integers in its default integer.
-                let dtype = if args[0].dtype == DType::Bool || args[0].dtype.is_byte() { DType::I64 } else { args[0].dtype };
+                let dtype = if args[0].dtype == DType::Bool || args[0].dtype.is_byte() || args[0].dtype == DType::I32 { DType::I64 } else { args[0].dtype };
                 TensorType::new(dtype, args[0].shape.clone())
             }
             Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,

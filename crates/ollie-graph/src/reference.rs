@@ -337,6 +337,7 @@ fn reduce_axis(a: ArrayViewD<f64>, op: ReduceOp, axis: Axis) -> Tensor {
         ReduceOp::Sum => (0.0, |s, x| s + x),
         ReduceOp::Max => (f64::NEG_INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }),
         ReduceOp::Min => (f64::INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }),
+        ReduceOp::Prod => (1.0, |p, x| p * x),
     };
     let view_elements = a.len().checked_div(a.len_of(axis)).unwrap_or(0);
     if a.stride_of(axis).unsigned_abs() == 1 || view_elements < SMALL_VIEW {

@@ -528,11 +528,13 @@ impl Lowering<'_> {
                     ReduceOp::Sum => 0.0,
                     ReduceOp::Max => f64::NEG_INFINITY,
                     ReduceOp::Min => f64::INFINITY,
+                    ReduceOp::Prod => 1.0,
                 };
                 let combine = match op {
                     ReduceOp::Sum => ollie_graph::BinaryOp::Add,
                     ReduceOp::Max => ollie_graph::BinaryOp::Max,
                     ReduceOp::Min => ollie_graph::BinaryOp::Min,
+                    ReduceOp::Prod => ollie_graph::BinaryOp::Mul,
                 };
                 let reduced: Vec<usize> = axes.iter().map(|&a| in_shape[a]).collect();
                 let axes = axes.clone();

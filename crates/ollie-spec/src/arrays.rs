@@ -1,6 +1,6 @@
 //! numpy's array-manipulation functions and elementwise predicates, written with the graph's
 //! views and operations: `repeat`, `tile`, `moveaxis`, `flip`, `split`, `hstack`, `diff`,
-//! `broadcast_to`, `ravel`, `eye`, `round`/`rint`, `isnan`/`isinf`/`isfinite`, `nan_to_num`,
+//! `broadcast_to`, `ravel`, `roll`, `eye`, `linspace`, `round`/`rint`, `count_nonzero`, `isnan`/`isinf`/`isfinite`, `nan_to_num`,
 //! `all`/`any` and the `logical_*` functions, with numpy's argument and shape rules.
 
 use ollie_graph::{BinaryOp, CmpOp, DType, NodeId, Op, SliceAxis, UnaryOp};
@@ -14,8 +14,8 @@ use crate::value::Value;
 /// The functions this module provides, as `np.NAME`.
 pub const FUNCTIONS: &[&str] = &[
     "all", "any", "array", "array_split", "around", "asarray", "broadcast_to", "copy", "diff", "eye", "flip", "fliplr", "flipud", "hsplit", "hstack", "identity",
-    "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or", "logical_xor", "moveaxis", "nan_to_num", "ravel", "repeat", "rint",
-    "round", "split", "tile", "vsplit", "vstack",
+    "count_nonzero", "isfinite", "isinf", "isnan", "linspace", "logical_and", "logical_not", "logical_or", "logical_xor", "moveaxis", "nan_to_num", "ravel",
+    "repeat", "rint", "roll", "round", "split", "tile", "vsplit", "vstack",
 ];
 
 /// The array methods this module provides, as `.NAME()`.
@@ -207,6 +207,39 @@ impl Builder<'_> {
                     Some(arg) => self.axes(&arg, rank)?,
                 };
                 Ok(Value::Tensor(self.flip(id, &axes, call)?))
+            }
+            "roll" => {
+                let (a, shift, axis) = bind!("a", "shift", "axis");
+                let a = required(a, fname, "a", call)?;
+                let shift = required(shift, fname, "shift", call)?;
+                self.roll(a, shift, axis, call)
+            }
+            "linspace" => {
+                let (start, stop, num, endpoint, retstep, dtype, axis) = bind!("start", "stop", "num", "endpoint", "retstep", "dtype", "axis");
+                let (start, stop) = (required(start, fname, "start", call)?, required(stop, fname, "stop", call)?);
+                for (arg, what) in [(retstep, "retstep"), (axis, "axis")] {
+                    if let Some(arg) = arg.filter(|a| !matches!(a.value, Value::Bool(false) | Value::Int(0) | Value::None)) {
+                        return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`np.linspace` with `{what}=` in a spec")).label(arg.range, "not supported"));
+                    }
+                }
+                let endpoint = match endpoint {
+                    None => true,
+                    Some(e) => self.flag(Some(e), "endpoint")?,
+                };
+                self.linspace(start, stop, num, endpoint, dtype, call)
+            }
+            "count_nonzero" => {
+                let (a, axis, keepdims) = bind!("a", "axis", "keepdims");
+                let a = required(a, fname, "a", call)?;
+                let nonzero = self.compare(ruff_python_ast::CmpOp::NotEq, a, Arg { value: Value::Int(0), range: call }, call)?;
+                let mut keywords = Vec::new();
+                for (k, arg) in [("axis", axis), ("keepdims", keepdims)] {
+                    if let Some(arg) = arg {
+                        keywords.push((k.to_string(), arg.range, arg));
+                    }
+                }
+                // numpy counts in its default integer (int64), as `sum` of booleans does.
+                self.numpy_call("sum", call, CallArgs { positional: vec![Arg { value: nonzero, range: call }], keywords, range: call })
             }
             "fliplr" | "flipud" => {
                 let m = required(bind!("m"), fname, "m", call)?;
@@ -535,6 +568,84 @@ impl Builder<'_> {
             .map(|(j, &n)| if axes.contains(&j) && n > 1 { SliceAxis { start: n - 1, step: -1, len: n } } else { SliceAxis::full(n) })
             .collect::<Vec<_>>();
         self.slice(id, slice, call)
+    }
+
+    /// numpy's `roll`: elements shifted along each axis (of the flattened array when `axis` is
+    /// None), those pushed past the end coming round to the start — two slices concatenated.
+    fn roll(&mut self, a: Arg, shift: Arg, axis: Option<Arg>, call: TextRange) -> Result<Value> {
+        let id = self.tensor(&a, None)?;
+        let shape = self.ty(id).shape.clone();
+        let int = |b: &Self, v: &Value| b.int_value(&Arg { value: v.clone(), range: shift.range }, "a shift");
+        let shifts: Vec<i64> = match &shift.value {
+            Value::Tuple(items) => items.iter().map(|v| int(self, v)).collect::<Result<_>>()?,
+            v => vec![int(self, v)?],
+        };
+        let (source, axes): (NodeId, Vec<usize>) = match axis {
+            None | Some(Arg { value: Value::None, .. }) => {
+                let n = self.ty(id).num_elements();
+                (self.reshape_to(id, &[n], call)?, vec![0])
+            }
+            Some(arg) => {
+                let axes = match &arg.value {
+                    Value::Tuple(items) => items.iter().map(|v| self.axis(&Arg { value: v.clone(), range: arg.range }, shape.len())).collect::<Result<_>>()?,
+                    _ => vec![self.axis(&arg, shape.len())?],
+                };
+                (id, axes)
+            }
+        };
+        // numpy broadcasts the shifts against the axes.
+        let pairs: Vec<(usize, i64)> = match (axes.len(), shifts.len()) {
+            (x, s) if x == s => axes.into_iter().zip(shifts).collect(),
+            (1, _) => shifts.iter().map(|&s| (axes[0], s)).collect(),
+            (_, 1) => axes.iter().map(|&x| (x, shifts[0])).collect(),
+            (x, s) => {
+                return Err(Diagnostic::error(Code::BadValue, format!("`np.roll`: {s} shifts for {x} axes")).label(shift.range, "shape mismatch"))
+            }
+        };
+        let mut out = source;
+        for (axis, s) in pairs {
+            let n = self.ty(out).shape[axis];
+            let s = if n == 0 { 0 } else { s.rem_euclid(n as i64) as usize };
+            if s == 0 {
+                continue;
+            }
+            let tail = self.range_along(out, axis, n - s, s, call)?;
+            let head = self.range_along(out, axis, 0, n - s, call)?;
+            out = self.push(Op::Concat { axis }, vec![tail, head], call)?;
+        }
+        let out = if out == source { self.copy_of(out, call)? } else { out };
+        Ok(Value::Tensor(if self.ty(out).shape == shape { out } else { self.reshape_to(out, &shape, call)? }))
+    }
+
+    /// numpy's `linspace`: `num` values from `start` to `stop` (included when `endpoint`),
+    /// computed in float64 as numpy does (`start + i·step`) and cast to `dtype`.
+    fn linspace(&mut self, start: Arg, stop: Arg, num: Option<Arg>, endpoint: bool, dtype: Option<Arg>, call: TextRange) -> Result<Value> {
+        let number = |a: &Arg| {
+            a.value.number().ok_or_else(|| {
+                Diagnostic::error(Code::BadValue, "`np.linspace` bounds must be numbers known before the kernel runs").label(a.range, format!("this is {}", self.describe(&a.value)))
+            })
+        };
+        let (s, e) = (number(&start)?, number(&stop)?);
+        let n = match num {
+            None => 50,
+            Some(arg) => self.int_value(&arg, "`num`")?,
+        };
+        if !(0..=1 << 40).contains(&n) {
+            return Err(Diagnostic::error(Code::BadValue, format!("`np.linspace` of {n} values")).label(call, "num must be non-negative"));
+        }
+        let n = n as usize;
+        let dtype = match &dtype {
+            Some(a) if a.value != Value::None => self.dtype_value(a)?,
+            _ => DType::F64,
+        };
+        let div = if endpoint { n.saturating_sub(1) } else { n };
+        let step = if div > 0 { (e - s) / div as f64 } else { 0.0 };
+        let mut id = self.push(Op::Iota { shape: vec![n], axis: 0, dtype: DType::F64 }, vec![], call)?;
+        let c = self.full(&[n], step, DType::F64, call)?;
+        id = self.push(Op::Binary(BinaryOp::Mul), vec![id, c], call)?;
+        let c = self.full(&[n], s, DType::F64, call)?;
+        id = self.push(Op::Binary(BinaryOp::Add), vec![id, c], call)?;
+        Ok(Value::Tensor(if dtype == DType::F64 { id } else { self.cast(id, dtype, call)? }))
     }
 
     /// A strided slice, no node when it is the whole array.

@@ -33,6 +33,8 @@ pub struct Module<'a> {
     pub scipy_special: Option<String>,
     pub constants: HashMap<String, Value>,
     pub functions: HashMap<String, &'a ast::StmtFunctionDef>,
+    /// Every lambda of the module, by where it is written.
+    pub lambdas: HashMap<TextRange, &'a ast::ExprLambda>,
 }
 
 const MAX_CALL_DEPTH: usize = 32;
@@ -50,10 +52,21 @@ pub struct Builder<'a> {
     pub(crate) read_only: HashSet<NodeId>,
     /// The elements of `np.empty` arrays not yet assigned.
     pub(crate) unassigned: Unassigned,
+    /// The names each lambda made so far saw when it was made ([`Value::Lambda`]'s `env`).
+    pub(crate) closures: Vec<Scope>,
 }
 
 /// Local variables of one function activation.
 pub type Scope = HashMap<String, Value>;
+
+/// How a block of statements ended.
+pub enum Flow {
+    /// It ran to its end.
+    Next,
+    Return(Value),
+    Break,
+    Continue,
+}
 
 /// The diagnostic for an index result (`argmax`, `argsort`) computed with or indexed by.
 pub fn index_result_used(range: TextRange) -> Diagnostic {
@@ -64,7 +77,7 @@ pub fn index_result_used(range: TextRange) -> Diagnostic {
 
 impl<'a> Builder<'a> {
     pub fn new(module: Module<'a>, graph: Graph) -> Builder<'a> {
-        Builder { module, graph, warnings: Vec::new(), callers: Vec::new(), copies: HashSet::new(), read_only: HashSet::new(), unassigned: Unassigned::default() }
+        Builder { module, graph, warnings: Vec::new(), callers: Vec::new(), copies: HashSet::new(), read_only: HashSet::new(), unassigned: Unassigned::default(), closures: Vec::new() }
     }
 
     pub fn ty(&self, id: NodeId) -> &TensorType {
@@ -97,28 +110,41 @@ impl<'a> Builder<'a> {
     /// Runs `def` with its parameters bound to `args`; returns the returned value. `caller` is
     /// the calling function's scope (none for the kernel itself).
     pub fn call_function(&mut self, def: &ast::StmtFunctionDef, args: Vec<(String, Value)>, caller: Option<&Scope>, call: TextRange) -> Result<Value> {
-        if self.callers.len() >= MAX_CALL_DEPTH {
-            return Err(Diagnostic::error(Code::UnsupportedSyntax, "recursion is not supported")
-                .label(call, format!("calls nest deeper than {MAX_CALL_DEPTH}")));
-        }
         let mut held = Vec::new();
         for v in caller.into_iter().flat_map(|s| s.values()) {
             tensors(v, &mut held);
         }
-        self.callers.push(held);
+        self.enter(held, call)?;
         let mut scope: Scope = args.into_iter().collect();
         let result = self.run_body(&def.body, &mut scope);
-        self.callers.pop();
+        self.leave();
         match result? {
-            Some(v) => Ok(v),
-            None => Err(Diagnostic::error(Code::MissingReturn, format!("`{}` has no `return` statement", def.name.as_str()))
+            Flow::Return(v) => Ok(v),
+            Flow::Break | Flow::Continue => Err(unsupported_statement(def.name.range(), "`break` or `continue` outside a loop")),
+            Flow::Next => Err(Diagnostic::error(Code::MissingReturn, format!("`{}` has no `return` statement", def.name.as_str()))
                 .label(def.name.range(), "this function never returns a value")
                 .help("end the kernel with `return RESULT` (or `return A, B` for several outputs)")),
         }
     }
 
-    /// Runs statements until a `return`; `Some(value)` if one was reached.
-    fn run_body(&mut self, body: &[Stmt], scope: &mut Scope) -> Result<Option<Value>> {
+    /// Enters a call: `held` are the arrays the caller's variables hold (an in-place update in
+    /// the callee must not change them).
+    pub(crate) fn enter(&mut self, held: Vec<NodeId>, call: TextRange) -> Result<()> {
+        if self.callers.len() >= MAX_CALL_DEPTH {
+            return Err(Diagnostic::error(Code::UnsupportedSyntax, "recursion is not supported")
+                .label(call, format!("calls nest deeper than {MAX_CALL_DEPTH}")));
+        }
+        self.callers.push(held);
+        Ok(())
+    }
+
+    pub(crate) fn leave(&mut self) {
+        self.callers.pop();
+    }
+
+    /// Runs statements until a `return` (or a loop's `break` or `continue`), which says how
+    /// the block ended.
+    pub(crate) fn run_body(&mut self, body: &[Stmt], scope: &mut Scope) -> Result<Flow> {
         for (i, stmt) in body.iter().enumerate() {
             match stmt {
                 Stmt::Expr(e) if i == 0 && matches!(*e.value, Expr::StringLiteral(_)) => {}
@@ -141,7 +167,7 @@ impl<'a> Builder<'a> {
                                 .help("remove it, or move the `return` to the end"),
                         );
                     }
-                    return Ok(Some(value));
+                    return Ok(Flow::Return(value));
                 }
                 Stmt::Assign(a) => {
                     let value = self.expr(&a.value, scope)?;
@@ -190,14 +216,21 @@ impl<'a> Builder<'a> {
                         }
                     }
                 }
-                Stmt::For(_) | Stmt::While(_) => {
-                    return Err(unsupported_statement(stmt.range(), "a loop")
-                        .help("express the computation with whole-array operations (broadcasting, reductions, einsum)"))
+                Stmt::For(f) => match self.run_loop(f, scope)? {
+                    Flow::Next => {}
+                    flow => return Ok(flow),
+                },
+                Stmt::If(s) => match self.run_if(s, scope)? {
+                    Flow::Next => {}
+                    flow => return Ok(flow),
+                },
+                Stmt::Break(_) => return Ok(Flow::Break),
+                Stmt::Continue(_) => return Ok(Flow::Continue),
+                Stmt::While(_) => {
+                    return Err(unsupported_statement(stmt.range(), "a `while` loop")
+                        .help("a `for` loop over `range(N)` with N known before the kernel runs is unrolled; else express the computation with whole-array operations"))
                 }
-                Stmt::If(_) => {
-                    return Err(unsupported_statement(stmt.range(), "an `if` statement")
-                        .help("select elementwise with `np.where(condition, a, b)`"))
-                }
+                Stmt::Expr(e) if self.append(&e.value, scope)? => {}
                 Stmt::Expr(_) => {
                     return Err(unsupported_statement(stmt.range(), "an expression whose value is discarded")
                         .help("assign the result to a name, or remove the statement"))
@@ -213,7 +246,7 @@ impl<'a> Builder<'a> {
                 _ => return Err(unsupported_statement(stmt.range(), "this statement")),
             }
         }
-        Ok(None)
+        Ok(Flow::Next)
     }
 
     /// numpy's in-place update keeps the array's dtype: an integer array cannot take the float
@@ -281,7 +314,7 @@ impl<'a> Builder<'a> {
         Ok(copy)
     }
 
-    fn assign(&mut self, target: &Expr, value: Value, value_range: TextRange, scope: &mut Scope) -> Result<()> {
+    pub(crate) fn assign(&mut self, target: &Expr, value: Value, value_range: TextRange, scope: &mut Scope) -> Result<()> {
         match target {
             Expr::Name(n) => {
                 scope.insert(n.id.to_string(), value);
@@ -343,15 +376,12 @@ impl<'a> Builder<'a> {
                 let right = Arg { value: self.expr(&b.right, scope)?, range: b.right.range() };
                 self.binop(b.op, left, right, range)
             }
-            Expr::Compare(c) => {
-                if c.ops.len() != 1 {
-                    return Err(unsupported_syntax(range, "chained comparisons")
-                        .help("compare two values at a time and combine masks with `&`"));
-                }
+            Expr::Compare(c) if c.ops.len() == 1 => {
                 let left = Arg { value: self.expr(&c.left, scope)?, range: c.left.range() };
                 let right = Arg { value: self.expr(&c.comparators[0], scope)?, range: c.comparators[0].range() };
                 self.compare(c.ops[0], left, right, range)
             }
+            Expr::Compare(c) => self.chained_compare(c, scope),
             Expr::Call(call) => self.call(call, scope),
             Expr::Attribute(a) => {
                 let object = Arg { value: self.expr(&a.value, scope)?, range: a.value.range() };
@@ -362,13 +392,16 @@ impl<'a> Builder<'a> {
                 self.subscript(object, &s.slice, range, scope)
             }
             Expr::Slice(_) => Err(unsupported_syntax(range, "a slice outside of `[...]`")),
-            Expr::Lambda(_) => Err(unsupported_syntax(range, "lambda expressions")),
+            Expr::Lambda(l) => Ok(self.lambda(l, scope)),
             Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::Generator(_) => {
                 Err(unsupported_syntax(range, "comprehensions").help("use whole-array operations instead of iterating"))
             }
-            Expr::If(_) => Err(unsupported_syntax(range, "conditional expressions")
-                .help("select elementwise with `np.where(condition, a, b)`")),
-            Expr::BoolOp(_) => Err(unsupported_syntax(range, "`and`/`or`").help("combine boolean masks with `&` and `|`")),
+            Expr::If(e) => {
+                let test = self.expr(&e.test, scope)?;
+                let branch = if self.truth_of(&test, e.test.range())? { &e.body } else { &e.orelse };
+                self.expr(branch, scope)
+            }
+            Expr::BoolOp(b) => self.bool_op(b, scope),
             Expr::FString(_) | Expr::TString(_) | Expr::BytesLiteral(_) => Err(unsupported_syntax(range, "this literal")),
             _ => Err(unsupported_syntax(range, "this expression")),
         }
@@ -407,12 +440,12 @@ impl<'a> Builder<'a> {
                 .label(range, "not defined")
                 .help(format!("add `import numpy as {name}` at the top of the file")));
         }
-        let help = if self.module.functions.contains_key(name) {
-            format!("`{name}` is a function; call it")
-        } else {
-            "names are the kernel's parameters, earlier assignments, and module-level constants".to_string()
-        };
-        Err(Diagnostic::error(Code::UnknownName, format!("unknown name `{name}`")).label(range, "not defined here").help(help))
+        if self.module.functions.contains_key(name) {
+            return Ok(Value::Function(name.to_string()));
+        }
+        Err(Diagnostic::error(Code::UnknownName, format!("unknown name `{name}`"))
+            .label(range, "not defined here")
+            .help("names are the kernel's parameters, earlier assignments, and module-level constants and functions"))
     }
 
     fn call(&mut self, call: &ast::ExprCall, scope: &Scope) -> Result<Value> {
@@ -448,6 +481,7 @@ impl<'a> Builder<'a> {
                     Value::Numpy => self.numpy_call(name, a.range(), args),
                     Value::Math => crate::math::call(name, a.attr.range(), &args),
                     Value::ScipySpecial => self.special_call(name, a.attr.range(), args),
+                    Value::NumpyFunction(f) => self.ufunc_method(f, name, a.attr.range(), args),
                     Value::Tensor(_) => self.method_call(receiver, name, a.attr.range(), args),
                     // numpy's functions return numpy scalars, which have the array methods.
                     Value::Int(_) | Value::Float(_) | Value::Bool(_) if crate::numpy::METHODS.contains(&name) => {
@@ -461,22 +495,23 @@ impl<'a> Builder<'a> {
             }
             Expr::Name(n) => {
                 let name = n.id.as_str();
-                if !scope.contains_key(name) {
-                    if let Some(def) = self.module.functions.get(name).copied() {
-                        return self.call_helper(def, args, scope);
-                    }
-                    if let Some(&Value::Special(f)) = self.module.constants.get(name) {
-                        return self.special_call(f, n.range(), args);
-                    }
-                    if let Some(v) = self.builtin_call(name, n.range(), &args)? {
-                        return Ok(v);
-                    }
+                if let Some(callee) = scope.get(name).or_else(|| self.module.constants.get(name)).cloned() {
+                    return self.call_value(&callee, n.range(), args, scope);
+                }
+                if let Some(def) = self.module.functions.get(name).copied() {
+                    return self.call_helper(def, args, scope);
+                }
+                if let Some(v) = self.builtin_call(name, n.range(), &args)? {
+                    return Ok(v);
                 }
                 Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{name}(...)`"))
                     .label(n.range(), "not a numpy function, an array method or a function of this file")
-                    .help("supported builtins are `len`, `float`, `int`, `abs`, `min` and `max`; numpy functions are called as `np.NAME(...)`"))
+                    .help("supported builtins are `len`, `float`, `int`, `abs`, `min`, `max`, `range`, `enumerate`, `zip`, `reversed`, `list`, `tuple` and `sum`; numpy functions are called as `np.NAME(...)`"))
             }
-            other => Err(Diagnostic::error(Code::UnsupportedCall, "unsupported call").label(other.range(), "cannot call this")),
+            other => {
+                let callee = self.expr(other, scope)?;
+                self.call_value(&callee, other.range(), args, scope)
+            }
         }
     }
 
@@ -490,7 +525,8 @@ impl<'a> Builder<'a> {
         }
         let Expr::Name(root) = e else { return None };
         let numpy = self.module.numpy.as_deref()?;
-        if root.id.as_str() != numpy || parts.len() < 2 {
+        // `np.maximum.reduce`: a method of a function, not a submodule.
+        if root.id.as_str() != numpy || parts.len() < 2 || crate::numpy::FUNCTIONS.contains(parts.last().expect("two parts")) {
             return None;
         }
         parts.push(numpy);
@@ -498,15 +534,22 @@ impl<'a> Builder<'a> {
         Some(parts.join("."))
     }
 
-    fn call_helper(&mut self, def: &'a ast::StmtFunctionDef, args: CallArgs, caller: &Scope) -> Result<Value> {
-        let params = &def.parameters;
+    pub(crate) fn call_helper(&mut self, def: &'a ast::StmtFunctionDef, args: CallArgs, caller: &Scope) -> Result<Value> {
+        let range = args.range;
+        let values = self.bind_parameters(def.name.as_str(), &def.parameters, args, &Scope::new())?;
+        self.call_function(def, values, Some(caller), range)
+    }
+
+    /// Binds a call's arguments to a function's parameters (plain positional ones with
+    /// defaults, evaluated in `defaults`).
+    pub(crate) fn bind_parameters(&mut self, fname: &str, params: &ast::Parameters, args: CallArgs, defaults: &Scope) -> Result<Vec<(String, Value)>> {
         if params.vararg.is_some() || params.kwarg.is_some() || !params.kwonlyargs.is_empty() {
             return Err(Diagnostic::error(Code::UnsupportedSyntax, "helper functions take plain positional parameters")
                 .label(params.range, "`*args`, `**kwargs` and keyword-only parameters are not supported"));
         }
         let names: Vec<&ast::ParameterWithDefault> = params.posonlyargs.iter().chain(params.args.iter()).collect();
         if args.positional.len() > names.len() {
-            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{}` takes {} arguments, got {}", def.name.as_str(), names.len(), args.positional.len()))
+            return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` takes {} arguments, got {}", names.len(), args.positional.len()))
                 .label(args.range, "too many arguments"));
         }
         let mut bound: Vec<Option<Value>> = vec![None; names.len()];
@@ -515,7 +558,7 @@ impl<'a> Builder<'a> {
         }
         for (k, krange, a) in args.keywords {
             let Some(i) = names.iter().position(|p| p.name().as_str() == k) else {
-                return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{}` has no parameter `{k}`", def.name.as_str())).label(krange, "unknown parameter"));
+                return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` has no parameter `{k}`")).label(krange, "unknown parameter"));
             };
             bound[i] = Some(a.value);
         }
@@ -523,15 +566,15 @@ impl<'a> Builder<'a> {
         for (p, v) in names.iter().zip(bound) {
             let v = match (v, p.default()) {
                 (Some(v), _) => v,
-                (None, Some(d)) => self.expr(d, &Scope::new())?,
+                (None, Some(d)) => self.expr(d, defaults)?,
                 (None, None) => {
-                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("missing argument `{}` to `{}`", p.name().as_str(), def.name.as_str()))
+                    return Err(Diagnostic::error(Code::UnsupportedArgument, format!("missing argument `{}` to `{fname}`", p.name().as_str()))
                         .label(args.range, "in this call"))
                 }
             };
             values.push((p.name().as_str().to_string(), v));
         }
-        self.call_function(def, values, Some(caller), args.range)
+        Ok(values)
     }
 
     fn builtin_call(&mut self, name: &str, range: TextRange, args: &CallArgs) -> Result<Option<Value>> {
@@ -592,7 +635,7 @@ impl<'a> Builder<'a> {
                     }
                 }
             }
-            _ => return Ok(None),
+            _ => return self.sequence_builtin(name, args),
         };
         Ok(Some(value))
     }
@@ -627,7 +670,7 @@ impl<'a> Builder<'a> {
 }
 
 /// Collects the arrays a value holds (tuples included).
-fn tensors(value: &Value, out: &mut Vec<NodeId>) {
+pub(crate) fn tensors(value: &Value, out: &mut Vec<NodeId>) {
     match value {
         Value::Tensor(id) => out.push(*id),
         Value::Tuple(items) => items.iter().for_each(|v| tensors(v, out)),
@@ -636,6 +679,7 @@ fn tensors(value: &Value, out: &mut Vec<NodeId>) {
 }
 
 /// The arguments of a call, evaluated.
+#[derive(Clone)]
 pub struct CallArgs {
     pub positional: Vec<Arg>,
     pub keywords: Vec<(String, TextRange, Arg)>,

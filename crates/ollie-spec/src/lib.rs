@@ -5,7 +5,9 @@ mod annotation;
 mod builder;
 mod arrays;
 mod composite;
+mod control;
 mod diagnostic;
+mod elementwise;
 mod gather;
 mod math;
 mod numpy;
@@ -57,7 +59,7 @@ pub fn compile(source: &str, options: &Options) -> Result<Spec, Diagnostic> {
     })?;
     let module = parsed.syntax();
     let mut builder = Builder::new(
-        Module { numpy: None, math: None, ml_dtypes: None, scipy: None, scipy_special: None, constants: HashMap::new(), functions: HashMap::new() },
+        Module { numpy: None, math: None, ml_dtypes: None, scipy: None, scipy_special: None, constants: HashMap::new(), functions: HashMap::new(), lambdas: lambdas(&module.body) },
         Graph::new("", Vec::new()),
     );
     let mut defs: Vec<&ast::StmtFunctionDef> = Vec::new();
@@ -171,6 +173,23 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
     Ok(())
 }
 
+/// The module's lambdas by where they are written (a [`Value::Lambda`] names one by its range).
+fn lambdas(body: &[Stmt]) -> HashMap<ruff_text_size::TextRange, &ast::ExprLambda> {
+    use ruff_python_ast::visitor::{walk_expr, Visitor};
+    struct Lambdas<'a>(HashMap<ruff_text_size::TextRange, &'a ast::ExprLambda>);
+    impl<'a> Visitor<'a> for Lambdas<'a> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Lambda(l) = expr {
+                self.0.insert(l.range, l);
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut found = Lambdas(HashMap::new());
+    found.visit_body(body);
+    found.0
+}
+
 fn is_main_guard(test: &Expr) -> bool {
     let Expr::Compare(c) = test else { return false };
     let is_name = |e: &Expr| matches!(e, Expr::Name(n) if n.id.as_str() == "__name__");
@@ -193,6 +212,11 @@ fn define_constant(builder: &mut Builder, target: &ast::ExprName, value: &Expr, 
             builder.module.constants.insert(name.to_string(), v);
             Ok(())
         }
+        // `act = lambda z: ...`, `act = np.tanh`: functions under a name.
+        Value::Lambda { .. } | Value::Function(_) | Value::NumpyFunction(_) | Value::Special(_) => {
+            builder.module.constants.insert(name.to_string(), v);
+            Ok(())
+        }
         other => Err(Diagnostic::error(Code::NotAConstant, format!("module-level `{name}` must be a constant, not {}", other.a_kind()))
             .label(value.range(), "not known before the kernel runs")
             .help("module-level names are constants (numbers) that name dimensions or parameters of the kernel")),
@@ -211,7 +235,7 @@ fn select_kernel<'a>(defs: &[&'a ast::StmtFunctionDef], name: Option<&str>) -> R
         let p = &d.parameters;
         let all = p.posonlyargs.iter().chain(p.args.iter());
         // Any annotation marks a kernel (a missing one is then diagnosed); helpers have none.
-        all.clone().any(|a| a.parameter.annotation.is_some()) || d.returns.is_some()
+        all.clone().any(|a| a.parameter.annotation.is_some()) || d.returns.as_deref().is_some_and(|r| !python_type_hint(r))
     };
     let kernels: Vec<_> = defs.iter().copied().filter(|d| is_kernel(d)).collect();
     match kernels.as_slice() {
@@ -220,6 +244,21 @@ fn select_kernel<'a>(defs: &[&'a ast::StmtFunctionDef], name: Option<&str>) -> R
             .help("a kernel is a function whose parameters are annotated with their types, e.g. `def softmax(x: \"f32[B, N]\"):`")),
         many => Err(Diagnostic::error(Code::UnknownKernel, format!("the spec has several kernels: {}", many.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")))
             .help(format!("select one with FILE.py::NAME, e.g. `::{}`", many[0].name.as_str()))),
+    }
+}
+
+/// Whether a return annotation is a Python type hint (`np.ndarray`, `tuple`,
+/// `Tuple[np.ndarray, np.ndarray]`, `None`) rather than ollie's quoted types: the kernel's
+/// outputs are then typed by what it computes. An unquoted ollie type (`-> f32[N]`) is not
+/// one: it is diagnosed.
+fn python_type_hint(e: &Expr) -> bool {
+    const DTYPES: &[&str] = &["f16", "bf16", "f32", "f64", "i8", "u8", "i32", "i64", "bool"];
+    match e {
+        Expr::Name(n) => !DTYPES.contains(&n.id.as_str()),
+        Expr::Attribute(_) | Expr::NoneLiteral(_) => true,
+        Expr::Subscript(s) => python_type_hint(&s.value),
+        Expr::Tuple(t) => !t.elts.is_empty() && t.elts.iter().all(|e| !matches!(e, Expr::StringLiteral(_)) && python_type_hint(e)),
+        _ => false,
     }
 }
 
@@ -323,6 +362,8 @@ fn build_kernel(mut builder: Builder, def: &ast::StmtFunctionDef, source: &str) 
     };
     let declared: Option<Vec<(TensorType, TextRange)>> = match def.returns.as_deref() {
         None => None,
+        // `-> np.ndarray`, `-> tuple`: Python's own type hints say nothing ollie checks.
+        Some(r) if python_type_hint(r) => None,
         Some(Expr::Tuple(t)) => Some(t.elts.iter().map(|e| Ok((annotation_type(&mut builder, e, source)?, e.range()))).collect::<Result<_, Diagnostic>>()?),
         Some(e) => Some(vec![(annotation_type(&mut builder, e, source)?, e.range())]),
     };

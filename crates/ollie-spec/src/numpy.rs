@@ -10,18 +10,18 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "argsort", "around", "array_split", "asarray", "broadcast_to", "ceil", "clip",
-    "concatenate", "copy", "cos", "cumsum", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud",
-    "float32", "float64", "floor", "floor_divide", "full", "full_like", "hsplit", "hstack", "identity", "inner", "isfinite", "isinf", "isnan", "log", "log10", "log1p",
+    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccosh", "arcsinh", "arctanh", "array", "argmax", "argmin", "argsort", "around", "array_split",
+    "asarray", "broadcast_to", "ceil", "clip", "concatenate", "copy", "cos", "cosh", "count_nonzero", "cumsum", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "fix", "flip", "fliplr", "flipud",
+    "float32", "float64", "floor", "floor_divide", "fmod", "full", "full_like", "hsplit", "hstack", "identity", "iinfo", "inner", "isfinite", "isinf", "isnan", "linspace", "log", "log10", "log1p",
     "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "median", "min", "minimum",
-    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "pad", "power", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint",
-    "round", "sign", "sin", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
-    "take_along_axis", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
+    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "pad", "power", "prod", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint", "roll",
+    "round", "sign", "sin", "sinh", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
+    "take_along_axis", "tan", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "trunc", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
 ];
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] = &[
-    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "dot", "flatten", "max", "mean", "min", "ravel", "repeat", "reshape", "round",
+    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "dot", "flatten", "max", "mean", "min", "prod", "ravel", "repeat", "reshape", "round",
     "squeeze", "std", "sum", "swapaxes", "transpose", "var",
 ];
 
@@ -40,6 +40,7 @@ pub enum Reduction {
     Max,
     Min,
     Mean,
+    Prod,
 }
 
 impl CallArgs {
@@ -151,6 +152,9 @@ impl Builder<'_> {
         if crate::gather::FUNCTIONS.contains(&name) {
             return self.gather_call(name, args);
         }
+        if crate::elementwise::FUNCTIONS.contains(&name) {
+            return self.elementwise_call(name, args);
+        }
         if crate::arrays::FUNCTIONS.contains(&name) {
             return self.arrays_call(name, args);
         }
@@ -162,7 +166,7 @@ impl Builder<'_> {
                 let x = required(bind!("x"), &fname, "x", call)?;
                 self.elementwise(BinaryOp::Mul, x.clone(), x, call)
             }
-            "sum" | "max" | "amax" | "min" | "amin" | "mean" | "var" | "std" => {
+            "sum" | "prod" | "max" | "amax" | "min" | "amin" | "mean" | "var" | "std" => {
                 let bound = args.bind(&fname, None, &reduction_params(name, "a"))?;
                 self.reduction_call(name, &fname, bound, call)
             }
@@ -280,6 +284,20 @@ impl Builder<'_> {
                 let (start, stop, step, dtype) = bind!("start", "stop", "step", "dtype");
                 self.arange(required(start, &fname, "start", call)?, stop, step, dtype, call)
             }
+            "finfo" | "iinfo" => {
+                let t = required(bind!("dtype"), &fname, "dtype", call)?;
+                let dtype = match t.value {
+                    Value::Tensor(id) => self.ty(id).dtype,
+                    Value::Float(_) => DType::F64,
+                    Value::Int(_) => DType::I64,
+                    _ => self.dtype_value(&t)?,
+                };
+                if (name == "finfo") != dtype.is_float() || dtype == DType::Bool {
+                    return Err(Diagnostic::error(Code::BadValue, format!("`{fname}` of {dtype}"))
+                        .label(t.range, if name == "finfo" { "not a float type" } else { "not an integer type" }));
+                }
+                Ok(Value::TypeInfo(dtype))
+            }
             "tril" | "triu" => {
                 let (m, k) = bind!("m", "k");
                 self.tri(name == "tril", required(m, &fname, "m", call)?, k, call)
@@ -304,7 +322,7 @@ impl Builder<'_> {
         let call = args.range;
         let mname = format!(".{name}()");
         match name {
-            "sum" | "max" | "min" | "mean" | "var" | "std" => {
+            "sum" | "prod" | "max" | "min" | "mean" | "var" | "std" => {
                 let bound = args.bind(&mname, Some(receiver), &reduction_params(name, "self"))?;
                 self.reduction_call(name, &mname, bound, call)
             }
@@ -486,7 +504,7 @@ impl Builder<'_> {
             Some(arg) => self.axes(arg, ty.rank())?,
         };
         let keepdims = self.flag(keepdims, "keepdims")?;
-        if kind != Reduction::Sum && kind != Reduction::Mean {
+        if matches!(kind, Reduction::Max | Reduction::Min) {
             if let Some(&ax) = axes.iter().find(|&&ax| ty.shape[ax] == 0) {
                 return Err(Diagnostic::error(Code::BadValue, format!("zero-size axis {ax} has no maximum or minimum"))
                     .label(a.range, ty.to_string()));
@@ -496,6 +514,7 @@ impl Builder<'_> {
             Reduction::Sum | Reduction::Mean => ReduceOp::Sum,
             Reduction::Max => ReduceOp::Max,
             Reduction::Min => ReduceOp::Min,
+            Reduction::Prod => ReduceOp::Prod,
         };
         let mut out = id;
         if !axes.is_empty() {
@@ -525,11 +544,16 @@ impl Builder<'_> {
             return Err(Diagnostic::error(Code::UnsupportedArgument, format!("`{fname}` does not take `out` in a spec"))
                 .label(out.range, "arrays are immutable in a spec; use the returned value"));
         }
+        let mut a = a;
         if let Some(d) = get("dtype").filter(|d| d.value != Value::None) {
-            if !self.dtype_value(&d)?.is_float() {
+            let dtype = self.dtype_value(&d)?;
+            if !dtype.is_float() {
                 return Err(Diagnostic::error(Code::UnsupportedDtype, format!("`{fname}` with an integer or boolean dtype is not supported"))
                     .label(d.range, "use a float dtype or leave it out"));
             }
+            // numpy accumulates in `dtype`, and the result has it.
+            let id = self.tensor(&a, None)?;
+            a = Arg { value: Value::Tensor(self.cast(id, dtype, call)?), range: a.range };
         }
         let (axis, keepdims) = (get("axis"), get("keepdims"));
         match name {
@@ -1121,7 +1145,7 @@ fn index_fits(fname: &str, extent: usize, a: &Arg, ty: &ollie_graph::TensorType)
 
 fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
     let rest: &[&str] = match name {
-        "sum" | "mean" => &["axis", "dtype", "out", "keepdims"],
+        "sum" | "prod" | "mean" => &["axis", "dtype", "out", "keepdims"],
         "var" | "std" => &["axis", "dtype", "out", "ddof", "keepdims"],
         _ => &["axis", "out", "keepdims"],
     };
@@ -1131,6 +1155,7 @@ fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
 fn reduction(name: &str) -> Reduction {
     match name {
         "sum" => Reduction::Sum,
+        "prod" => Reduction::Prod,
         "max" | "amax" => Reduction::Max,
         "min" | "amin" => Reduction::Min,
         _ => Reduction::Mean,

@@ -72,6 +72,9 @@ impl Builder<'_> {
             Operator::FloorDiv | Operator::Mod if self.is_integer(&left.value) && self.is_integer(&right.value) => {
                 if op == Operator::FloorDiv { BinaryOp::FloorDiv } else { BinaryOp::Mod }
             }
+            Operator::FloorDiv | Operator::Mod if !self.is_bool(&left.value) && !self.is_bool(&right.value) => {
+                return self.float_divmod(op, left, right, range);
+            }
             Operator::BitAnd | Operator::BitOr => {
                 for a in [&left, &right] {
                     if !self.is_bool(&a.value) {
@@ -85,7 +88,7 @@ impl Builder<'_> {
             _ => {
                 return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("the operator `{}` is not supported on arrays", op.as_str()))
                     .label(range, "not supported")
-                    .help("arrays support + - * / ** @ and comparisons, // and % on integer arrays, & | ~ on boolean masks"))
+                    .help("arrays support + - * / // % ** @ and comparisons, & | ~ on boolean masks"))
             }
         };
         if matches!(bin, BinaryOp::Add | BinaryOp::Sub) && self.is_bool(&left.value) && self.is_bool(&right.value) {
@@ -164,6 +167,9 @@ impl Builder<'_> {
     }
 
     pub fn compare(&mut self, op: ast::CmpOp, left: Arg, right: Arg, range: TextRange) -> Result<Value> {
+        if let (ast::CmpOp::Is | ast::CmpOp::IsNot, Some(v)) = (op, crate::control::identity(op, &left.value, &right.value)) {
+            return Ok(v);
+        }
         let cmp = match op {
             ast::CmpOp::Lt => CmpOp::Lt,
             ast::CmpOp::LtE => CmpOp::Le,
@@ -195,6 +201,7 @@ impl Builder<'_> {
         }
         match object.value {
             Value::Math => crate::math::attribute(name, name_range, range),
+            Value::TypeInfo(dtype) => type_info(dtype, name, name_range),
             Value::Scipy => match name {
                 "special" => Ok(Value::ScipySpecial),
                 _ => Err(Diagnostic::error(Code::UnsupportedImport, format!("`scipy.{name}` is not supported"))
@@ -226,8 +233,7 @@ impl Builder<'_> {
                 "uint8" => Value::DType(DType::U8),
                 "bool_" => Value::DType(DType::Bool),
                 _ if crate::numpy::FUNCTIONS.contains(&name) => {
-                    return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`np.{name}` is used as a value"))
-                        .label(range, "call it instead: functions are not values in a spec"))
+                    Value::NumpyFunction(crate::numpy::FUNCTIONS.iter().find(|f| **f == name).expect("contained"))
                 }
                 _ => {
                     return Err(Diagnostic::error(Code::UnsupportedCall, format!("`np.{name}` is not supported"))
@@ -526,6 +532,46 @@ impl PySlice {
         };
         Ok(if len == 0 { SliceAxis { start: 0, step: 1, len: 0 } } else { SliceAxis { start: start as usize, step, len: len as usize } })
     }
+}
+
+/// An attribute of `np.finfo(dtype)` / `np.iinfo(dtype)`.
+fn type_info(dtype: DType, name: &str, name_range: TextRange) -> Result<Value> {
+    // (mantissa bits after the point, smallest normal exponent, largest finite, decimal resolution)
+    let float = |d: DType| match d {
+        DType::F16 => Some((10, -14, 65504.0, 1e-3)),
+        DType::BF16 => Some((7, -126, 3.3895313892515355e38, 1e-2)),
+        DType::F32 => Some((23, -126, f64::from(f32::MAX), 1e-6)),
+        DType::F64 => Some((52, -1022, f64::MAX, 1e-15)),
+        _ => None,
+    };
+    let bits = Value::Int(8 * dtype.size() as i64);
+    let v = match (float(dtype), name) {
+        (_, "bits") => bits,
+        (_, "dtype") => Value::DType(dtype),
+        (Some((m, _, _, _)), "eps") => Value::Float(2f64.powi(-m)),
+        (Some((m, _, _, _)), "epsneg") => Value::Float(2f64.powi(-m - 1)),
+        (Some((_, _, max, _)), "max") => Value::Float(max),
+        (Some((_, _, max, _)), "min") => Value::Float(-max),
+        (Some((_, e, _, _)), "tiny" | "smallest_normal") => Value::Float(2f64.powi(e)),
+        (Some((m, e, _, _)), "smallest_subnormal") => Value::Float(2f64.powi(e - m)),
+        (Some((_, _, _, r)), "resolution") => Value::Float(r),
+        (None, "max" | "min") => {
+            let (lo, hi): (i64, i64) = match dtype {
+                DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+                DType::U8 => (0, u8::MAX.into()),
+                DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+                _ => (i64::MIN, i64::MAX),
+            };
+            Value::Int(if name == "max" { hi } else { lo })
+        }
+        _ => {
+            let which = if dtype.is_float() { "finfo: eps, epsneg, max, min, tiny, smallest_normal, smallest_subnormal, resolution, bits, dtype" } else { "iinfo: max, min, bits, dtype" };
+            return Err(Diagnostic::error(Code::UnsupportedSyntax, format!("`.{name}` of the {dtype} type's limits is not supported"))
+                .label(name_range, "not supported")
+                .help(format!("supported attributes of {which}")));
+        }
+    };
+    Ok(v)
 }
 
 fn fold_compare(op: CmpOp, a: f64, b: f64) -> bool {

@@ -28,6 +28,14 @@ pub enum Value {
     ScipySpecial,
     /// A function of `scipy.special` (`from scipy.special import softmax`).
     Special(&'static str),
+    /// A numpy function used as a value (`act = np.tanh`, `np.maximum.reduce`).
+    NumpyFunction(&'static str),
+    /// A function of the spec's module used as a value.
+    Function(String),
+    /// `np.finfo(dtype)` or `np.iinfo(dtype)`: the dtype's limits as attributes.
+    TypeInfo(DType),
+    /// A lambda: where it is written, and the closure of names it sees.
+    Lambda { at: ruff_text_size::TextRange, env: usize },
 }
 
 impl Value {
@@ -43,8 +51,9 @@ impl Value {
             Value::None => "None",
             Value::Ellipsis => "Ellipsis",
             Value::DType(_) => "dtype",
+            Value::TypeInfo(_) => "type-info object",
             Value::Numpy | Value::Math | Value::MlDtypes | Value::Scipy | Value::ScipySpecial => "module",
-            Value::Special(_) => "function",
+            Value::Special(_) | Value::NumpyFunction(_) | Value::Function(_) | Value::Lambda { .. } => "function",
         }
     }
 

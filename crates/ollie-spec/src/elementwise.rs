@@ -1,0 +1,268 @@
+//! numpy's elementwise functions that the graph composes from its own operations: the
+//! hyperbolic functions and their inverses, `tan`, `trunc`/`fix`, and floor division and
+//! remainder of floats (`//`, `%`, `np.fmod`). Each is written in the form that stays
+//! accurate in float32 (`sinh` by `expm1` near 0, `cosh` by `exp(|x| − ln 2)` so it overflows
+//! where numpy's does), so that the bound the graph derives for it is close to numpy's own
+//! accuracy, and keeps numpy's special values.
+
+use ollie_graph::{BinaryOp, UnaryOp};
+use ruff_python_ast::{CmpOp, Operator};
+use ruff_text_size::TextRange;
+
+use crate::builder::{Arg, Builder, CallArgs, Result};
+use crate::numpy::required;
+use crate::value::Value;
+
+/// The functions this module provides, as `np.NAME`.
+pub const FUNCTIONS: &[&str] = &["arccosh", "arcsinh", "arctanh", "cosh", "fix", "fmod", "sinh", "tan", "trunc"];
+
+const LN_2: f64 = std::f64::consts::LN_2;
+
+impl Builder<'_> {
+    /// `np.NAME(args)` for a function of [`FUNCTIONS`].
+    pub fn elementwise_call(&mut self, name: &str, args: CallArgs) -> Result<Value> {
+        let call = args.range;
+        let fname = format!("np.{name}");
+        if name == "fmod" {
+            let mut b = args.bind(&fname, None, &["x1", "x2"])?.into_iter();
+            let (a, d) = (required(b.next().unwrap(), &fname, "x1", call)?, required(b.next().unwrap(), &fname, "x2", call)?);
+            return self.fmod(a, d, call);
+        }
+        let x = required(args.bind(&fname, None, &["x"])?.into_iter().next().unwrap(), &fname, "x", call)?;
+        if let Some(f) = x.value.number() {
+            return Ok(Value::Float(fold(name, f)));
+        }
+        let mut e = Expr { b: self, range: call };
+        let x = e.float(x)?;
+        let v = match name {
+            // Near 0 by `expm1` (no cancellation); beyond 1 by `exp(±x − ln 2)`, which is finite
+            // wherever numpy's sinh is.
+            "sinh" => {
+                let near = {
+                    let up = e.unary(UnaryOp::Expm1, &x)?;
+                    let nx = e.unary(UnaryOp::Neg, &x)?;
+                    let down = e.unary(UnaryOp::Expm1, &nx)?;
+                    let d = e.bin(BinaryOp::Sub, &up, &down)?;
+                    e.bin(BinaryOp::Mul, &d, &e.num(0.5))?
+                };
+                let far = e.exp_halves(&x, BinaryOp::Sub)?;
+                let ax = e.unary(UnaryOp::Abs, &x)?;
+                let small = e.cmp(CmpOp::Lt, &ax, &e.num(1.0))?;
+                e.select(&small, &near, &far)?.value
+            }
+            "cosh" => e.exp_halves(&x, BinaryOp::Add)?.value,
+            "tan" => {
+                let s = e.unary(UnaryOp::Sin, &x)?;
+                let c = e.unary(UnaryOp::Cos, &x)?;
+                e.bin(BinaryOp::Div, &s, &c)?.value
+            }
+            // sign(x)·log1p(|x| + x²/(1 + √(1 + x²))); past 2^60 (where x² would overflow in
+            // float32) sign(x)·(ln|x| + ln 2).
+            "arcsinh" => {
+                let ax = e.unary(UnaryOp::Abs, &x)?;
+                let sq = e.bin(BinaryOp::Mul, &ax, &ax)?;
+                let r = e.bin(BinaryOp::Add, &sq, &e.num(1.0))?;
+                let r = e.unary(UnaryOp::Sqrt, &r)?;
+                let r = e.bin(BinaryOp::Add, &r, &e.num(1.0))?;
+                let t = e.bin(BinaryOp::Div, &sq, &r)?;
+                let t = e.bin(BinaryOp::Add, &ax, &t)?;
+                let near = e.unary(UnaryOp::Log1p, &t)?;
+                let far = e.log_twice(&ax)?;
+                let big = e.cmp(CmpOp::Gt, &ax, &e.num(2f64.powi(60)))?;
+                let m = e.select(&big, &far, &near)?;
+                // The sign as numpy's: −0 stays −0, NaN stays NaN.
+                let neg = e.cmp(CmpOp::Lt, &x, &e.num(0.0))?;
+                let minus = e.unary(UnaryOp::Neg, &m)?;
+                e.select(&neg, &minus, &m)?.value
+            }
+            // log1p(t + √(2t + t²)) with t = x − 1; past 2^60 ln x + ln 2; NaN below 1.
+            "arccosh" => {
+                let t = e.bin(BinaryOp::Sub, &x, &e.num(1.0))?;
+                let tt = e.bin(BinaryOp::Mul, &t, &t)?;
+                let t2 = e.bin(BinaryOp::Mul, &t, &e.num(2.0))?;
+                let r = e.bin(BinaryOp::Add, &t2, &tt)?;
+                let r = e.unary(UnaryOp::Sqrt, &r)?;
+                let s = e.bin(BinaryOp::Add, &t, &r)?;
+                let near = e.unary(UnaryOp::Log1p, &s)?;
+                let far = e.log_twice(&x)?;
+                let big = e.cmp(CmpOp::Gt, &x, &e.num(2f64.powi(60)))?;
+                e.select(&big, &far, &near)?.value
+            }
+            // ½·log1p(2x / (1 − x)): ±inf at ±1, NaN beyond.
+            "arctanh" => {
+                let d = e.bin(BinaryOp::Sub, &e.num(1.0), &x)?;
+                let n = e.bin(BinaryOp::Mul, &x, &e.num(2.0))?;
+                let q = e.bin(BinaryOp::Div, &n, &d)?;
+                let l = e.unary(UnaryOp::Log1p, &q)?;
+                e.bin(BinaryOp::Mul, &l, &e.num(0.5))?.value
+            }
+            "trunc" | "fix" => e.trunc(&x)?.value,
+            _ => unreachable!("`{name}` is in FUNCTIONS"),
+        };
+        Ok(v)
+    }
+
+    /// Floor division and remainder of floats, as numpy's `npy_divmod`: `a // b` is
+    /// ⌊a / b⌋ (±inf for a zero divisor, NaN for 0 // 0), `a % b` is `a − b·⌊a / b⌋` (the
+    /// divisor's sign; NaN for a zero divisor). Where the divisor is infinite and the dividend
+    /// finite, numpy's quotient is 0 (−1 when their signs differ) and its remainder the dividend
+    /// (the divisor when their signs differ).
+    pub(crate) fn float_divmod(&mut self, op: Operator, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        let divisor_may_be_infinite = b.value.number().is_none_or(f64::is_infinite);
+        let mut e = Expr { b: self, range };
+        let (a, b) = (e.float(a)?, e.float(b)?);
+        let q = e.bin(BinaryOp::Div, &a, &b)?;
+        let q = e.unary(UnaryOp::Floor, &q)?;
+        let general = if op == Operator::FloorDiv {
+            q
+        } else {
+            let bq = e.bin(BinaryOp::Mul, &b, &q)?;
+            e.bin(BinaryOp::Sub, &a, &bq)?
+        };
+        if !divisor_may_be_infinite {
+            return Ok(general.value);
+        }
+        let ab = e.bin(BinaryOp::Mul, &a, &b)?;
+        let opposite = e.cmp(CmpOp::Lt, &ab, &e.num(0.0))?;
+        let special = if op == Operator::FloorDiv { e.select(&opposite, &e.num(-1.0), &e.num(0.0))? } else { e.select(&opposite, &b, &a)? };
+        let when = e.infinite_divisor(&a, &b)?;
+        Ok(e.select(&when, &special, &general)?.value)
+    }
+
+    /// numpy's `fmod`: the remainder with the dividend's sign, `a − b·trunc(a / b)` for floats
+    /// (the dividend itself where the divisor is infinite and it is finite), C's `%` for
+    /// integers (0 for a zero divisor, as numpy gives).
+    fn fmod(&mut self, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        if self.integral(&a.value) && self.integral(&b.value) {
+            // Python's remainder has the divisor's sign; moved to the dividend's where they differ.
+            let r = self.binop(Operator::Mod, a.clone(), b.clone(), range)?;
+            let r = Arg { value: r, range };
+            let zero = Arg { value: Value::Int(0), range };
+            let nonzero = self.compare(CmpOp::NotEq, r.clone(), zero.clone(), range)?;
+            let r_neg = self.compare(CmpOp::Lt, r.clone(), zero.clone(), range)?;
+            let a_neg = self.compare(CmpOp::Lt, a, zero, range)?;
+            let differ = self.compare(CmpOp::NotEq, Arg { value: r_neg, range }, Arg { value: a_neg, range }, range)?;
+            let fix = self.elementwise(BinaryOp::Min, Arg { value: nonzero, range }, Arg { value: differ, range }, range)?;
+            let moved = self.binop(Operator::Sub, r.clone(), b, range)?;
+            return self.select_values(Arg { value: fix, range }, Arg { value: moved, range }, r, range);
+        }
+        let mut e = Expr { b: self, range };
+        let (a, b) = (e.float(a)?, e.float(b)?);
+        let q = e.bin(BinaryOp::Div, &a, &b)?;
+        let q = e.trunc(&q)?;
+        let bq = e.bin(BinaryOp::Mul, &b, &q)?;
+        let general = e.bin(BinaryOp::Sub, &a, &bq)?;
+        let when = e.infinite_divisor(&a, &b)?;
+        Ok(e.select(&when, &a, &general)?.value)
+    }
+
+    /// Whether `v` is an integer (or boolean) array or number.
+    fn integral(&self, v: &Value) -> bool {
+        match v {
+            Value::Tensor(id) => !self.ty(*id).dtype.is_float(),
+            Value::Int(_) | Value::Bool(_) => true,
+            _ => false,
+        }
+    }
+
+    /// `np.where(c, a, b)` on values.
+    pub(crate) fn select_values(&mut self, c: Arg, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        let ids = self.broadcast_all(&[c, a, b], range)?;
+        Ok(Value::Tensor(self.push(ollie_graph::Op::Select, ids, range)?))
+    }
+}
+
+/// A function of [`FUNCTIONS`] on a number known before the kernel runs.
+fn fold(name: &str, x: f64) -> f64 {
+    match name {
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
+        "tan" => x.tan(),
+        "arcsinh" => x.asinh(),
+        "arccosh" => x.acosh(),
+        "arctanh" => x.atanh(),
+        _ => x.trunc(),
+    }
+}
+
+/// A small expression writer over the builder: every step an [`Arg`] at the call's range.
+struct Expr<'b, 'a> {
+    b: &'b mut Builder<'a>,
+    range: TextRange,
+}
+
+impl Expr<'_, '_> {
+    fn arg(&self, value: Value) -> Arg {
+        Arg { value, range: self.range }
+    }
+
+    fn num(&self, x: f64) -> Arg {
+        self.arg(Value::Float(x))
+    }
+
+    /// The operand with integer arrays made float64, as numpy's float functions make them
+    /// (numbers stay numbers: numpy's weak scalars take the array's dtype).
+    fn float(&mut self, x: Arg) -> Result<Arg> {
+        match x.value {
+            Value::Tensor(id) if !self.b.ty(id).dtype.is_float() => {
+                let id = self.b.cast(id, ollie_graph::DType::F64, self.range)?;
+                Ok(self.arg(Value::Tensor(id)))
+            }
+            _ => Ok(x),
+        }
+    }
+
+    fn cmp(&mut self, op: CmpOp, x: &Arg, y: &Arg) -> Result<Arg> {
+        let v = self.b.compare(op, x.clone(), y.clone(), self.range)?;
+        Ok(self.arg(v))
+    }
+
+    fn select(&mut self, c: &Arg, x: &Arg, y: &Arg) -> Result<Arg> {
+        let v = self.b.select_values(c.clone(), x.clone(), y.clone(), self.range)?;
+        Ok(self.arg(v))
+    }
+
+    fn unary(&mut self, op: UnaryOp, x: &Arg) -> Result<Arg> {
+        let v = self.b.unary(op, x.clone(), self.range)?;
+        Ok(self.arg(v))
+    }
+
+    fn bin(&mut self, op: BinaryOp, x: &Arg, y: &Arg) -> Result<Arg> {
+        let v = self.b.elementwise(op, x.clone(), y.clone(), self.range)?;
+        Ok(self.arg(v))
+    }
+
+    /// `exp(x − ln 2) ± exp(−x − ln 2)`: `(eˣ ± e⁻ˣ)/2` without overflowing before the result.
+    fn exp_halves(&mut self, x: &Arg, op: BinaryOp) -> Result<Arg> {
+        let a = self.bin(BinaryOp::Sub, x, &self.num(LN_2))?;
+        let a = self.unary(UnaryOp::Exp, &a)?;
+        let nx = self.unary(UnaryOp::Neg, x)?;
+        let c = self.bin(BinaryOp::Sub, &nx, &self.num(LN_2))?;
+        let c = self.unary(UnaryOp::Exp, &c)?;
+        self.bin(op, &a, &c)
+    }
+
+    /// `ln x + ln 2`: `ln 2x` for an `x` whose double would overflow.
+    fn log_twice(&mut self, x: &Arg) -> Result<Arg> {
+        let l = self.unary(UnaryOp::Log, x)?;
+        self.bin(BinaryOp::Add, &l, &self.num(LN_2))
+    }
+
+    /// Toward zero: `ceil` below 0, `floor` elsewhere.
+    fn trunc(&mut self, x: &Arg) -> Result<Arg> {
+        let neg = self.cmp(CmpOp::Lt, x, &self.num(0.0))?;
+        let up = self.unary(UnaryOp::Ceil, x)?;
+        let down = self.unary(UnaryOp::Floor, x)?;
+        self.select(&neg, &up, &down)
+    }
+
+    /// Where the divisor is infinite and the dividend finite.
+    fn infinite_divisor(&mut self, a: &Arg, b: &Arg) -> Result<Arg> {
+        let inf = self.num(f64::INFINITY);
+        let ab = self.unary(UnaryOp::Abs, b)?;
+        let b_inf = self.cmp(CmpOp::Eq, &ab, &inf)?;
+        let aa = self.unary(UnaryOp::Abs, a)?;
+        let a_fin = self.cmp(CmpOp::Lt, &aa, &inf)?;
+        self.bin(BinaryOp::Min, &b_inf, &a_fin)
+    }
+}

@@ -1,5 +1,0 @@
-import numpy as np
-
-
-def f(x: "f32[4]"):
-    return x // 2
