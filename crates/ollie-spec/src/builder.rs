@@ -607,6 +607,18 @@ impl<'a> Builder<'a> {
                     },
                     v => v.number(),
                 };
+                if let Value::Tensor(id) = a.value {
+                    // A one-element array converts, as numpy's `__float__` does; the value is
+                    // known only when the kernel runs, so it stays an array of that dtype.
+                    if self.ty(id).num_elements() != 1 {
+                        return Err(Diagnostic::error(Code::BadValue, format!("`{name}()` of an array of {} elements", self.ty(id).num_elements()))
+                            .label(a.range, "numpy converts only one-element arrays")
+                            .help("for arrays use `.astype(...)`"));
+                    }
+                    let scalar = self.reshape_to(id, &[], range)?;
+                    let dtype = if name == "float" { DType::F64 } else { DType::I64 };
+                    return Ok(Some(Value::Tensor(self.cast(scalar, dtype, range)?)));
+                }
                 match (name, parsed) {
                     ("float", Some(x)) => Value::Float(x),
                     ("int", Some(x)) => Value::Int(x.trunc() as i64),

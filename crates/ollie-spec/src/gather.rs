@@ -3,10 +3,11 @@
 //!
 //! A gather is built where the array it reads is a parameter: one of a view or an elementwise
 //! operation is moved through it (`np.take(x * 2, i)` is `np.take(x, i) * 2`), an axis a
-//! broadcast repeats needs no index, and one that `np.arange` indexes is read along. What stays
+//! broadcast repeats needs no index, one that `np.arange` indexes is read along, and an
+//! `np.arange` or `np.eye` indexed is the index itself (`np.eye(C)[labels]` is one-hot). What stays
 //! is a diagnostic: a gather from a reduction's or a product's result.
 
-use ollie_graph::{GatherAxis, NodeId, Op, SliceAxis, UnaryOp};
+use ollie_graph::{BinaryOp, CmpOp, DType, GatherAxis, NodeId, Op, SliceAxis, UnaryOp};
 use ruff_text_size::TextRange;
 
 use crate::builder::{Arg, Builder, CallArgs, Result};
@@ -332,6 +333,34 @@ impl Builder<'_> {
                     });
                 }
                 return self.gather(node.args[0], shape, inner, indices, range);
+            }
+            // `np.eye(n)[ids]`, `np.arange(n)[ids]`: an iota read at an index is the index.
+            Op::Iota { axis: counted, dtype, .. } => {
+                let at = match from[counted] {
+                    GatherAxis::Along { axis, start, step } => {
+                        let start = self.full(&shape, start as f64, DType::I64, range)?;
+                        if step == 0 {
+                            start
+                        } else {
+                            let i = self.push(Op::Iota { shape: shape.clone(), axis, dtype: DType::I64 }, vec![], range)?;
+                            let step = self.full(&shape, step as f64, DType::I64, range)?;
+                            let i = self.push(Op::Binary(BinaryOp::Mul), vec![i, step], range)?;
+                            self.push(Op::Binary(BinaryOp::Add), vec![i, start], range)?
+                        }
+                    }
+                    GatherAxis::Index => {
+                        // A negative index counts from the end, as the gather reads it.
+                        let k = from[..counted].iter().filter(|a| **a == GatherAxis::Index).count();
+                        let index = indices[k];
+                        let index = if self.ty(index).dtype == DType::I64 { index } else { self.push(Op::Cast { dtype: DType::I64 }, vec![index], range)? };
+                        let zero = self.full(&shape, 0.0, DType::I64, range)?;
+                        let negative = self.push(Op::Compare(CmpOp::Lt), vec![index, zero], range)?;
+                        let n = self.full(&shape, extents[counted] as f64, DType::I64, range)?;
+                        let wrapped = self.push(Op::Binary(BinaryOp::Add), vec![index, n], range)?;
+                        self.push(Op::Select, vec![negative, wrapped, index], range)?
+                    }
+                };
+                return if dtype == DType::I64 { Ok(at) } else { self.push(Op::Cast { dtype }, vec![at], range) };
             }
             Op::Reshape { .. } if is_unit(&self.ty(node.args[0]).shape, &self.ty(source).shape) => {
                 // Axes of size 1 come and go: the others match in order.

@@ -141,13 +141,20 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
                     .help("write `import numpy as np` and call `np.NAME(...)`"))
             }
             Stmt::Expr(e) if i == 0 && matches!(*e.value, Expr::StringLiteral(_)) => {}
-            Stmt::Assign(a) => {
-                let [Expr::Name(target)] = a.targets.as_slice() else {
-                    return Err(Diagnostic::error(Code::UnsupportedStatement, "module-level assignments define one constant each")
-                        .label(stmt.range(), "write `NAME = VALUE`"));
-                };
-                define_constant(builder, target, &a.value, options, &mut seen_dims)?;
-            }
+            Stmt::Assign(a) => match (a.targets.as_slice(), &*a.value) {
+                ([Expr::Name(target)], value) => define_constant(builder, target, value, options, &mut seen_dims)?,
+                // `B, T, C = 2, 16, 32`: one constant per name.
+                ([Expr::Tuple(names)], Expr::Tuple(values)) if names.elts.len() == values.elts.len() && names.elts.iter().all(Expr::is_name_expr) => {
+                    for (name, value) in names.elts.iter().zip(&values.elts) {
+                        let Expr::Name(target) = name else { unreachable!("checked") };
+                        define_constant(builder, target, value, options, &mut seen_dims)?;
+                    }
+                }
+                _ => {
+                    return Err(Diagnostic::error(Code::UnsupportedStatement, "module-level assignments define constants by name")
+                        .label(stmt.range(), "write `NAME = VALUE` or `A, B = 1, 2`"))
+                }
+            },
             Stmt::AnnAssign(ast::StmtAnnAssign { target, value: Some(value), .. }) => {
                 let Expr::Name(target) = &**target else {
                     return Err(Diagnostic::error(Code::UnsupportedStatement, "module-level assignments define one constant each")
