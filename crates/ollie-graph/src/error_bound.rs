@@ -152,6 +152,7 @@ fn unary_allowance(u: UnaryOp) -> f64 {
         UnaryOp::Tanh => 10.0,
         UnaryOp::Sin | UnaryOp::Cos => 8.0,
         UnaryOp::Erf => 32.0,
+        UnaryOp::Atan => 10.0,
     }
 }
 
@@ -301,6 +302,7 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
             // |sin(a + e) − sin(a)| ≤ |e|, and so for cos.
             UnaryOp::Sin | UnaryOp::Cos => ea,
             UnaryOp::Erf => std::f64::consts::FRAC_2_SQRT_PI * (-a * a).exp() * ea,
+            UnaryOp::Atan => ea / (1.0 + a * a),
             // Flat but for its steps, where the bound is the jump (`steps_reached`).
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => 0.0,
         }),

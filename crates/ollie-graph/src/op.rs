@@ -24,6 +24,8 @@ pub enum UnaryOp {
     Round,
     /// The error function (`scipy.special.erf`).
     Erf,
+    /// The arc tangent (`np.arctan`; `arcsin`, `arccos` and `arctan2` are written with it).
+    Atan,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -245,7 +247,7 @@ impl Ord for Op {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 14] = [
+    pub const ALL: [UnaryOp; 15] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -260,6 +262,7 @@ impl UnaryOp {
         UnaryOp::Ceil,
         UnaryOp::Round,
         UnaryOp::Erf,
+        UnaryOp::Atan,
     ];
 
     /// The function on one float64, as the reference computes it.
@@ -279,6 +282,7 @@ impl UnaryOp {
             UnaryOp::Ceil => x.ceil(),
             UnaryOp::Round => x.round_ties_even(),
             UnaryOp::Erf => libm::erf(x),
+            UnaryOp::Atan => x.atan(),
         }
     }
 
@@ -298,6 +302,7 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "rint",
             UnaryOp::Erf => "erf",
+            UnaryOp::Atan => "atan",
         }
     }
 }

@@ -886,7 +886,7 @@ fn transpose_helper(w: u32) -> String {
 fn invariant_math(e: &Expr) -> Option<bool> {
     match e {
         Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) | Expr::Gather { .. } => Some(false),
-        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt | UnaryOp::Erf, a) => invariant_math(a).map(|_| true),
+        Expr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Sqrt | UnaryOp::Erf | UnaryOp::Atan, a) => invariant_math(a).map(|_| true),
         Expr::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round, a) => invariant_math(a),
         Expr::Binary(BinaryOp::Pow, a, b) if matches!(**b, Expr::Const(n) if n.fract() == 0.0 && (2.0..=4.0).contains(&n)) => invariant_math(a),
         Expr::Binary(op, a, b) if arithmetic(*op).is_some() || matches!(op, BinaryOp::Max | BinaryOp::Min) => Some(invariant_math(a)? | invariant_math(b)?),

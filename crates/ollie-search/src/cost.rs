@@ -132,7 +132,7 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
         Expr::Const(_) | Expr::Index(_) => {}
         Expr::Unary(op, a) => {
             match op {
-                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf => {
+                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Atan => {
                     c.transcendental += n
                 }
                 UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => c.arithmetic += n,

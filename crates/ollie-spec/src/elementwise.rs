@@ -1,6 +1,7 @@
 //! numpy's elementwise functions that the graph composes from its own operations: the
-//! hyperbolic functions and their inverses, `tan`, `trunc`/`fix`, and floor division and
-//! remainder of floats (`//`, `%`, `np.fmod`). Each is written in the form that stays
+//! hyperbolic functions and their inverses, `tan`, `arcsin`/`arccos`/`arctan2` (by `atan`),
+//! `degrees`/`radians`, `trunc`/`fix`, and floor division and remainder of floats (`//`, `%`,
+//! `np.fmod`). Each is written in the form that stays
 //! accurate in float32 (`sinh` by `expm1` near 0, `cosh` by `exp(|x| − ln 2)` so it overflows
 //! where numpy's does), so that the bound the graph derives for it is close to numpy's own
 //! accuracy, and keeps numpy's special values.
@@ -14,7 +15,8 @@ use crate::numpy::required;
 use crate::value::Value;
 
 /// The functions this module provides, as `np.NAME`.
-pub const FUNCTIONS: &[&str] = &["arccosh", "arcsinh", "arctanh", "cosh", "fix", "fmod", "sinh", "tan", "trunc"];
+pub const FUNCTIONS: &[&str] =
+    &["arccos", "arccosh", "arcsin", "arcsinh", "arctan2", "arctanh", "cosh", "deg2rad", "degrees", "fix", "fmod", "rad2deg", "radians", "sinh", "tan", "trunc"];
 
 const LN_2: f64 = std::f64::consts::LN_2;
 
@@ -23,9 +25,12 @@ impl Builder<'_> {
     pub fn elementwise_call(&mut self, name: &str, args: CallArgs) -> Result<Value> {
         let call = args.range;
         let fname = format!("np.{name}");
-        if name == "fmod" {
+        if name == "fmod" || name == "arctan2" {
             let mut b = args.bind(&fname, None, &["x1", "x2"])?.into_iter();
             let (a, d) = (required(b.next().unwrap(), &fname, "x1", call)?, required(b.next().unwrap(), &fname, "x2", call)?);
+            if name == "arctan2" {
+                return self.arctan2(a, d, call);
+            }
             return self.fmod(a, d, call);
         }
         let x = required(args.bind(&fname, None, &["x"])?.into_iter().next().unwrap(), &fname, "x", call)?;
@@ -97,6 +102,23 @@ impl Builder<'_> {
                 e.bin(BinaryOp::Mul, &l, &e.num(0.5))?.value
             }
             "trunc" | "fix" => e.trunc(&x)?.value,
+            // atan(x / √((1 − x)(1 + x))): 1 ∓ x is exact near ±1, where 1 − x² is not.
+            "arcsin" => {
+                let r = e.one_minus_square(&x)?;
+                let q = e.bin(BinaryOp::Div, &x, &r)?;
+                e.unary(UnaryOp::Atan, &q)?.value
+            }
+            // 2·atan(√((1 − x)/(1 + x))): π at −1, 0 at 1, NaN beyond.
+            "arccos" => {
+                let d = e.bin(BinaryOp::Sub, &e.num(1.0), &x)?;
+                let s = e.bin(BinaryOp::Add, &e.num(1.0), &x)?;
+                let q = e.bin(BinaryOp::Div, &d, &s)?;
+                let q = e.unary(UnaryOp::Sqrt, &q)?;
+                let t = e.unary(UnaryOp::Atan, &q)?;
+                e.bin(BinaryOp::Mul, &t, &e.num(2.0))?.value
+            }
+            "degrees" | "rad2deg" => e.bin(BinaryOp::Mul, &x, &e.num(180.0 / std::f64::consts::PI))?.value,
+            "radians" | "deg2rad" => e.bin(BinaryOp::Mul, &x, &e.num(std::f64::consts::PI / 180.0))?.value,
             _ => unreachable!("`{name}` is in FUNCTIONS"),
         };
         Ok(v)
@@ -124,7 +146,12 @@ impl Builder<'_> {
         }
         let ab = e.bin(BinaryOp::Mul, &a, &b)?;
         let opposite = e.cmp(CmpOp::Lt, &ab, &e.num(0.0))?;
-        let special = if op == Operator::FloorDiv { e.select(&opposite, &e.num(-1.0), &e.num(0.0))? } else { e.select(&opposite, &b, &a)? };
+        let special = if op == Operator::FloorDiv {
+            let (minus_one, zero) = (e.like(-1.0, &general)?, e.like(0.0, &general)?);
+            e.select(&opposite, &minus_one, &zero)?
+        } else {
+            e.select(&opposite, &b, &a)?
+        };
         let when = e.infinite_divisor(&a, &b)?;
         Ok(e.select(&when, &special, &general)?.value)
     }
@@ -156,6 +183,32 @@ impl Builder<'_> {
         Ok(e.select(&when, &a, &general)?.value)
     }
 
+    /// numpy's `arctan2(y, x)`: `atan(y / x)`, moved by ±π where `x < 0` (to the side of `y`'s
+    /// sign), and 0 where both are 0. numpy tells the signed zeros apart (`arctan2(0, -0.0)` is
+    /// π, `arctan2(-0.0, -1)` is −π) and gives ±π/4, ±3π/4 for two infinities; here those are
+    /// 0, π and NaN.
+    fn arctan2(&mut self, y: Arg, x: Arg, range: TextRange) -> Result<Value> {
+        use std::f64::consts::PI;
+        if let (Some(a), Some(b)) = (y.value.number(), x.value.number()) {
+            return Ok(Value::Float(a.atan2(b)));
+        }
+        let mut e = Expr { b: self, range };
+        let (y, x) = (e.float(y)?, e.float(x)?);
+        let q = e.bin(BinaryOp::Div, &y, &x)?;
+        let t = e.unary(UnaryOp::Atan, &q)?;
+        let upper = e.cmp(CmpOp::GtE, &y, &e.num(0.0))?;
+        let (pi, minus_pi) = (e.like(PI, &t)?, e.like(-PI, &t)?);
+        let turn = e.select(&upper, &pi, &minus_pi)?;
+        let turned = e.bin(BinaryOp::Add, &t, &turn)?;
+        let left = e.cmp(CmpOp::Lt, &x, &e.num(0.0))?;
+        let angle = e.select(&left, &turned, &t)?;
+        let y0 = e.cmp(CmpOp::Eq, &y, &e.num(0.0))?;
+        let x0 = e.cmp(CmpOp::Eq, &x, &e.num(0.0))?;
+        let origin = e.bin(BinaryOp::Min, &y0, &x0)?;
+        let zero = e.like(0.0, &angle)?;
+        Ok(e.select(&origin, &zero, &angle)?.value)
+    }
+
     /// Whether `v` is an integer (or boolean) array or number.
     fn integral(&self, v: &Value) -> bool {
         match v {
@@ -181,6 +234,10 @@ fn fold(name: &str, x: f64) -> f64 {
         "arcsinh" => x.asinh(),
         "arccosh" => x.acosh(),
         "arctanh" => x.atanh(),
+        "arcsin" => x.asin(),
+        "arccos" => x.acos(),
+        "degrees" | "rad2deg" => x.to_degrees(),
+        "radians" | "deg2rad" => x.to_radians(),
         _ => x.trunc(),
     }
 }
@@ -212,6 +269,17 @@ impl Expr<'_, '_> {
         }
     }
 
+    /// The number `x` as a constant of `like`'s dtype (a `where` between two numbers would be
+    /// float64, as numpy's is).
+    fn like(&mut self, x: f64, like: &Arg) -> Result<Arg> {
+        let dtype = match like.value {
+            Value::Tensor(id) => Some(self.b.ty(id).dtype),
+            _ => None,
+        };
+        let id = self.b.tensor(&self.num(x), dtype)?;
+        Ok(self.arg(Value::Tensor(id)))
+    }
+
     fn cmp(&mut self, op: CmpOp, x: &Arg, y: &Arg) -> Result<Arg> {
         let v = self.b.compare(op, x.clone(), y.clone(), self.range)?;
         Ok(self.arg(v))
@@ -240,6 +308,14 @@ impl Expr<'_, '_> {
         let c = self.bin(BinaryOp::Sub, &nx, &self.num(LN_2))?;
         let c = self.unary(UnaryOp::Exp, &c)?;
         self.bin(op, &a, &c)
+    }
+
+    /// `√((1 − x)(1 + x))`.
+    fn one_minus_square(&mut self, x: &Arg) -> Result<Arg> {
+        let d = self.bin(BinaryOp::Sub, &self.num(1.0), x)?;
+        let s = self.bin(BinaryOp::Add, &self.num(1.0), x)?;
+        let p = self.bin(BinaryOp::Mul, &d, &s)?;
+        self.unary(UnaryOp::Sqrt, &p)
     }
 
     /// `ln x + ln 2`: `ln 2x` for an `x` whose double would overflow.

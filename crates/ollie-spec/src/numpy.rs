@@ -10,11 +10,11 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccosh", "arcsinh", "arctanh", "array", "argmax", "argmin", "argsort", "around", "array_split",
-    "asarray", "broadcast_to", "ceil", "clip", "concatenate", "copy", "cos", "cosh", "count_nonzero", "cumsum", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "fix", "flip", "fliplr", "flipud",
+    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "array", "argmax", "argmin", "argsort", "around", "array_split",
+    "asarray", "broadcast_to", "ceil", "clip", "concatenate", "copy", "cos", "cosh", "count_nonzero", "cumsum", "deg2rad", "degrees", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "fix", "flip", "fliplr", "flipud",
     "float32", "float64", "floor", "floor_divide", "fmod", "full", "full_like", "hsplit", "hstack", "identity", "iinfo", "inner", "isfinite", "isinf", "isnan", "linspace", "log", "log10", "log1p",
     "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "median", "min", "minimum",
-    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "pad", "power", "prod", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint", "roll",
+    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "pad", "power", "prod", "rad2deg", "radians", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint", "roll",
     "round", "sign", "sin", "sinh", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "take_along_axis", "tan", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "trunc", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
 ];
@@ -103,6 +103,7 @@ impl Builder<'_> {
             "expm1" => unary(UnaryOp::Expm1),
             "sin" => unary(UnaryOp::Sin),
             "cos" => unary(UnaryOp::Cos),
+            "arctan" => unary(UnaryOp::Atan),
             "floor" => unary(UnaryOp::Floor),
             "ceil" => unary(UnaryOp::Ceil),
             "negative" => unary(UnaryOp::Neg),
