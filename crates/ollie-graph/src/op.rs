@@ -563,11 +563,9 @@ impl Op {
                     return Err(self.error("reduces an empty axis, which has no identity".to_string()));
                 }
                 let shape = (0..rank).filter(|a| !axes.contains(a)).map(|a| args[0].shape[a]).collect();
-                let dtype = match (op, args[0].dtype) {
-                    // numpy sums and multiplies booleans and narrower integers in its default
-                    // integer.
-                    (ReduceOp::Sum | ReduceOp::Prod, DType::Bool | DType::I8 | DType::U8 | DType::I32) => DType::I64,
-                    (_, d) => d,
+                let dtype = match op {
+                    ReduceOp::Sum | ReduceOp::Prod => args[0].dtype.accumulated(),
+                    ReduceOp::Max | ReduceOp::Min => args[0].dtype,
                 };
                 TensorType::new(dtype, shape)
             }
@@ -600,9 +598,7 @@ impl Op {
                 if *axis >= args[0].rank() {
                     return Err(self.error(format!("axis {axis} out of range for {}", args[0])));
                 }
-                // numpy accumulates booleans and 8-bit integers in its default integer.
-                let dtype = if args[0].dtype == DType::Bool || args[0].dtype.is_byte() || args[0].dtype == DType::I32 { DType::I64 } else { args[0].dtype };
-                TensorType::new(dtype, args[0].shape.clone())
+                TensorType::new(args[0].dtype.accumulated(), args[0].shape.clone())
             }
             Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,
             Op::Gather { shape, from } => {

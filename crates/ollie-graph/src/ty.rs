@@ -70,6 +70,15 @@ impl DType {
         matches!(self, DType::I8 | DType::U8)
     }
 
+    /// The dtype numpy sums, multiplies and accumulates this one in: booleans and integers
+    /// narrower than 64 bits in its default integer (int64), others in themselves.
+    pub fn accumulated(self) -> DType {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 | DType::I32 => DType::I64,
+            d => d,
+        }
+    }
+
     /// The values an integer dtype holds, `(min, max)`.
     pub fn int_range(self) -> Option<(f64, f64)> {
         match self {

@@ -110,11 +110,7 @@ impl<'a> Builder<'a> {
     /// Runs `def` with its parameters bound to `args`; returns the returned value. `caller` is
     /// the calling function's scope (none for the kernel itself).
     pub fn call_function(&mut self, def: &ast::StmtFunctionDef, args: Vec<(String, Value)>, caller: Option<&Scope>, call: TextRange) -> Result<Value> {
-        let mut held = Vec::new();
-        for v in caller.into_iter().flat_map(|s| s.values()) {
-            tensors(v, &mut held);
-        }
-        self.enter(held, call)?;
+        self.enter(caller, call)?;
         let mut scope: Scope = args.into_iter().collect();
         let result = self.run_body(&def.body, &mut scope);
         self.leave();
@@ -127,12 +123,16 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Enters a call: `held` are the arrays the caller's variables hold (an in-place update in
-    /// the callee must not change them).
-    pub(crate) fn enter(&mut self, held: Vec<NodeId>, call: TextRange) -> Result<()> {
+    /// Enters a call from `caller`'s scope, whose arrays an in-place update in the callee must
+    /// not change.
+    pub(crate) fn enter(&mut self, caller: Option<&Scope>, call: TextRange) -> Result<()> {
         if self.callers.len() >= MAX_CALL_DEPTH {
             return Err(Diagnostic::error(Code::UnsupportedSyntax, "recursion is not supported")
                 .label(call, format!("calls nest deeper than {MAX_CALL_DEPTH}")));
+        }
+        let mut held = Vec::new();
+        for v in caller.into_iter().flat_map(|s| s.values()) {
+            tensors(v, &mut held);
         }
         self.callers.push(held);
         Ok(())
@@ -682,7 +682,7 @@ impl<'a> Builder<'a> {
 }
 
 /// Collects the arrays a value holds (tuples included).
-pub(crate) fn tensors(value: &Value, out: &mut Vec<NodeId>) {
+fn tensors(value: &Value, out: &mut Vec<NodeId>) {
     match value {
         Value::Tensor(id) => out.push(*id),
         Value::Tuple(items) => items.iter().for_each(|v| tensors(v, out)),

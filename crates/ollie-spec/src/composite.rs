@@ -91,7 +91,8 @@ impl Builder<'_> {
         }
     }
 
-    fn select(&mut self, c: Arg, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+    /// `np.where(c, a, b)` on values: broadcast together, then selected.
+    pub(crate) fn select(&mut self, c: Arg, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
         let ids = self.broadcast_all(&[c, a, b], range)?;
         Ok(Value::Tensor(self.push(Op::Select, ids, range)?))
     }

@@ -148,11 +148,7 @@ impl<'a> Builder<'a> {
                     None if args.positional.is_empty() && args.keywords.is_empty() => Vec::new(),
                     None => return Err(Diagnostic::error(Code::UnsupportedArgument, "this lambda takes no arguments").label(args.range, "here")),
                 };
-                let mut held = Vec::new();
-                for v in caller.values() {
-                    crate::builder::tensors(v, &mut held);
-                }
-                self.enter(held, range)?;
+                self.enter(Some(caller), range)?;
                 let mut scope = env;
                 scope.extend(values);
                 let result = self.expr(&l.body, &scope);

@@ -160,7 +160,8 @@ impl Builder<'_> {
     /// (the dividend itself where the divisor is infinite and it is finite), C's `%` for
     /// integers (0 for a zero divisor, as numpy gives).
     fn fmod(&mut self, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
-        if self.integral(&a.value) && self.integral(&b.value) {
+        let integral = |b: &Self, v: &Value| b.is_integer(v) || b.is_bool(v);
+        if integral(self, &a.value) && integral(self, &b.value) {
             // Python's remainder has the divisor's sign; moved to the dividend's where they differ.
             let r = self.binop(Operator::Mod, a.clone(), b.clone(), range)?;
             let r = Arg { value: r, range };
@@ -171,7 +172,7 @@ impl Builder<'_> {
             let differ = self.compare(CmpOp::NotEq, Arg { value: r_neg, range }, Arg { value: a_neg, range }, range)?;
             let fix = self.elementwise(BinaryOp::Min, Arg { value: nonzero, range }, Arg { value: differ, range }, range)?;
             let moved = self.binop(Operator::Sub, r.clone(), b, range)?;
-            return self.select_values(Arg { value: fix, range }, Arg { value: moved, range }, r, range);
+            return self.select(Arg { value: fix, range }, Arg { value: moved, range }, r, range);
         }
         let mut e = Expr { b: self, range };
         let (a, b) = (e.float(a)?, e.float(b)?);
@@ -209,20 +210,6 @@ impl Builder<'_> {
         Ok(e.select(&origin, &zero, &angle)?.value)
     }
 
-    /// Whether `v` is an integer (or boolean) array or number.
-    fn integral(&self, v: &Value) -> bool {
-        match v {
-            Value::Tensor(id) => !self.ty(*id).dtype.is_float(),
-            Value::Int(_) | Value::Bool(_) => true,
-            _ => false,
-        }
-    }
-
-    /// `np.where(c, a, b)` on values.
-    pub(crate) fn select_values(&mut self, c: Arg, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
-        let ids = self.broadcast_all(&[c, a, b], range)?;
-        Ok(Value::Tensor(self.push(ollie_graph::Op::Select, ids, range)?))
-    }
 }
 
 /// A function of [`FUNCTIONS`] on a number known before the kernel runs.
@@ -286,7 +273,7 @@ impl Expr<'_, '_> {
     }
 
     fn select(&mut self, c: &Arg, x: &Arg, y: &Arg) -> Result<Arg> {
-        let v = self.b.select_values(c.clone(), x.clone(), y.clone(), self.range)?;
+        let v = self.b.select(c.clone(), x.clone(), y.clone(), self.range)?;
         Ok(self.arg(v))
     }
 

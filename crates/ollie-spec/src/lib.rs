@@ -215,12 +215,9 @@ fn define_constant(builder: &mut Builder, target: &ast::ExprName, value: &Expr, 
     let v = builder.expr(value, &Scope::new())?;
     builder.graph.nodes.truncate(before);
     match v {
-        Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Str(_) | Value::Tuple(_) | Value::DType(_) => {
-            builder.module.constants.insert(name.to_string(), v);
-            Ok(())
-        }
-        // `act = lambda z: ...`, `act = np.tanh`: functions under a name.
-        Value::Lambda { .. } | Value::Function(_) | Value::NumpyFunction(_) | Value::Special(_) => {
+        // Numbers, shapes, dtypes, and functions under a name (`act = lambda z: ...`, `act = np.tanh`).
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Str(_) | Value::Tuple(_) | Value::DType(_)
+        | Value::Lambda { .. } | Value::Function(_) | Value::NumpyFunction(_) | Value::Special(_) => {
             builder.module.constants.insert(name.to_string(), v);
             Ok(())
         }

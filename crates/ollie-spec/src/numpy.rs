@@ -186,8 +186,7 @@ impl Builder<'_> {
             "where" => {
                 let (c, x, y) = bind!("condition", "x", "y");
                 let (c, x, y) = (required(c, &fname, "condition", call)?, required(x, &fname, "x", call)?, required(y, &fname, "y", call)?);
-                let ids = self.broadcast_all(&[c, x, y], call)?;
-                Ok(Value::Tensor(self.push(Op::Select, ids, call)?))
+                self.select(c, x, y, call)
             }
             "matmul" => {
                 let (a, b) = bind!("x1", "x2");

@@ -100,7 +100,7 @@ impl Builder<'_> {
     }
 
     /// Whether `v` is an integer array or number (not a boolean).
-    fn is_integer(&self, v: &Value) -> bool {
+    pub(crate) fn is_integer(&self, v: &Value) -> bool {
         match v {
             Value::Tensor(id) => self.ty(*id).dtype.is_int(),
             Value::Int(_) => true,
@@ -108,7 +108,7 @@ impl Builder<'_> {
         }
     }
 
-    fn is_bool(&self, v: &Value) -> bool {
+    pub(crate) fn is_bool(&self, v: &Value) -> bool {
         match v {
             Value::Tensor(id) => self.ty(*id).dtype == DType::Bool,
             Value::Bool(_) => true,
@@ -555,14 +555,10 @@ fn type_info(dtype: DType, name: &str, name_range: TextRange) -> Result<Value> {
         (Some((_, e, _, _)), "tiny" | "smallest_normal") => Value::Float(2f64.powi(e)),
         (Some((m, e, _, _)), "smallest_subnormal") => Value::Float(2f64.powi(e - m)),
         (Some((_, _, _, r)), "resolution") => Value::Float(r),
+        // int64's 2⁶³ − 1 is 2⁶³ in float64, which the conversion saturates back.
         (None, "max" | "min") => {
-            let (lo, hi): (i64, i64) = match dtype {
-                DType::I8 => (i8::MIN.into(), i8::MAX.into()),
-                DType::U8 => (0, u8::MAX.into()),
-                DType::I32 => (i32::MIN.into(), i32::MAX.into()),
-                _ => (i64::MIN, i64::MAX),
-            };
-            Value::Int(if name == "max" { hi } else { lo })
+            let (lo, hi) = dtype.int_range().expect("an integer dtype");
+            Value::Int((if name == "max" { hi } else { lo }) as i64)
         }
         _ => {
             let which = if dtype.is_float() { "finfo: eps, epsneg, max, min, tiny, smallest_normal, smallest_subnormal, resolution, bits, dtype" } else { "iinfo: max, min, bits, dtype" };
