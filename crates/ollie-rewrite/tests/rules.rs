@@ -187,6 +187,56 @@ const CASES: &[Case] = &[
         fires: false,
         at_ones: Some(true),
     },
+    // RMSNorm's division by each row's root mean square.
+    Case {
+        rule: "divide-by-reciprocal",
+        graph: "kernel k(x: f32[{n},{m}], y: f32[{n}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n}] = input[y]
+  %2: f32[{n}] = mul %1, %1
+  %3: f32[] = const[0.5]
+  %4: f32[{n}] = broadcast %3
+  %5: f32[{n}] = add %2, %4
+  %6: f32[{n}] = sqrt %5
+  %7: f32[{n},1] = reshape %6
+  %8: f32[{n},{m}] = broadcast %7
+  %9: f32[{n},{m}] = div %0, %8
+  return %9
+}",
+        fires: true,
+        at_ones: Some(false),
+    },
+    Case {
+        rule: "divide-by-reciprocal",
+        graph: "kernel k(x: f32[{n},{m}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[] = const[3.0]
+  %2: f32[{n},{m}] = broadcast %1
+  %3: f32[{n},{m}] = div %0, %2
+  return %3
+}",
+        fires: true,
+        at_ones: Some(false),
+    },
+    // A divisor that may be subnormal (its reciprocal infinite) or one as large as the dividend.
+    Case {
+        rule: "divide-by-reciprocal",
+        graph: "kernel k(x: f32[{n},{m}], y: f32[{n}]) {
+  %0: f32[{n},{m}] = input[x]
+  %1: f32[{n}] = input[y]
+  %2: f32[{n},1] = reshape %1
+  %3: f32[{n},{m}] = broadcast %2
+  %4: f32[{n},{m}] = div %0, %3
+  %5: f32[] = const[1e-40]
+  %6: f32[{n},{m}] = broadcast %5
+  %7: f32[{n},{m}] = div %4, %6
+  %8: f32[{n},{m}] = sqrt %0
+  %9: f32[{n},{m}] = div %7, %8
+  return %9
+}",
+        fires: false,
+        at_ones: None,
+    },
     Case {
         rule: "triangular-scan",
         graph: "kernel k(x: f32[{n},{m}]) {

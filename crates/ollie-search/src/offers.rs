@@ -35,6 +35,11 @@ impl Offers {
         Proposal::Candidate(self.pending[k].clone())
     }
 
+    /// `kernel` is offered elsewhere: it leaves the pending kernels, and the round goes on.
+    pub(crate) fn withdraw(&mut self, kernel: &Kernel) {
+        self.pending.retain(|k| k != kernel);
+    }
+
     /// The search measured `candidate` (or rejected it): a new round begins.
     pub(crate) fn seen(&mut self, candidate: &Kernel) {
         self.offered = 0;

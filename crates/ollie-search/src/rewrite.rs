@@ -1,14 +1,18 @@
 //! The `rewrite` proposer: kernels for graphs that algebraic rewriting (`ollie-rewrite`) found
-//! equal to the spec's and cheaper by its cost model. It offers each variant's first sketches
-//! (and its naive nest) in turn until each has been measured, then carries the current
-//! kernel's schedule over to another graph — a variant or the spec's own — where it replays:
-//! loops are named in the order the lowering meets them, so a schedule of the shared part of
-//! two graphs usually carries over.
+//! equal to the spec's and cheaper by its cost model. It carries the current kernel's schedule
+//! over to another graph — a variant or the spec's own — where it replays: loops are named in
+//! the order the lowering meets them, so a schedule of the shared part of two graphs usually
+//! carries over. First, each time the chain moves to a kernel of the spec's own graph, that
+//! kernel's schedule on the cheapest variant; between those, each variant's first sketches (and
+//! its naive nest) in turn until each has been measured; then the current schedule on a graph
+//! drawn at random.
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use ollie_loops::LoopNest;
+use std::collections::HashMap;
+
+use ollie_loops::{BufferKind, LoopNest, Schedule, Step};
 
 use crate::offers::Offers;
 use crate::sketch::{sketches, Target};
@@ -29,6 +33,11 @@ pub struct Rewrite {
     offers: Offers,
     /// The first sketches of the variants far cheaper than the spec.
     leads: Vec<Kernel>,
+    /// Kernels the search has measured (or rejected): the carried-over schedules not to offer
+    /// again.
+    measured: Vec<Kernel>,
+    /// The carried-over kernel offered in this round (a round offers it once).
+    carried: Option<Kernel>,
 }
 
 impl Rewrite {
@@ -53,7 +62,7 @@ impl Rewrite {
         }
         let leads = per_variant.iter().zip(&shares).filter(|(_, &share)| share <= FAR_CHEAPER).filter_map(|(ks, _)| ks.first().cloned()).collect();
         tracing::debug!(variants = variants.len(), kernels = pending.len(), "rewrite proposer ready");
-        Rewrite { naive, variants, offers: Offers::new(pending), leads }
+        Rewrite { naive, variants, offers: Offers::new(pending), leads, measured: Vec::new(), carried: None }
     }
 
     /// The variants [`ollie_rewrite::variants`] found, lowered (one that does not lower is left
@@ -72,18 +81,56 @@ impl Rewrite {
             .collect()
     }
 
+    /// The schedule of `current`, a scheduled kernel of the spec's own graph, on the cheapest
+    /// variant, unless it does not replay there, has been measured or was offered in this round:
+    /// a schedule the chain moved to is worth trying on the graph that does less, before any
+    /// other variant's sketches.
+    fn carry_to_cheapest(&self, current: &Kernel) -> Option<Kernel> {
+        let Kernel::Scheduled(schedule) = current else { return None };
+        if *schedule == initial_schedule() {
+            return None;
+        }
+        let variant = self.variants.first()?;
+        let next = Kernel::Rewritten { variant: variant.clone(), schedule: carried(schedule, &self.naive, variant.naive()) };
+        let (s, naive) = next.scheduled(&self.naive)?;
+        let fresh = !self.measured.contains(&next) && self.carried.as_ref() != Some(&next);
+        (fresh && s.apply(naive).is_ok()).then_some(next)
+    }
+
     /// `current`'s schedule on another graph, where it replays.
     fn carry_over(&self, current: &Kernel, rng: &mut ChaCha8Rng) -> Option<Kernel> {
-        let (schedule, _) = current.scheduled(&self.naive)?;
+        let (schedule, from) = current.scheduled(&self.naive)?;
         // The spec's own graph is the choice past the last variant.
         let k = rng.random_range(0..self.variants.len() + 1);
         let next = match self.variants.get(k) {
-            Some(v) => Kernel::Rewritten { variant: v.clone(), schedule: schedule.clone() },
-            None => Kernel::Scheduled(schedule.clone()),
+            Some(v) => Kernel::Rewritten { variant: v.clone(), schedule: carried(schedule, from, v.naive()) },
+            None => Kernel::Scheduled(carried(schedule, from, &self.naive)),
         };
         let (s, naive) = next.scheduled(&self.naive).expect("scheduled");
         (next != *current && s.apply(naive).is_ok()).then_some(next)
     }
+}
+
+/// `schedule`, written for the naive nest `from`, with the temporaries it names renamed to
+/// those of `to`: temporaries are named after their graph node, which rewriting renumbers, so
+/// the k-th temporary of one nest is taken for the k-th of the other where their shapes agree
+/// (whether the result replays, and computes the graph, is for replay and the verifier).
+fn carried(schedule: &Schedule, from: &LoopNest, to: &LoopNest) -> Schedule {
+    let temps = |nest: &'_ LoopNest| nest.buffers.iter().filter(|b| b.kind == BufferKind::Temp).map(|b| (b.name.clone(), b.shape.clone())).collect::<Vec<_>>();
+    let names: HashMap<String, String> = temps(from).into_iter().zip(temps(to)).filter(|(a, b)| a.1 == b.1).map(|(a, b)| (a.0, b.0)).collect();
+    let rename = |name: &mut String| {
+        if let Some(new) = names.get(name) {
+            name.clone_from(new);
+        }
+    };
+    let mut schedule = schedule.clone();
+    for step in &mut schedule.steps {
+        match step {
+            Step::Fold { buffer, .. } | Step::Inline { buffer, .. } | Step::Cache { buffer, .. } | Step::Registers { buffer, .. } | Step::Demote { buffer } => rename(buffer),
+            _ => {}
+        }
+    }
+    schedule
 }
 
 impl<N> Propose<Kernel, N> for Rewrite {
@@ -95,6 +142,12 @@ impl<N> Propose<Kernel, N> for Rewrite {
         if self.variants.is_empty() {
             return Proposal::Exhausted;
         }
+        if let Some(kernel) = self.carry_to_cheapest(current) {
+            // Offered here until measured, not among the sketches too.
+            self.offers.withdraw(&kernel);
+            self.carried = Some(kernel.clone());
+            return Proposal::Candidate(kernel);
+        }
         if !self.offers.is_empty() {
             return self.offers.offer();
         }
@@ -103,10 +156,66 @@ impl<N> Propose<Kernel, N> for Rewrite {
 
     fn observe(&mut self, event: &Event<Kernel, N>) {
         self.offers.seen(&event.candidate);
+        self.carried = None;
+        if matches!(event.candidate, Kernel::Rewritten { .. }) && !self.measured.contains(&event.candidate) {
+            self.measured.push(event.candidate.clone());
+        }
     }
 
     /// Leads while a far cheaper variant's first sketch has not been measured.
     fn leading(&self, _current: &Kernel) -> bool {
         self.leads.iter().any(|k| self.offers.holds(k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Evaluation;
+    use rand::SeedableRng;
+
+    /// RMSNorm in float32, whose cheapest variant multiplies by each row's reciprocal.
+    const RMSNORM: &str = "kernel rms(x: f32[8,32]) {
+  %0: f32[8,32] = input[x]
+  %1: f32[8,32] = mul %0, %0
+  %2: f32[8] = reduce_sum[1] %1
+  %3: f32[8,1] = reshape %2
+  %4: f32[] = const[1e-6]
+  %5: f32[8,1] = broadcast %4
+  %6: f32[8,1] = add %3, %5
+  %7: f32[8,1] = sqrt %6
+  %8: f32[8,32] = broadcast %7
+  %9: f32[8,32] = div %0, %8
+  return %9
+}
+";
+
+    /// A schedule the chain moves to on the spec's graph is offered on the cheapest variant at
+    /// once, once a round, and not again after it was measured.
+    #[test]
+    fn the_current_schedule_is_carried_to_the_cheapest_variant_first() {
+        let graph = ollie_graph::parse(RMSNORM).unwrap();
+        let naive = ollie_loops::lower(&graph).unwrap();
+        let variants = Rewrite::lowered(&ollie_rewrite::variants(&graph));
+        assert!(!variants.is_empty(), "no variant of\n{graph}");
+        let target = Target { lanes: 8, caches: None };
+        let mut rewrite = Rewrite::new(naive.clone(), variants, &target);
+        let current = Kernel::Scheduled(sketches(&naive, &target).remove(0));
+        let Kernel::Scheduled(schedule) = &current else { unreachable!() };
+        let variant = rewrite.variants[0].clone();
+        let carried = Kernel::Rewritten { schedule: carried(schedule, &naive, variant.naive()), variant };
+        assert!(matches!(&carried, Kernel::Rewritten { schedule, .. } if schedule.steps.iter().any(|s| matches!(s, Step::Fold { buffer, .. } if buffer == "t4"))), "{carried:?}");
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let propose = |r: &mut Rewrite, rng: &mut ChaCha8Rng| match Propose::<Kernel, ()>::propose(r, &current, rng) {
+            Proposal::Candidate(k) => Some(k),
+            _ => None,
+        };
+        assert_eq!(propose(&mut rewrite, &mut rng).as_ref(), Some(&carried));
+        assert_ne!(propose(&mut rewrite, &mut rng).as_ref(), Some(&carried), "offered twice in a round");
+        let measured = Event { evaluation: 1, proposer: "rewrite".into(), candidate: carried.clone(), outcome: Evaluation::Rejected, moved: false, new_best: false, restarted: false, note: () };
+        Propose::<Kernel, ()>::observe(&mut rewrite, &measured);
+        for _ in 0..20 {
+            assert_ne!(propose(&mut rewrite, &mut rng).as_ref(), Some(&carried), "offered after it was measured");
+        }
     }
 }

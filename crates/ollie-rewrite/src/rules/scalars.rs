@@ -1,8 +1,9 @@
-//! Scalar rules: a constant factor moved out of (or into) sums and contractions, and a sum over
-//! axes a broadcast made is a multiplication by their extent.
+//! Scalar rules: a constant factor moved out of (or into) sums and contractions, a sum over
+//! axes a broadcast made is a multiplication by their extent, and a division by a broadcast is
+//! a multiplication by its reciprocal.
 
 use egg::Id;
-use ollie_graph::{BinaryOp, DType, Op, ReduceOp};
+use ollie_graph::{BinaryOp, DType, Op, ReduceOp, UnaryOp};
 
 use super::{broadcast, movable_constant, nodes, ty, Rule, Topic};
 use crate::lang::{add, EGraph, ENode};
@@ -35,6 +36,13 @@ pub(super) const RULES: &[Rule] = &[
         identity: "Σ_k broadcast(y)[.., k, ..] = n·y  over axes k the broadcast made (n their extent)",
         trigger: |op| matches!(op, Op::Reduce { op: ReduceOp::Sum, .. }),
         apply: sum_of_broadcast,
+    },
+    Rule {
+        name: "divide-by-reciprocal",
+        topic: Topic::Scalars,
+        identity: "x / broadcast(y) = x · broadcast(1/y)  (y fewer elements than x, a square root or a constant: 1/y never overflows nor is subnormal)",
+        trigger: |op| matches!(op, Op::Binary(BinaryOp::Div)),
+        apply: reciprocal_of_divisor,
     },
 ];
 
@@ -128,6 +136,48 @@ fn sum_of_broadcast(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
         }
         let count = egraph.add(ENode { op: Op::Constant { value: n as f64, dtype: result.dtype }, args: Vec::new() });
         out.extend(apply_scale(egraph, BinaryOp::Mul, y, count));
+    }
+    out
+}
+
+/// Whether every finite nonzero value of class `y` has a normal reciprocal, so that `x·(1/y)` is
+/// `x/y` with one rounding more: at zero and the infinities the two agree exactly (`x/±0` and
+/// `x·±∞`, `x/±∞` and `x·±0`), and between them only a divisor below the normal range (whose
+/// reciprocal overflows) or near the top of it (whose reciprocal is subnormal) tells them apart.
+/// A square root's nonzero finite values lie between the square roots of the least subnormal
+/// and of the largest float (2⁻⁷⁵ and 2⁶⁴ in float32); a constant is looked at.
+fn normal_reciprocal(egraph: &EGraph, y: Id, dtype: DType) -> bool {
+    let (least, most) = match dtype {
+        DType::F32 => (f64::from(f32::MIN_POSITIVE), 1.0 / f64::from(f32::MIN_POSITIVE)),
+        DType::F64 => (f64::MIN_POSITIVE, 1.0 / f64::MIN_POSITIVE),
+        _ => return false,
+    };
+    if let Some(c) = egraph[y].data.splat {
+        return c.is_finite() && (least..=most).contains(&c.abs());
+    }
+    egraph[y].nodes.iter().any(|n| match n.op {
+        Op::Unary(UnaryOp::Sqrt) => true,
+        Op::Reshape { .. } | Op::Transpose { .. } => normal_reciprocal(egraph, n.args[0], dtype),
+        _ => false,
+    })
+}
+
+fn reciprocal_of_divisor(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
+    let [x, d] = node.args[..] else { return Vec::new() };
+    let result = ty(egraph, x);
+    let mut out = Vec::new();
+    for inner in nodes(egraph, d) {
+        let Op::Broadcast { shape } = &inner.op else { continue };
+        let y = inner.args[0];
+        let from = ty(egraph, y);
+        if from.num_elements() >= result.num_elements() || !normal_reciprocal(egraph, y, from.dtype) {
+            continue;
+        }
+        let one = egraph.add(ENode { op: Op::Constant { value: 1.0, dtype: from.dtype }, args: Vec::new() });
+        let Some(one) = broadcast(egraph, one, &from.shape) else { continue };
+        let Some(r) = add(egraph, Op::Binary(BinaryOp::Div), vec![one, y]) else { continue };
+        let Some(r) = add(egraph, Op::Broadcast { shape: shape.clone() }, vec![r]) else { continue };
+        out.extend(add(egraph, Op::Binary(BinaryOp::Mul), vec![x, r]));
     }
     out
 }
