@@ -50,14 +50,16 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
         DType::I32 | DType::I64 => "int32 or int64",
         DType::I8 => "int8",
         DType::U8 => "uint8",
+        DType::Bool => "bool",
         _ => "float32 or float64",
     };
     let int = param.ty.dtype.is_int() && !param.ty.dtype.is_byte();
     let dtype = match descr.trim_matches('\'') {
         "|i1" if param.ty.dtype == DType::I8 => DType::I8,
         "|u1" if param.ty.dtype == DType::U8 => DType::U8,
-        "<f4" if !int && !param.ty.dtype.is_byte() => DType::F32,
-        "<f8" if !int && !param.ty.dtype.is_byte() => DType::F64,
+        "|b1" if param.ty.dtype == DType::Bool => DType::Bool,
+        "<f4" if param.ty.dtype.is_float() => DType::F32,
+        "<f8" if param.ty.dtype.is_float() => DType::F64,
         "<i4" if int => DType::I32,
         "<i8" if int => DType::I64,
         "<f2" => DType::F16,
@@ -103,6 +105,7 @@ fn read(param: &Param, path: &Path) -> Result<Tensor, Error> {
         DType::I64 => ArrayD::<i64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(|i| i as f64),
         DType::I8 => ArrayD::<i8>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
         DType::U8 => ArrayD::<u8>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(f64::from),
+        DType::Bool => ArrayD::<bool>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?.mapv(|b| f64::from(u8::from(b))),
         _ => ArrayD::<f64>::read_npy(open()?).map_err(|e| bad(format!("cannot read: {e}")))?,
     };
     Ok(array)
@@ -143,8 +146,8 @@ pub fn random(graph: &Graph, seed: u64) -> Vec<Tensor> {
 }
 
 /// Writes `value` as a .npy file of `dtype`: float64, float16, bfloat16 (as `np.save` writes
-/// ml_dtypes' arrays: `V2`, which `.view(ml_dtypes.bfloat16)` reads back), int32, int64, else
-/// float32.
+/// ml_dtypes' arrays: `V2`, which `.view(ml_dtypes.bfloat16)` reads back), int32, int64, int8,
+/// uint8, bool, else float32.
 pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()> {
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     match dtype {
@@ -173,6 +176,7 @@ pub fn write_npy(path: &Path, value: &Tensor, dtype: DType) -> anyhow::Result<()
         DType::I64 => value.mapv(|x| x as i64).write_npy(file)?,
         DType::I8 => value.mapv(|x| x as i8).write_npy(file)?,
         DType::U8 => value.mapv(|x| x as u8).write_npy(file)?,
+        DType::Bool => value.mapv(|x| x != 0.0).write_npy(file)?,
         _ => value.mapv(|x| x as f32).write_npy(file)?,
     }
     Ok(())

@@ -26,12 +26,18 @@ impl IndexRange {
 /// (an 8-bit one, every value of its dtype).
 pub const PLAIN_INTS: IndexRange = IndexRange { extent: 64, negative: true, shift: 0 };
 
+/// What a boolean parameter holds: false and true, as 0 and 1.
+pub const BOOLEANS: IndexRange = IndexRange { extent: 2, negative: false, shift: 0 };
+
 impl Graph {
     /// The range integer parameter `k` is drawn from: the indices of the smallest axis it
     /// gathers along (through views of it, plus or minus a constant; negative ones too), else
-    /// `0..n` when it is compared with an `arange` of `n` (a one-hot), else [`PLAIN_INTS`].
-    /// `None` for a float parameter.
+    /// `0..n` when it is compared with an `arange` of `n` (a one-hot), else [`PLAIN_INTS`]; a
+    /// boolean parameter holds 0 and 1. `None` for a float parameter.
     pub fn index_range(&self, k: usize) -> Option<IndexRange> {
+        if self.params[k].ty.dtype == DType::Bool {
+            return Some(BOOLEANS);
+        }
         if !self.params[k].ty.dtype.is_int() {
             return None;
         }

@@ -95,9 +95,9 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::F64 | DType::I64 => 8,
-            DType::F32 | DType::I32 | DType::Bool => 4,
+            DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 => 2,
-            DType::I8 | DType::U8 => 1,
+            DType::I8 | DType::U8 | DType::Bool => 1,
         }
     }
 

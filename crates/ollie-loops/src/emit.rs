@@ -84,7 +84,8 @@ impl<'a> Emitter<'a> {
         if self.wide { "double" } else { "float" }
     }
 
-    /// The C type of `b`'s elements: its dtype's for an input (`int32_t`, `int64_t`, ...); a
+    /// The C type of `b`'s elements: its dtype's for an input (`int32_t`, `int64_t`, `uint8_t`
+    /// for booleans, ...); a
     /// result's or temporary's integers and booleans are `float` (see [`DType::result`]).
     fn ctype(&self, b: &crate::ir::Buffer) -> &'static str {
         let dtype = if matches!(b.kind, BufferKind::Input(_)) { b.dtype } else { b.dtype.result() };
@@ -94,15 +95,17 @@ impl<'a> Emitter<'a> {
             DType::I32 => "int32_t",
             DType::I64 => "int64_t",
             DType::I8 => "int8_t",
-            DType::U8 => "uint8_t",
-            DType::F32 | DType::Bool => "float",
+            // numpy's booleans: a byte, 0 or 1.
+            DType::U8 | DType::Bool => "uint8_t",
+            DType::F32 => "float",
         }
     }
 
-    /// Whether `buffer` holds integers (an integer input), which a vector load does not convert.
+    /// Whether `buffer` holds integers (an integer or boolean input), which a vector load does
+    /// not convert.
     fn integer(&self, buffer: BufferId) -> bool {
         let b = self.nest.buffer(buffer);
-        matches!(b.kind, BufferKind::Input(_)) && b.dtype.is_int()
+        matches!(b.kind, BufferKind::Input(_)) && (b.dtype.is_int() || b.dtype == DType::Bool)
     }
 
     /// The offset a gather reads at: its affine part plus each index's, clamped into its axis.
@@ -175,7 +178,7 @@ impl<'a> Emitter<'a> {
         self.function(&mut function);
         let converts = ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f));
         let sorts = ["ollie_sort(", "ollie_keep_low(", "ollie_keep_high("].iter().any(|f| function.contains(f));
-        if converts || sorts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int()) {
+        if converts || sorts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int() || b.dtype == DType::Bool) {
             out.push_str("#include <stdint.h>\n");
         }
         out.push('\n');

@@ -629,6 +629,7 @@ fn write_tensor(bytes: &mut [u8], dtype: DType, tensor: &Tensor) {
             DType::I32 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i32).to_le_bytes())),
             DType::I8 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as i8).to_le_bytes())),
             DType::U8 => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as u8).to_le_bytes())),
+            DType::Bool => chunks.for_each(|(chunk, x)| chunk[0] = u8::from(x != 0.0)),
             _ => chunks.for_each(|(chunk, x)| chunk.copy_from_slice(&(x as f32).to_le_bytes())),
         }
     }

@@ -36,6 +36,7 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         "i8" | "int8" => DType::I8,
         "u8" | "uint8" => DType::U8,
         "i64" | "int64" => DType::I64,
+        "bool" => DType::Bool,
         "" => {
             return Err(Diagnostic::error(Code::BadAnnotation, "malformed type annotation")
                 .label(span(0, text.len()), "expected a dtype such as `f32`")
@@ -44,7 +45,7 @@ pub fn parse(text: &str, base: TextSize, resolve: &mut dyn FnMut(&str, TextRange
         other => {
             return Err(Diagnostic::error(Code::UnsupportedDtype, format!("unsupported dtype `{other}` in annotation"))
                 .label(span(ds, de), "not a supported dtype")
-                .help("kernel parameters and results are `f32`, `f64`, `f16`, `bf16`, `i64`, `i32`, `i8` or `u8`"))
+                .help("kernel parameters and results are `f32`, `f64`, `f16`, `bf16`, `i64`, `i32`, `i8`, `u8` or `bool`"))
         }
     };
     skip_ws(&mut pos);

@@ -48,10 +48,11 @@ impl InputSet {
                 DType::BF16 => Values::BF16(generated(n, seed, k, &element, |x| DType::BF16.half_bits(x))),
                 // Integer parameters: the generated values are integers already.
                 DType::I8 => Values::I8(generated(n, seed, k, &element, |x| x as i8)),
-                DType::U8 => Values::U8(generated(n, seed, k, &element, |x| x as u8)),
+                // Booleans as numpy holds them: a byte, 0 or 1.
+                DType::U8 | DType::Bool => Values::U8(generated(n, seed, k, &element, |x| x as u8)),
                 DType::I32 => Values::I32(generated(n, seed, k, &element, |x| x as i32)),
                 DType::I64 => Values::I64(generated(n, seed, k, &element, |x| x as i64)),
-                DType::F32 | DType::Bool => Values::F32(generated(n, seed, k, &element, |x| x as f32)),
+                DType::F32 => Values::F32(generated(n, seed, k, &element, |x| x as f32)),
             });
         }
         InputSet { key: key.digest128(), values, shapes: params.iter().map(|p| p.ty.shape.clone()).collect() }

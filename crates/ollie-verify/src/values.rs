@@ -20,8 +20,8 @@ pub(crate) enum Values {
 }
 
 impl Values {
-    /// `values` as a buffer of `dtype` holds them, each rounded to it (boolean buffers are
-    /// float32 in the ABI; an integer one truncates, saturating).
+    /// `values` as a buffer of `dtype` holds them, each rounded to it (a boolean parameter is a
+    /// byte, 0 or 1, as numpy's; an integer one truncates, saturating).
     pub fn of(dtype: DType, values: impl Iterator<Item = f64>) -> Values {
         match dtype {
             DType::F64 => Values::F64(values.collect()),
@@ -29,9 +29,10 @@ impl Values {
             DType::BF16 => Values::BF16(values.map(|x| dtype.half_bits(x)).collect()),
             DType::I8 => Values::I8(values.map(|x| x as i8).collect()),
             DType::U8 => Values::U8(values.map(|x| x as u8).collect()),
+            DType::Bool => Values::U8(values.map(|x| u8::from(x != 0.0)).collect()),
             DType::I32 => Values::I32(values.map(|x| x as i32).collect()),
             DType::I64 => Values::I64(values.map(|x| x as i64).collect()),
-            DType::F32 | DType::Bool => Values::F32(values.map(|x| x as f32).collect()),
+            DType::F32 => Values::F32(values.map(|x| x as f32).collect()),
         }
     }
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ndarray::{ArrayD, IxDyn};
+use ollie_graph::DType;
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -88,10 +89,12 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
             }
         });
         let path = inputs.join(format!("{}.npy", param.name));
-        if param.ty.dtype.is_half() || param.ty.dtype.is_int() {
-            ollie_driver::inputs::write_npy(&path, &array, param.ty.dtype).unwrap();
-        } else {
+        // Float32 parameters in float64 (the values are exact either way); the others in
+        // their own dtype: 16-bit floats, integers, booleans.
+        if matches!(param.ty.dtype, DType::F32 | DType::F64) {
             array.write_npy(std::fs::File::create(&path).unwrap()).unwrap();
+        } else {
+            ollie_driver::inputs::write_npy(&path, &array, param.ty.dtype).unwrap();
         }
         eval.arg("--input").arg(format!("{}={}", param.name, path.display()));
     }
