@@ -457,7 +457,7 @@ impl Builder<'_> {
     /// `np.array`/`np.asarray`: an array as it is (cast to `dtype`), or a constant array from
     /// nested tuples and lists of numbers known before the kernel runs (a few thousand at most:
     /// larger data is a parameter).
-    fn array(&mut self, object: Arg, dtype: Option<DType>, call: TextRange) -> Result<Value> {
+    pub(crate) fn array(&mut self, object: Arg, dtype: Option<DType>, call: TextRange) -> Result<Value> {
         if let Value::Tensor(id) = object.value {
             return Ok(Value::Tensor(match dtype {
                 Some(d) if d != self.ty(id).dtype => self.push(Op::Cast { dtype: d }, vec![id], call)?,

@@ -63,6 +63,14 @@ impl Builder<'_> {
 
     /// `arg` as an integer array used as an index, or a diagnostic.
     pub fn index_array(&mut self, arg: &Arg) -> Result<IndexArray> {
+        // A list (or tuple) of integers indexes as the integer array it makes (`x[:, [0, 2]]`,
+        // `np.take(x, [0, 2], axis=1)`).
+        if let Value::Tuple(items) = &arg.value {
+            if !items.is_empty() && items.iter().all(|i| matches!(i, Value::Int(_))) {
+                let array = self.array(arg.clone(), None, arg.range)?;
+                return self.index_array(&Arg { value: array, range: arg.range });
+            }
+        }
         let Value::Tensor(id) = arg.value else {
             return Err(Diagnostic::error(Code::UnsupportedIndex, format!("expected an integer array of indices, found {}", arg.value.a_kind())).label(arg.range, "not an array"));
         };
