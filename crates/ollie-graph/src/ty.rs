@@ -65,6 +65,12 @@ impl DType {
         matches!(self, DType::I8 | DType::U8 | DType::I32 | DType::I64)
     }
 
+    /// An integer or boolean dtype: exact values, which an input holds as themselves (a boolean
+    /// as a byte, 0 or 1).
+    pub fn is_integral(self) -> bool {
+        self.is_int() || self == DType::Bool
+    }
+
     /// An 8-bit integer dtype, whose arithmetic wraps around in numpy.
     pub fn is_byte(self) -> bool {
         matches!(self, DType::I8 | DType::U8)

@@ -85,8 +85,8 @@ impl<'a> Emitter<'a> {
     }
 
     /// The C type of `b`'s elements: its dtype's for an input (`int32_t`, `int64_t`, `uint8_t`
-    /// for booleans, ...); a
-    /// result's or temporary's integers and booleans are `float` (see [`DType::result`]).
+    /// for booleans, ...); a result's or temporary's integers and booleans are `float` (see
+    /// [`DType::result`]).
     fn ctype(&self, b: &crate::ir::Buffer) -> &'static str {
         let dtype = if matches!(b.kind, BufferKind::Input(_)) { b.dtype } else { b.dtype.result() };
         match dtype {
@@ -105,7 +105,7 @@ impl<'a> Emitter<'a> {
     /// not convert.
     fn integer(&self, buffer: BufferId) -> bool {
         let b = self.nest.buffer(buffer);
-        matches!(b.kind, BufferKind::Input(_)) && (b.dtype.is_int() || b.dtype == DType::Bool)
+        matches!(b.kind, BufferKind::Input(_)) && b.dtype.is_integral()
     }
 
     /// The offset a gather reads at: its affine part plus each index's, clamped into its axis.
@@ -178,7 +178,7 @@ impl<'a> Emitter<'a> {
         self.function(&mut function);
         let converts = ["ollie_f16_f32(", "ollie_bf16_f32(", "ollie_f32_f16(", "ollie_f32_bf16("].iter().any(|f| function.contains(f));
         let sorts = ["ollie_sort(", "ollie_keep_low(", "ollie_keep_high("].iter().any(|f| function.contains(f));
-        if converts || sorts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_int() || b.dtype == DType::Bool) {
+        if converts || sorts || self.nest.buffers.iter().any(|b| b.dtype.is_half() || b.dtype.is_integral()) {
             out.push_str("#include <stdint.h>\n");
         }
         out.push('\n');

@@ -90,11 +90,8 @@ impl Rewrite {
         if *schedule == initial_schedule() {
             return None;
         }
-        let variant = self.variants.first()?;
-        let next = Kernel::Rewritten { variant: variant.clone(), schedule: carried(schedule, &self.naive, variant.naive()) };
-        let (s, naive) = next.scheduled(&self.naive)?;
-        let fresh = !self.measured.contains(&next) && self.carried.as_ref() != Some(&next);
-        (fresh && s.apply(naive).is_ok()).then_some(next)
+        let next = self.on_graph(Some(self.variants.first()?), schedule, &self.naive)?;
+        (!self.measured.contains(&next) && self.carried.as_ref() != Some(&next)).then_some(next)
     }
 
     /// `current`'s schedule on another graph, where it replays.
@@ -102,12 +99,18 @@ impl Rewrite {
         let (schedule, from) = current.scheduled(&self.naive)?;
         // The spec's own graph is the choice past the last variant.
         let k = rng.random_range(0..self.variants.len() + 1);
-        let next = match self.variants.get(k) {
+        self.on_graph(self.variants.get(k), schedule, from).filter(|next| next != current)
+    }
+
+    /// `schedule`, written for the naive nest `from`, on `variant` (the spec's own graph for
+    /// `None`), if it replays there.
+    fn on_graph(&self, variant: Option<&Variant>, schedule: &Schedule, from: &LoopNest) -> Option<Kernel> {
+        let next = match variant {
             Some(v) => Kernel::Rewritten { variant: v.clone(), schedule: carried(schedule, from, v.naive()) },
             None => Kernel::Scheduled(carried(schedule, from, &self.naive)),
         };
-        let (s, naive) = next.scheduled(&self.naive).expect("scheduled");
-        (next != *current && s.apply(naive).is_ok()).then_some(next)
+        let (s, naive) = next.scheduled(&self.naive)?;
+        s.apply(naive).is_ok().then_some(next)
     }
 }
 

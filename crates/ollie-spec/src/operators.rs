@@ -324,11 +324,8 @@ impl Builder<'_> {
             Value::Int(i) => IndexItem::Int(i, e.range()),
             Value::Tensor(id) if self.graph.index_result(id) => IndexItem::Order(id, e.range()),
             Value::Tensor(id) if self.ty(id).dtype == DType::Bool => IndexItem::Mask(id, e.range()),
-            v @ Value::Tensor(_) => IndexItem::Array(self.index_array(&Arg { value: v, range: e.range() })?),
-            // A list of integers indexes as the integer array it makes (`x[:, [0, 2]]`).
-            v @ Value::Tuple(_) if matches!(&v, Value::Tuple(items) if !items.is_empty() && items.iter().all(|i| matches!(i, Value::Int(_)))) => {
-                IndexItem::Array(self.index_array(&Arg { value: v, range: e.range() })?)
-            }
+            // An array, or a list of integers (`x[:, [0, 2]]`).
+            v @ (Value::Tensor(_) | Value::Tuple(_)) => IndexItem::Array(self.index_array(&Arg { value: v, range: e.range() })?),
             v => {
                 return Err(Diagnostic::error(Code::UnsupportedIndex, format!("indexing with {} is not supported", self.describe(&v)))
                     .label(e.range(), "not a constant integer, slice, None or ...")
