@@ -1,8 +1,8 @@
 //! numpy functions written with the graph's own operations: `log2`, `exp2`, `sign`,
-//! `reciprocal`, `logaddexp`, the products `dot`, `inner`, `outer`, `tensordot`,
-//! `np.linalg.norm`, and `median` (of a sort). Each keeps numpy's meaning (special values included) and its shape rules.
+//! `reciprocal`, `logaddexp`/`logaddexp2`, the products `dot`, `inner`, `outer`, `tensordot`,
+//! `np.linalg.norm`, and the diagonals: `diagonal`, `trace`, `diag`. Each keeps numpy's meaning (special values included) and its shape rules.
 
-use ollie_graph::{BinaryOp, EinsumSpec, NodeId, Op, UnaryOp};
+use ollie_graph::{BinaryOp, EinsumSpec, GatherAxis, NodeId, Op, UnaryOp};
 use ruff_python_ast as ast;
 use ruff_text_size::TextRange;
 
@@ -13,7 +13,7 @@ use crate::value::Value;
 
 /// The functions this module provides, as `np.NAME`.
 pub const FUNCTIONS: &[&str] =
-    &["dot", "exp2", "inner", "linalg.norm", "log10", "log2", "logaddexp", "median", "outer", "reciprocal", "sign", "tensordot"];
+    &["diag", "diagonal", "dot", "exp2", "inner", "linalg.norm", "log10", "log2", "logaddexp", "logaddexp2", "outer", "reciprocal", "sign", "tensordot", "trace"];
 
 impl Builder<'_> {
     /// `np.NAME(args)` for a function of [`FUNCTIONS`].
@@ -40,7 +40,7 @@ impl Builder<'_> {
                     _ => self.sign(x, call),
                 }
             }
-            "logaddexp" => {
+            "logaddexp" | "logaddexp2" => {
                 let b = args.bind(&fname, None, &["x1", "x2"])?;
                 let mut it = b.into_iter();
                 let (a, c) = (required(it.next().unwrap(), &fname, "x1", call)?, required(it.next().unwrap(), &fname, "x2", call)?);
@@ -48,14 +48,22 @@ impl Builder<'_> {
                 let (a, c) = (val(Value::Tensor(ids[0])), val(Value::Tensor(ids[1])));
                 // numpy's npy_logaddexp: equal operands (infinities included) give x + ln 2,
                 // else max + log1p(exp(-|x1 - x2|)); NaN stays NaN through the maximum.
+                // npy_logaddexp2 the same in base 2: x + 1, else max + log1p(2^-|x1 - x2|)/ln 2.
+                let (ln_base, doubling) = (std::f64::consts::LN_2, if name == "logaddexp" { std::f64::consts::LN_2 } else { 1.0 });
                 let equal = self.compare(ast::CmpOp::Eq, a.clone(), c.clone(), call)?;
-                let doubled = self.elementwise(BinaryOp::Add, a.clone(), num(std::f64::consts::LN_2), call)?;
+                let doubled = self.elementwise(BinaryOp::Add, a.clone(), num(doubling), call)?;
                 let larger = self.elementwise(BinaryOp::Max, a.clone(), c.clone(), call)?;
                 let d = self.elementwise(BinaryOp::Sub, a, c, call)?;
                 let d = self.unary(UnaryOp::Abs, val(d), call)?;
-                let d = self.unary(UnaryOp::Neg, val(d), call)?;
+                let d = match name {
+                    "logaddexp" => self.unary(UnaryOp::Neg, val(d), call)?,
+                    _ => self.elementwise(BinaryOp::Mul, val(d), num(-ln_base), call)?,
+                };
                 let e = self.unary(UnaryOp::Exp, val(d), call)?;
-                let l = self.unary(UnaryOp::Log1p, val(e), call)?;
+                let mut l = self.unary(UnaryOp::Log1p, val(e), call)?;
+                if name == "logaddexp2" {
+                    l = self.elementwise(BinaryOp::Mul, val(l), num(std::f64::consts::LOG2_E), call)?;
+                }
                 let other = self.elementwise(BinaryOp::Add, val(larger), val(l), call)?;
                 self.select(val(equal), val(doubled), val(other), call)
             }
@@ -78,16 +86,110 @@ impl Builder<'_> {
                 let (ord, axis, keepdims) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
                 self.norm(x, ord, axis, keepdims, call)
             }
-            "median" => {
-                let b = args.bind(&fname, None, &["a", "axis", "out", "overwrite_input", "keepdims"])?;
-                let [a, axis, out, _, keepdims]: [Option<Arg>; 5] = b.try_into().expect("five parameters");
-                if let Some(out) = out.filter(|o| o.value != Value::None) {
-                    return Err(Diagnostic::error(Code::UnsupportedArgument, "`out=` is not supported").label(out.range, "return the result instead"));
-                }
-                let a = required(a, &fname, "a", call)?;
-                self.median(a, axis, keepdims, call)
+            "diagonal" | "trace" => self.diagonal_call(name, None, args),
+            "diag" => {
+                let b = args.bind(&fname, None, &["v", "k"])?;
+                let mut it = b.into_iter();
+                let v = required(it.next().unwrap(), &fname, "v", call)?;
+                let k = match it.next().unwrap() {
+                    Some(k) => self.int_value(&k, "`k`")?,
+                    None => 0,
+                };
+                self.diag(v, k, call)
             }
             _ => unreachable!("`{name}` is in FUNCTIONS"),
+        }
+    }
+
+    /// `np.diagonal`/`np.trace` (`receiver` None) or the methods `.diagonal()`/`.trace()`.
+    pub fn diagonal_call(&mut self, name: &str, receiver: Option<Arg>, args: CallArgs) -> Result<Value> {
+        let call = args.range;
+        let fname = if receiver.is_some() { format!(".{name}()") } else { format!("np.{name}") };
+        let first = if receiver.is_some() { "self" } else { "a" };
+        let params: &[&str] = if name == "trace" { &[first, "offset", "axis1", "axis2", "dtype", "out"] } else { &[first, "offset", "axis1", "axis2"] };
+        let b = args.bind(&fname, receiver, params)?;
+        let mut it = b.into_iter();
+        let a = required(it.next().unwrap(), &fname, first, call)?;
+        let int = |b: &Self, arg: Option<Arg>, default: i64, what: &str| arg.map_or(Ok(default), |x| b.int_value(&x, what));
+        let offset = int(self, it.next().unwrap(), 0, "`offset`")?;
+        let (axis1, axis2) = (it.next().unwrap(), it.next().unwrap());
+        let diagonal = self.diagonal(&a, offset, axis1, axis2, call)?;
+        if name == "diagonal" {
+            return Ok(Value::Tensor(diagonal));
+        }
+        let (dtype, out) = (it.next().flatten(), it.next().flatten());
+        if let Some(out) = out.filter(|o| o.value != Value::None) {
+            return Err(Diagnostic::error(Code::UnsupportedArgument, "`out=` is not supported").label(out.range, "return the result instead"));
+        }
+        let diagonal = match dtype.filter(|d| d.value != Value::None) {
+            // numpy sums in `dtype`.
+            Some(d) => {
+                let dtype = self.dtype_value(&d)?;
+                self.cast(diagonal, dtype, call)?
+            }
+            None => diagonal,
+        };
+        let d = Arg { value: Value::Tensor(diagonal), range: call };
+        let last = Arg { value: Value::Int(-1), range: call };
+        self.reduce(Reduction::Sum, d, Some(last), None, call)
+    }
+
+    /// numpy's `diagonal(a, offset, axis1, axis2)`: the elements `a[…, i + r0, …, i + c0, …]`
+    /// (`offset` k: r0 = 0, c0 = k, or r0 = −k, c0 = 0 below the main diagonal) along a new
+    /// last axis, the other axes kept in order; a read of the array, not a copy.
+    fn diagonal(&mut self, a: &Arg, offset: i64, axis1: Option<Arg>, axis2: Option<Arg>, range: TextRange) -> Result<NodeId> {
+        let id = self.tensor(a, None)?;
+        let ty = self.ty(id).clone();
+        if ty.rank() < 2 {
+            return Err(Diagnostic::error(Code::BadValue, format!("a diagonal needs an array of at least two dimensions, got {ty}")).label(a.range, ty.to_string()));
+        }
+        let axis = |b: &Self, arg: Option<Arg>, default: usize| arg.map_or(Ok(default), |x| b.axis(&x, ty.rank()));
+        let (ax1, ax2) = (axis(self, axis1, 0)?, axis(self, axis2, 1)?);
+        if ax1 == ax2 {
+            return Err(Diagnostic::error(Code::BadValue, format!("`axis1` and `axis2` are both axis {ax1}")).label(range, "two distinct axes"));
+        }
+        let (r0, c0) = if offset >= 0 { (0, offset as usize) } else { (offset.unsigned_abs() as usize, 0) };
+        let len = ty.shape[ax1].saturating_sub(r0).min(ty.shape[ax2].saturating_sub(c0));
+        if len == 0 {
+            return Err(Diagnostic::error(Code::BadValue, format!("offset {offset} leaves no diagonal in {ty} (numpy gives an empty array)")).label(range, "here"));
+        }
+        let others: Vec<usize> = (0..ty.rank()).filter(|&j| j != ax1 && j != ax2).collect();
+        let mut shape: Vec<usize> = others.iter().map(|&j| ty.shape[j]).collect();
+        shape.push(len);
+        let last = others.len();
+        let from = (0..ty.rank())
+            .map(|j| match j {
+                _ if j == ax1 => GatherAxis::Along { axis: last, start: r0, step: 1 },
+                _ if j == ax2 => GatherAxis::Along { axis: last, start: c0, step: 1 },
+                _ => GatherAxis::Along { axis: others.iter().position(|&o| o == j).expect("another axis"), start: 0, step: 1 },
+            })
+            .collect();
+        self.gather(id, shape, from, Vec::new(), range)
+    }
+
+    /// numpy's `diag(v, k)`: of a matrix its `k`-th diagonal; of a vector of n the square matrix
+    /// of n + |k| with `v` on its `k`-th diagonal and zeros elsewhere.
+    fn diag(&mut self, v: Arg, k: i64, range: TextRange) -> Result<Value> {
+        let id = self.tensor(&v, None)?;
+        let ty = self.ty(id).clone();
+        match ty.rank() {
+            2 => Ok(Value::Tensor(self.diagonal(&v, k, None, None, range)?)),
+            1 => {
+                let n = ty.shape[0] + k.unsigned_abs() as usize;
+                let mut padded = id;
+                if k != 0 {
+                    let zeros = self.full(&[k.unsigned_abs() as usize], 0.0, ty.dtype, range)?;
+                    padded = self.push(Op::Concat { axis: 0 }, vec![id, zeros], range)?;
+                }
+                // Row i holds v[i] where k ≥ 0 (at column i + k); column j holds v[j] below.
+                let along = if k >= 0 { [n, 1] } else { [1, n] };
+                let padded = self.reshape_to(padded, &along, range)?;
+                let values = self.broadcast_to(padded, &[n, n], range)?;
+                let mask = self.diagonal_mask(n, n, ollie_graph::CmpOp::Eq, k, range)?;
+                let zeros = self.full(&[n, n], 0.0, ty.dtype, range)?;
+                Ok(Value::Tensor(self.push(Op::Select, vec![mask, values, zeros], range)?))
+            }
+            _ => Err(Diagnostic::error(Code::BadValue, format!("`np.diag` takes a vector or a matrix, got {ty}")).label(v.range, ty.to_string())),
         }
     }
 
@@ -95,48 +197,6 @@ impl Builder<'_> {
     pub(crate) fn select(&mut self, c: Arg, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
         let ids = self.broadcast_all(&[c, a, b], range)?;
         Ok(Value::Tensor(self.push(Op::Select, ids, range)?))
-    }
-
-    /// numpy's `median` along one axis (or of the flattened array): the middle of the sorted
-    /// values, the mean of the two middle ones for an even count; NaN where the axis holds one
-    /// (sorted last, so the last value says), as numpy's.
-    fn median(&mut self, a: Arg, axis: Option<Arg>, keepdims: Option<Arg>, range: TextRange) -> Result<Value> {
-        if let Some(Arg { value: Value::Tuple(_), range: r }) = &axis {
-            return Err(Diagnostic::error(Code::UnsupportedArgument, "`np.median` over several axes").label(*r, "one axis or None").help("move the axes together and `.reshape` them into one first"));
-        }
-        let rank = self.tensor(&a, None).map(|id| self.ty(id).rank())?;
-        let whole = matches!(axis, None | Some(Arg { value: Value::None, .. }));
-        let keepdims = self.flag(keepdims, "keepdims")?;
-        let (id, k) = self.axis_or_flat(&a, axis, range)?;
-        let dtype = self.ty(id).dtype;
-        let id = if dtype.is_float() { id } else { self.cast(id, ollie_graph::DType::F64, range)? };
-        let n = self.ty(id).shape[k];
-        if n == 0 {
-            return Err(Diagnostic::error(Code::BadValue, "`np.median` of an empty axis").label(a.range, self.ty(id).to_string()));
-        }
-        let sorted = self.push(Op::Sort { axis: k }, vec![id], range)?;
-        let val = |id| Arg { value: Value::Tensor(id), range };
-        let upper = self.range_along(sorted, k, n / 2, 1, range)?;
-        let middle = if n % 2 == 1 {
-            upper
-        } else {
-            let lower = self.range_along(sorted, k, n / 2 - 1, 1, range)?;
-            let sum = self.elementwise(BinaryOp::Add, val(lower), val(upper), range)?;
-            let Value::Tensor(half) = self.elementwise(BinaryOp::Mul, Arg { value: sum, range }, Arg { value: Value::Float(0.5), range }, range)? else {
-                unreachable!("array operands give an array")
-            };
-            half
-        };
-        let last = self.range_along(sorted, k, n - 1, 1, range)?;
-        let nan = self.push(Op::Compare(ollie_graph::CmpOp::Ne), vec![last, last], range)?;
-        let out = self.push(Op::Select, vec![nan, last, middle], range)?;
-        let mut shape = self.ty(out).shape.clone();
-        if whole {
-            shape = if keepdims { vec![1; rank] } else { Vec::new() };
-        } else if !keepdims {
-            shape.remove(k);
-        }
-        Ok(Value::Tensor(self.reshape_to(out, &shape, range)?))
     }
 
     /// numpy's `sign`: -1, 0 or 1, NaN for NaN (zero and NaN are returned as they are).

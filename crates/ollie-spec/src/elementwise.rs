@@ -1,7 +1,8 @@
 //! numpy's elementwise functions that the graph composes from its own operations: the
 //! hyperbolic functions and their inverses, `tan`, `arcsin`/`arccos`/`arctan2` (by `atan`),
 //! `degrees`/`radians`, `trunc`/`fix`, and floor division and remainder of floats (`//`, `%`,
-//! `np.fmod`). Each is written in the form that stays
+//! `np.fmod`), the NaN-ignoring `fmax`/`fmin`, `hypot` (scaled so that it overflows only where
+//! numpy's does), `heaviside`, `float_power` and `positive`. Each is written in the form that stays
 //! accurate in float32 (`sinh` by `expm1` near 0, `cosh` by `exp(|x| − ln 2)` so it overflows
 //! where numpy's does), so that the bound the graph derives for it is close to numpy's own
 //! accuracy, and keeps numpy's special values.
@@ -11,12 +12,16 @@ use ruff_python_ast::{CmpOp, Operator};
 use ruff_text_size::TextRange;
 
 use crate::builder::{Arg, Builder, CallArgs, Result};
+use crate::diagnostic::{Code, Diagnostic};
 use crate::numpy::required;
 use crate::value::Value;
 
 /// The functions this module provides, as `np.NAME`.
 pub const FUNCTIONS: &[&str] =
-    &["arccos", "arccosh", "arcsin", "arcsinh", "arctan2", "arctanh", "cosh", "deg2rad", "degrees", "fix", "fmod", "rad2deg", "radians", "sinh", "tan", "trunc"];
+    &["arccos", "arccosh", "arcsin", "arcsinh", "arctan2", "arctanh", "cosh", "deg2rad", "degrees", "fix", "float_power", "fmax", "fmin", "fmod", "heaviside", "hypot", "positive", "rad2deg", "radians", "sinh", "tan", "trunc"];
+
+/// The functions of [`FUNCTIONS`] that take two operands.
+const BINARY: &[&str] = &["arctan2", "float_power", "fmax", "fmin", "fmod", "heaviside", "hypot"];
 
 const LN_2: f64 = std::f64::consts::LN_2;
 
@@ -25,15 +30,26 @@ impl Builder<'_> {
     pub fn elementwise_call(&mut self, name: &str, args: CallArgs) -> Result<Value> {
         let call = args.range;
         let fname = format!("np.{name}");
-        if name == "fmod" || name == "arctan2" {
+        if BINARY.contains(&name) {
             let mut b = args.bind(&fname, None, &["x1", "x2"])?.into_iter();
             let (a, d) = (required(b.next().unwrap(), &fname, "x1", call)?, required(b.next().unwrap(), &fname, "x2", call)?);
-            if name == "arctan2" {
-                return self.arctan2(a, d, call);
-            }
-            return self.fmod(a, d, call);
+            return match name {
+                "arctan2" => self.arctan2(a, d, call),
+                "fmod" => self.fmod(a, d, call),
+                "fmax" | "fmin" => self.fmax(name == "fmax", a, d, call),
+                "hypot" => self.hypot(a, d, call),
+                "heaviside" => self.heaviside(a, d, call),
+                _ => self.float_power(a, d, call),
+            };
         }
         let x = required(args.bind(&fname, None, &["x"])?.into_iter().next().unwrap(), &fname, "x", call)?;
+        if name == "positive" {
+            // A copy of a numeric array; numpy refuses booleans.
+            if self.is_bool(&x.value) {
+                return Err(Diagnostic::error(Code::BadValue, "numpy's `positive` does not take booleans").label(x.range, "a boolean array"));
+            }
+            return Ok(x.value);
+        }
         if let Some(f) = x.value.number() {
             return Ok(Value::Float(fold(name, f)));
         }
@@ -210,6 +226,87 @@ impl Builder<'_> {
         Ok(e.select(&origin, &zero, &angle)?.value)
     }
 
+}
+
+impl Builder<'_> {
+    /// numpy's `fmax`/`fmin`: the larger or smaller operand, a NaN operand ignored (NaN only
+    /// where both are).
+    fn fmax(&mut self, max: bool, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        let op = if max { BinaryOp::Max } else { BinaryOp::Min };
+        match (&a.value, &b.value) {
+            (Value::Int(x), Value::Int(y)) => return Ok(Value::Int(if max { *x.max(y) } else { *x.min(y) })),
+            // Rust's `max`/`min` ignore a NaN as C's `fmax`/`fmin` do.
+            _ if a.value.number().is_some() && b.value.number().is_some() => {
+                let (x, y) = (a.value.number().unwrap(), b.value.number().unwrap());
+                return Ok(Value::Float(if max { x.max(y) } else { x.min(y) }));
+            }
+            _ => {}
+        }
+        let mut e = Expr { b: self, range };
+        let m = e.bin(op, &a, &b)?;
+        let b_nan = e.cmp(CmpOp::NotEq, &b, &b)?;
+        let m = e.select(&b_nan, &a, &m)?;
+        let a_nan = e.cmp(CmpOp::NotEq, &a, &a)?;
+        Ok(e.select(&a_nan, &b, &m)?.value)
+    }
+
+    /// numpy's `hypot`: `m·√(1 + (n/m)²)` with `m` the larger magnitude and `n` the smaller, so
+    /// that it overflows only where the result does; 0 where both are 0, inf where either is
+    /// infinite (even with a NaN), NaN where either is NaN otherwise.
+    fn hypot(&mut self, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        if let (Some(x), Some(y)) = (a.value.number(), b.value.number()) {
+            return Ok(Value::Float(x.hypot(y)));
+        }
+        let mut e = Expr { b: self, range };
+        let (x, y) = (e.float(a)?, e.float(b)?);
+        let (ax, ay) = (e.unary(UnaryOp::Abs, &x)?, e.unary(UnaryOp::Abs, &y)?);
+        let m = e.bin(BinaryOp::Max, &ax, &ay)?;
+        let n = e.bin(BinaryOp::Min, &ax, &ay)?;
+        let r = e.bin(BinaryOp::Div, &n, &m)?;
+        let rr = e.bin(BinaryOp::Mul, &r, &r)?;
+        let s = e.bin(BinaryOp::Add, &rr, &e.num(1.0))?;
+        let s = e.unary(UnaryOp::Sqrt, &s)?;
+        let h = e.bin(BinaryOp::Mul, &m, &s)?;
+        let zero = e.cmp(CmpOp::Eq, &m, &e.num(0.0))?;
+        let h = e.select(&zero, &m, &h)?;
+        let inf = e.num(f64::INFINITY);
+        let x_inf = e.cmp(CmpOp::Eq, &ax, &inf)?;
+        let y_inf = e.cmp(CmpOp::Eq, &ay, &inf)?;
+        let either = e.bin(BinaryOp::Max, &x_inf, &y_inf)?;
+        let inf = e.like(f64::INFINITY, &h)?;
+        Ok(e.select(&either, &inf, &h)?.value)
+    }
+
+    /// numpy's `heaviside(x1, x2)`: 0 below zero, 1 above, `x2` at zero, NaN where `x1` is NaN.
+    fn heaviside(&mut self, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        if let (Some(x), Some(y)) = (a.value.number(), b.value.number()) {
+            return Ok(Value::Float(if x.is_nan() { x } else if x < 0.0 { 0.0 } else if x > 0.0 { 1.0 } else { y }));
+        }
+        let mut e = Expr { b: self, range };
+        let (x, y) = (e.float(a)?, e.float(b)?);
+        let nan = e.cmp(CmpOp::NotEq, &x, &x)?;
+        let at_zero = e.select(&nan, &x, &y)?;
+        let above = e.cmp(CmpOp::Gt, &x, &e.num(0.0))?;
+        let one = e.like(1.0, &at_zero)?;
+        let v = e.select(&above, &one, &at_zero)?;
+        let below = e.cmp(CmpOp::Lt, &x, &e.num(0.0))?;
+        let zero = e.like(0.0, &v)?;
+        Ok(e.select(&below, &zero, &v)?.value)
+    }
+
+    /// numpy's `float_power`: both operands in float64, then `**`.
+    fn float_power(&mut self, a: Arg, b: Arg, range: TextRange) -> Result<Value> {
+        if let (Some(x), Some(y)) = (a.value.number(), b.value.number()) {
+            return Ok(Value::Float(x.powf(y)));
+        }
+        let f64_of = |b: &mut Self, x: Arg| -> Result<Arg> {
+            let id = b.tensor(&x, Some(ollie_graph::DType::F64))?;
+            let id = if b.ty(id).dtype == ollie_graph::DType::F64 { id } else { b.cast(id, ollie_graph::DType::F64, range)? };
+            Ok(Arg { value: Value::Tensor(id), range: x.range })
+        };
+        let (x, y) = (f64_of(self, a)?, f64_of(self, b)?);
+        self.elementwise(BinaryOp::Pow, x, y, range)
+    }
 }
 
 /// A function of [`FUNCTIONS`] on a number known before the kernel runs.

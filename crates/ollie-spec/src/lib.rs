@@ -15,6 +15,7 @@ mod operators;
 mod pad;
 mod setitem;
 mod special;
+mod statistics;
 mod value;
 
 use std::collections::HashMap;

@@ -10,19 +10,22 @@ use crate::value::Value;
 
 /// The numpy functions a spec may call, as `np.NAME(...)`.
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "array", "argmax", "argmin", "argsort", "around", "array_split",
-    "asarray", "broadcast_to", "ceil", "clip", "concatenate", "copy", "cos", "cosh", "count_nonzero", "cumsum", "deg2rad", "degrees", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "fix", "flip", "fliplr", "flipud",
-    "float32", "float64", "floor", "floor_divide", "fmod", "full", "full_like", "hsplit", "hstack", "identity", "iinfo", "inner", "isfinite", "isinf", "isnan", "linspace", "log", "log10", "log1p",
-    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "median", "min", "minimum",
-    "mod", "moveaxis", "multiply", "nan_to_num", "negative", "ones", "ones_like", "outer", "pad", "power", "prod", "rad2deg", "radians", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint", "roll",
-    "round", "sign", "sin", "sinh", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
-    "take_along_axis", "tan", "tanh", "tensordot", "tile", "transpose", "tril", "triu", "trunc", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
+    "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax",
+    "argmin", "argsort", "around", "array", "array_split", "asarray", "average", "broadcast_to", "ceil", "clip", "concatenate", "copy", "cos", "cosh",
+    "count_nonzero", "cumsum", "deg2rad", "degrees", "diag", "diagonal", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims",
+    "expm1", "eye", "finfo", "fix", "flip", "fliplr", "flipud", "float32", "float64", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "full",
+    "full_like", "heaviside", "hsplit", "hstack", "hypot", "identity", "iinfo", "inner", "isfinite", "isinf", "isnan", "linspace", "log", "log10", "log1p",
+    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "median", "min",
+    "minimum", "mod", "moveaxis", "multiply", "nan_to_num", "nanmax", "nanmean", "nanmin", "nanprod", "nansum", "negative", "ones", "ones_like", "outer", "pad",
+    "percentile", "positive", "power", "prod", "ptp", "quantile", "rad2deg", "radians", "ravel", "reciprocal", "remainder", "repeat", "reshape", "rint", "roll",
+    "round", "sign", "sin", "sinh", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis",
+    "tan", "tanh", "tensordot", "tile", "trace", "transpose", "tril", "triu", "trunc", "var", "vsplit", "vstack", "where", "zeros", "zeros_like",
 ];
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] = &[
-    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "dot", "flatten", "max", "mean", "min", "prod", "ravel", "repeat", "reshape", "round",
-    "squeeze", "std", "sum", "swapaxes", "transpose", "var",
+    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "diagonal", "dot", "flatten", "max", "mean", "min", "prod", "ravel", "repeat", "reshape", "round",
+    "squeeze", "std", "sum", "swapaxes", "trace", "transpose", "var",
 ];
 
 pub fn supported_functions_help() -> String {
@@ -149,6 +152,9 @@ impl Builder<'_> {
         }
         if crate::composite::FUNCTIONS.contains(&name) {
             return self.composite_call(name, args);
+        }
+        if crate::statistics::FUNCTIONS.contains(&name) {
+            return self.statistics_call(name, args);
         }
         if crate::gather::FUNCTIONS.contains(&name) {
             return self.gather_call(name, args);
@@ -388,6 +394,7 @@ impl Builder<'_> {
                 // `.astype` copies, to the same dtype too.
                 Ok(Value::Tensor(if self.ty(id).dtype == dtype { self.copy_of(id, call)? } else { self.cast(id, dtype, call)? }))
             }
+            "diagonal" | "trace" => self.diagonal_call(name, Some(receiver), args),
             _ if crate::arrays::METHODS.contains(&name) => self.arrays_method(receiver, name, args),
             _ => Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported array method `.{name}()`"))
                 .label(name_range, "not in ollie's numpy subset")
@@ -536,7 +543,7 @@ impl Builder<'_> {
 
     /// A reduction call bound by [`reduction_params`]: `dtype=` may name a float dtype (the
     /// reference computes in float64 regardless); `out=` is not supported.
-    fn reduction_call(&mut self, name: &str, fname: &str, bound: Vec<Option<Arg>>, call: TextRange) -> Result<Value> {
+    pub(crate) fn reduction_call(&mut self, name: &str, fname: &str, bound: Vec<Option<Arg>>, call: TextRange) -> Result<Value> {
         let params = reduction_params(name, "a");
         let get = |p: &str| params.iter().position(|q| *q == p).and_then(|i| bound[i].clone());
         let a = required(get("a"), fname, "a", call)?;
@@ -1143,7 +1150,7 @@ fn index_fits(fname: &str, extent: usize, a: &Arg, ty: &ollie_graph::TensorType)
     Ok(())
 }
 
-fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
+pub(crate) fn reduction_params(name: &str, first: &'static str) -> Vec<&'static str> {
     let rest: &[&str] = match name {
         "sum" | "prod" | "mean" => &["axis", "dtype", "out", "keepdims"],
         "var" | "std" => &["axis", "dtype", "out", "ddof", "keepdims"],
