@@ -1,7 +1,7 @@
 //! numpy's functions and array methods, each translated into graph nodes with numpy's rules for
 //! axes, keepdims, broadcasting, matmul and einsum.
 
-use ollie_graph::{broadcast_shapes, BinaryOp, CmpOp, DType, EinsumSpec, NodeId, Op, ReduceOp, UnaryOp};
+use ollie_graph::{broadcast_shapes, BinaryOp, CmpOp, DType, EinsumSpec, GatherAxis, NodeId, Op, ReduceOp, UnaryOp};
 use ruff_text_size::TextRange;
 
 use crate::builder::{Arg, Builder, CallArgs, Result};
@@ -994,8 +994,8 @@ impl Builder<'_> {
         Ok(Value::Tensor(self.push(Op::Einsum(spec), vec![ia, ib], range)?))
     }
 
-    /// `np.einsum`: implicit output, `...` broadcasting; repeated labels within one operand
-    /// (diagonals, traces) are rejected.
+    /// `np.einsum`: implicit output, `...` broadcasting, repeated labels within one operand
+    /// (diagonals, and traces where the label is summed).
     fn einsum(&mut self, subscripts: Arg, operands: Vec<Arg>, range: TextRange) -> Result<Value> {
         let Value::Str(text) = &subscripts.value else {
             return Err(Diagnostic::error(Code::UnsupportedEinsum, "np.einsum's first argument must be a subscripts string").label(subscripts.range, "here"));
@@ -1064,11 +1064,26 @@ impl Builder<'_> {
                 labels.extend_from_slice(&ell);
             }
             labels.extend_from_slice(after.as_bytes());
-            if let Some(&l) = labels.iter().find(|&&l| labels.iter().filter(|&&m| m == l).count() > 1) {
-                return Err(bad(format!("repeated label `{}` in operand `{t}` (diagonals and traces are not supported)", l as char))
-                    .help("take diagonals with explicit indexing before the einsum, or write the contraction with distinct labels"));
+            let mut unique: Vec<u8> = Vec::new();
+            for &l in &labels {
+                if !unique.contains(&l) {
+                    unique.push(l);
+                }
             }
-            inputs.push(labels);
+            if unique.len() < labels.len() {
+                // A label repeated within an operand reads its diagonal (numpy's `ii->i`, and
+                // `ii` a trace once the label is summed): a gather without indices.
+                let k = ids2.len() - 1;
+                let shape = self.ty(ids2[k]).shape.clone();
+                let size = |l: u8| shape[labels.iter().position(|&m| m == l).expect("a label of the operand")];
+                if let Some((&l, _)) = labels.iter().zip(&shape).find(|(&l, &n)| n != size(l)) {
+                    let message = format!("label `{}` is repeated in operand `{t}` over axes of different lengths ({})", l as char, self.ty(ids2[k]));
+                    return Err(Diagnostic::error(Code::ShapeMismatch, message).label(subscripts.range, "subscripts"));
+                }
+                let from = labels.iter().map(|l| GatherAxis::Along { axis: unique.iter().position(|u| u == l).expect("unique"), start: 0, step: 1 }).collect();
+                ids2[k] = self.gather(ids2[k], unique.iter().map(|&l| size(l)).collect(), from, Vec::new(), range)?;
+            }
+            inputs.push(unique);
         }
         // Expand the size-1 `...` axes to the broadcast shape.
         for (k, labels) in inputs.iter().enumerate() {
