@@ -21,7 +21,12 @@ pub(crate) struct Progress {
     floor: f64,
     llm: Option<LlmTotals>,
     shown: Cell<Instant>,
+    /// When the last plain progress line was printed (stderr not a terminal).
+    printed: Cell<Option<Instant>>,
 }
+
+/// How often the progress is printed as a plain line where there is no bar to draw.
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
 impl Progress {
     pub fn new(budget: f64, done: f64, tally: Tally, (best, naive, floor): (f64, f64, f64), llm: Option<LlmTotals>) -> Progress {
@@ -30,7 +35,7 @@ impl Progress {
         bar.set_position((done * 10.0) as u64);
         bar.set_prefix(format!("{budget:.0}s"));
         bar.enable_steady_tick(Duration::from_millis(500));
-        let progress = Progress { bar, tally, best, naive, floor, llm, shown: Instant::now().into() };
+        let progress = Progress { bar, tally, best, naive, floor, llm, shown: Instant::now().into(), printed: None.into() };
         progress.show(done);
         progress
     }
@@ -61,8 +66,13 @@ impl Progress {
         }
     }
 
-    /// The search time so far, the tallies and the best time.
+    /// The search time so far, the tallies and the best time: on the bar in a terminal, else
+    /// (a pipe, a log, a notebook reading ollie's stderr) as a plain line every few seconds.
     pub fn show(&self, elapsed: f64) {
+        let quiet = self.bar.is_hidden() && self.printed.get().is_some_and(|t| t.elapsed() < PLAIN_EVERY);
+        if quiet {
+            return;
+        }
         self.shown.set(Instant::now());
         let (tally, best, naive, floor) = (&self.tally, self.best, self.naive, self.floor);
         self.bar.set_position((elapsed * 10.0) as u64);
@@ -70,7 +80,7 @@ impl Progress {
             let cost = if l.cost > 0.0 { format!(", ${:.2}", l.cost) } else { String::new() };
             format!(" | llm {} calls, {} tokens{cost}", l.made, l.tokens)
         });
-        self.bar.set_message(format!(
+        let message = format!(
             "{} evals, {} accepted, rejected: {} | best {} = {:.2}x naive, {:.1}% of roofline{llm}",
             tally.evaluations,
             tally.accepted,
@@ -78,7 +88,12 @@ impl Progress {
             report::seconds(best),
             naive / best,
             100.0 * floor / best
-        ));
+        );
+        if self.bar.is_hidden() {
+            self.printed.set(Some(Instant::now()));
+            eprintln!("{:>4.0}s of {}: {message}", elapsed, self.bar.prefix());
+        }
+        self.bar.set_message(message);
     }
 
     pub fn finish(&self) {

@@ -235,6 +235,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "fraction_of_roofline": floor.seconds / summary.best_seconds,
         "flops": cost.flops,
         "compulsory_bytes": cost.min_bytes,
+        "signature": signature(graph),
         // What the verifier drew each integer parameter from (its index range).
         "index_ranges": (0..graph.params.len()).filter_map(|k| graph.index_range(k).map(|r| (graph.params[k].name.clone(), serde_json::json!({ "extent": r.extent, "negative": r.negative, "shift": r.shift })))).collect::<serde_json::Map<String, serde_json::Value>>(),
         "machine": { "cpu": machine.cpu, "isa": machine.isa, "threads": floor.ceiling.threads, "peak_gflops": floor.ceiling.peak_gflops, "bandwidth_gbs": floor.ceiling.bandwidth_gbs, "measured": machine.measured_date(), "measurements": machine.measurements, "pinned": machine.pinned },
@@ -346,6 +347,21 @@ fn cost_model(graph: &Graph, history: &[Candidate]) -> Option<HeldBack> {
         })
         .collect();
     held_back(&samples, 0.25)
+}
+
+/// The kernel's arrays in ABI order, for callers other than the generated loader (the Python
+/// package): each one's name, shape, the spec's dtype and the dtype the C kernel takes (integer
+/// and boolean results are written as float, see docs/abi.md).
+fn signature(graph: &Graph) -> serde_json::Value {
+    let array = |name: &str, ty: &ollie_graph::TensorType, abi: DType| serde_json::json!({ "name": name, "shape": ty.shape, "dtype": ty.dtype.name(), "abi": abi.name() });
+    let inputs: Vec<_> = graph.params.iter().map(|p| array(&p.name, &p.ty, p.ty.dtype)).collect();
+    let outputs: Vec<_> = (0..graph.outputs.len())
+        .map(|k| {
+            let ty = graph.ty(graph.outputs[k]);
+            array(&graph.output_name(k), ty, ty.dtype.result())
+        })
+        .collect();
+    serde_json::json!({ "inputs": inputs, "outputs": outputs })
 }
 
 /// `NAME.h`: the kernel's prototype.

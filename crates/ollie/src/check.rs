@@ -75,7 +75,10 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         None => None,
     };
     if o.json {
-        stdout(&format!("{json}\n"))?;
+        // The report, and where the counterexample's inputs were saved (one NAME.npy each).
+        let mut value = serde_json::to_value(&report).expect("serializable");
+        value["counterexample_dir"] = serde_json::json!(saved.as_ref().map(|d| d.display().to_string()));
+        stdout(&format!("{}\n", serde_json::to_string_pretty(&value).expect("serializable")))?;
     } else {
         let mut text = notes;
         text.push_str(&render(&report, &certificate));

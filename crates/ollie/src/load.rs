@@ -16,6 +16,6 @@ pub fn load(args: &SpecArgs) -> Result<Spec, Failure> {
             }
             Ok(spec)
         }
-        Err(d) => Err(user_error(d.render(path, &source))),
+        Err(d) => Err(Failure::Spec { code: d.code.name(), rendered: d.render(path, &source) }),
     }
 }

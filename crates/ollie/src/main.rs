@@ -16,6 +16,11 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "ollie", version, about)]
 struct Cli {
+    /// Also write an error to FILE as one JSON object (`error`: `spec`, `usage` or `internal`;
+    /// `code`: a spec diagnostic's code; `message`: the text printed on stderr), for programs
+    /// that drive ollie, as the Python package does.
+    #[arg(long, global = true, value_name = "FILE")]
+    error_json: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -280,6 +285,8 @@ fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
 pub enum Failure {
     /// Already rendered for the user.
     User(String),
+    /// The spec is outside the subset: its diagnostic's code and rendering.
+    Spec { code: &'static str, rendered: String },
     /// `ollie check` rejected the kernel (already reported).
     Rejected,
     Internal(anyhow::Error),
@@ -446,19 +453,22 @@ fn main() -> ExitCode {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Rejected) => ExitCode::from(1),
-        Err(Failure::User(message)) => {
-            eprint!("{message}");
-            if !message.ends_with('\n') {
-                eprintln!();
-            }
-            ExitCode::from(2)
-        }
-        Err(Failure::Internal(e)) => {
-            eprintln!("ollie: internal error: {e:#}");
-            ExitCode::from(3)
+    let (kind, code, message, exit) = match result {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::Rejected) => return ExitCode::from(1),
+        Err(Failure::Spec { code, rendered }) => ("spec", Some(code), rendered, 2),
+        Err(Failure::User(message)) => ("usage", None, message, 2),
+        Err(Failure::Internal(e)) => ("internal", None, format!("ollie: internal error: {e:#}"), 3),
+    };
+    eprint!("{message}");
+    if !message.ends_with('\n') {
+        eprintln!();
+    }
+    if let Some(path) = &cli.error_json {
+        let json = serde_json::json!({ "error": kind, "code": code, "message": message });
+        if let Err(e) = std::fs::write(path, json.to_string()) {
+            eprintln!("ollie: cannot write {}: {e}", path.display());
         }
     }
+    ExitCode::from(exit)
 }

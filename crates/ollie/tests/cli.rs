@@ -46,6 +46,9 @@ fn every_error_spec_exits_2_with_its_code_and_warnings_exit_0() {
             }
         }
         args.push(spec);
+        let error_json = tempfile::NamedTempFile::new().unwrap();
+        args.push("--error-json".into());
+        args.push(error_json.path().display().to_string());
         let out = ollie(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let expected = std::fs::read_to_string(path.with_extension("txt")).unwrap();
         let code = expected.lines().next().unwrap();
@@ -54,6 +57,12 @@ fn every_error_spec_exits_2_with_its_code_and_warnings_exit_0() {
         let want = if warning_only { 0 } else { 2 };
         assert_eq!(out.status.code(), Some(want), "{}: {}", path.display(), stderr(&out));
         assert!(!stderr(&out).contains("panicked"), "{}", path.display());
+        if !warning_only {
+            // The same error as data, for programs (the Python package's `SpecError`).
+            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(error_json.path()).unwrap()).unwrap();
+            assert_eq!((json["error"].as_str(), json["code"].as_str()), (Some("spec"), Some(code)), "{}", path.display());
+            assert!(stderr(&out).contains(json["message"].as_str().unwrap().trim_end()), "{}", path.display());
+        }
     }
     assert!(n >= 30);
 }

@@ -1,0 +1,163 @@
+"""The Python API against the installed package: the `ollie` executable built with it, real
+searches and checks, real kernels called on numpy arrays."""
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import ollie
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SOFTMAX = os.path.join(ROOT, "examples", "softmax.py")
+SMALL = {"B": 8, "N": 256}
+
+
+def module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+softmax = module(SOFTMAX, "softmax_example").softmax
+
+
+def test_the_executable_is_the_one_installed_with_this_package():
+    exe = ollie.executable()
+    assert os.path.dirname(exe) == os.path.dirname(sys.executable), exe
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+    assert version == ollie.__version__
+
+
+def test_a_spec_outside_the_subset_raises_spec_error_with_its_code(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy as np\n\n\ndef k(x: \"f32[4]\"):\n    return np.fft.fft(x)\n")
+    with pytest.raises(ollie.SpecError) as e:
+        ollie.graph(f"{bad}::k")
+    assert e.value.code == "unsupported-call"
+    assert "np.fft.fft" in e.value.rendered and "bad.py:5" in e.value.rendered
+    # The same through the function itself.
+    with pytest.raises(ollie.SpecError) as e:
+        ollie.optimize(module(bad, "bad_spec").k, time="5s")
+    assert e.value.code == "unsupported-call"
+
+
+def test_usage_errors_are_value_errors():
+    with pytest.raises(ollie.UsageError, match="NOPE"):
+        ollie.graph(softmax, dims={"NOPE": 3})
+    with pytest.raises(TypeError):
+        ollie.graph(softmax, dims={"B": 2.5})
+
+    def nested(x: "f32[4]"):
+        return x
+
+    with pytest.raises(ollie.UsageError, match="top level"):
+        ollie.graph(nested)
+
+
+def test_graph_lower_and_rewrite_of_a_function():
+    assert ollie.graph(softmax, dims=SMALL).startswith("kernel softmax(x: f32[8,256])")
+    c = ollie.lower(softmax, dims=SMALL)
+    assert "void softmax(" in c
+    assert "for i0 in 0..8 {" in ollie.lower(softmax, dims=SMALL, ir=True)
+    assert "variant" in ollie.rewrite(softmax, dims=SMALL)
+
+
+def test_check_accepts_the_naive_kernel_and_rejects_a_cheat_with_its_counterexample(tmp_path):
+    naive = tmp_path / "naive.c"
+    naive.write_text(ollie.lower(softmax, dims=SMALL))
+    report = ollie.check(softmax, naive, dims=SMALL)
+    assert report["accepted"] is True and report["certificate"]["tests"]
+    # Each row divided by its sum without the maximum subtracted: overflows on large inputs.
+    cheat = tmp_path / "cheat.c"
+    cheat.write_text(textwrap.dedent("""
+        #include <math.h>
+        void softmax(const float *restrict x, float *restrict out) {
+            for (int b = 0; b < 8; b++) {
+                float s = 0.0f;
+                for (int i = 0; i < 256; i++) s += expf(x[256 * b + i]);
+                for (int i = 0; i < 256; i++) out[256 * b + i] = expf(x[256 * b + i]) / s;
+            }
+        }
+    """))
+    with pytest.raises(ollie.Rejected) as e:
+        ollie.check(softmax, cheat, dims=SMALL)
+    assert e.value.verdict == "inaccurate"
+    assert e.value.report["accepted"] is False
+    (name, x), = e.value.counterexample.items()
+    assert name == "x" and x.shape == (8, 256) and x.dtype == np.float32
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory):
+    out = tmp_path_factory.mktemp("softmax-out")
+    return ollie.optimize(softmax, time="10s", dims=SMALL, out=out, seed=7, progress=False)
+
+
+def test_optimize_returns_a_kernel_that_computes_numpy_s_answer(found):
+    x = np.random.default_rng(1).standard_normal((8, 256), dtype=np.float32)
+    y = found(x)
+    assert y.shape == (8, 256) and y.dtype == np.float32
+    np.testing.assert_allclose(y, softmax(x), rtol=1e-5, atol=1e-7)
+    assert found.speedup > 0 and found.seconds > 0 and 0 < found.fraction_of_roofline
+    assert "void softmax(" in found.source
+    assert found.certificate["accepted"] is True
+    assert os.path.isfile(found.report_path)
+    assert found.schedule is None or isinstance(found.schedule, str)
+
+
+def test_a_kernel_writes_into_out_and_checks_its_arguments(found):
+    x = np.random.default_rng(2).standard_normal((8, 256), dtype=np.float32)
+    out = found.empty_outputs()
+    assert found(x, out=out) is out
+    np.testing.assert_allclose(out, softmax(x), rtol=1e-5, atol=1e-7)
+    # A strided view is copied to the ABI's layout first.
+    wide = np.random.default_rng(3).standard_normal((8, 512), dtype=np.float32)
+    np.testing.assert_allclose(found(wide[:, ::2]), softmax(wide[:, ::2]), rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match=r"input `x`: expected shape \(8, 256\) \(f32\[8,256\]\), got shape \(4, 256\)"):
+        found(x[:4])
+    with pytest.raises(TypeError, match="got shape .8, 256. .float64."):
+        found(x.astype(np.float64))
+    with pytest.raises(TypeError, match="takes 1 arrays"):
+        found(x, x)
+    with pytest.raises(ValueError, match="aligned"):
+        found(x, out=np.empty((8, 257), np.float32)[:, 1:])
+
+
+def test_load_reads_back_what_optimize_wrote(found):
+    again = ollie.load(found.directory)
+    x = np.ones((8, 256), np.float32)
+    np.testing.assert_array_equal(again(x), found(x))
+    assert again.speedup == found.speedup
+
+
+def test_ctrl_c_stops_the_search_and_returns_the_kernel_found_so_far(tmp_path):
+    script = tmp_path / "interrupted.py"
+    script.write_text(textwrap.dedent(f"""
+        import importlib.util, sys
+        import ollie
+        spec = importlib.util.spec_from_file_location("s", {SOFTMAX!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        k = ollie.optimize(m.softmax, time="120s", dims={SMALL!r}, out={str(tmp_path / "out")!r}, progress=True)
+        print("speedup", k.speedup)
+    """))
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Wait for the search's first progress line, then interrupt Python (alone: the search
+    # runs in a session of its own, so Python must pass the signal on).
+    start = time.monotonic()
+    lines = []
+    for line in child.stderr:
+        lines.append(line)
+        if " of 120s:" in line or time.monotonic() - start > 60:
+            break
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=90)
+    assert child.returncode == 0, "".join(lines) + stderr
+    assert stdout.startswith("speedup"), stdout
+    assert time.monotonic() - start < 100
