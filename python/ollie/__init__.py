@@ -5,6 +5,9 @@
     y = k(x)                                     # the kernel ollie found, on numpy arrays
     print(k.speedup, k.fraction_of_roofline)
 
+    @ollie.kernel                                # calls run the cached kernel, else numpy
+    def softmax(x: "f32[B, N]"): ...
+
 A spec is a function defined at the top level of a `.py` file (the whole file is read, so its
 constants and helpers come along) or a string `"path/to/spec.py::name"`. Everything runs in
 the `ollie` executable installed with this package; candidate kernels run in its sandboxed
@@ -19,9 +22,10 @@ import numpy as np
 
 from ._engine import call, executable, run
 from ._errors import OllieError, Rejected, SpecError, UsageError
+from ._cached import CachedFunction, kernel
 from ._kernel import Kernel, numpy_dtype
 
-__all__ = ["optimize", "check", "lower", "rewrite", "graph", "load", "Kernel", "SpecError", "UsageError", "Rejected", "OllieError", "executable", "__version__"]
+__all__ = ["optimize", "check", "lower", "rewrite", "graph", "load", "kernel", "kernels", "Kernel", "CachedFunction", "SpecError", "UsageError", "Rejected", "OllieError", "executable", "__version__"]
 
 
 def _version():
@@ -145,6 +149,11 @@ def lower(spec, dims=None, ir=False, sketch=None, variant=None):
 def rewrite(spec, dims=None):
     """The graphs algebraic rewriting finds cheaper than the spec's, as `ollie rewrite` prints them."""
     return run(["rewrite", *_spec(spec, dims)])
+
+
+def kernels():
+    """The kernel cache's entries (dicts, newest first), as `ollie kernels --json` lists them."""
+    return json.loads(run(["kernels", "--json"]))
 
 
 def graph(spec, dims=None):

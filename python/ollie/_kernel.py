@@ -101,6 +101,16 @@ class Kernel:
         results = tuple(o if o.dtype == spec.dtype else o.astype(spec.dtype) for o, spec in zip(outputs, self._outputs))
         return results[0] if len(results) == 1 else results
 
+    def takes(self, arrays):
+        """Whether a call with `arrays` fits the kernel's signature (shapes and dtypes)."""
+        if len(arrays) != len(self._inputs):
+            return False
+        for spec, value in zip(self._inputs, arrays):
+            shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+            if shape != spec.shape or dtype != spec.dtype:
+                return False
+        return True
+
     def _outputs_for(self, out):
         if out is None:
             return [_aligned(spec.shape, spec.abi, OUTPUT_ALIGN) for spec in self._outputs]

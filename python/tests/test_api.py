@@ -1,6 +1,7 @@
 """The Python API against the installed package: the `ollie` executable built with it, real
 searches and checks, real kernels called on numpy arrays."""
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -161,3 +162,82 @@ def test_ctrl_c_stops_the_search_and_returns_the_kernel_found_so_far(tmp_path):
     assert child.returncode == 0, "".join(lines) + stderr
     assert stdout.startswith("speedup"), stdout
     assert time.monotonic() - start < 100
+
+
+DECORATED = '''
+import numpy as np
+import ollie
+
+B = {B}
+N = {N}
+
+
+@ollie.kernel{options}
+def softmax(x: "f32[B, N]") -> "f32[B, N]":
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+'''
+
+
+def decorated(tmp_path, name, B, N, options=""):
+    path = tmp_path / f"{name}.py"
+    path.write_text(DECORATED.format(B=B, N=N, options=options))
+    return path, module(path, name).softmax
+
+
+def forget(path):
+    """Removes the cache entry of the spec at `path`, if there is one."""
+    entry = json.loads(subprocess.run([ollie.executable(), "kernels", f"{path}::softmax", "--json"], capture_output=True, text=True, check=True).stdout)
+    if entry:
+        subprocess.run([ollie.executable(), "kernels", "--remove", entry["key"]], check=True, capture_output=True)
+
+
+def test_optimize_stores_its_kernel_and_a_decorated_function_uses_it_in_a_new_process(found, tmp_path):
+    assert not found.report["best"]["naive_is_best"], "the search found nothing faster than the naive kernel"
+    entries = [e for e in ollie.kernels() if e["kernel"] == "softmax" and e["dims"] == [["B", 8], ["N", 256]]]
+    assert entries and os.path.isfile(os.path.join(entries[0]["dir"], "libsoftmax.so"))
+    # Another file whose function has the same meaning at the same sizes: the same entry (the
+    # key is the graph, not the file).
+    path, _ = decorated(tmp_path, "mine", 8, 256)
+    script = tmp_path / "use.py"
+    script.write_text(textwrap.dedent(f"""
+        import importlib.util, json
+        import numpy as np
+        spec = importlib.util.spec_from_file_location("mine", {str(path)!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        x = np.random.default_rng(4).standard_normal((8, 256), dtype=np.float32)
+        y = m.softmax(x)
+        e = np.exp(x - x.max(axis=-1, keepdims=True)); want = e / e.sum(axis=-1, keepdims=True)
+        print(json.dumps({{"dir": m.softmax.kernel.directory, "error": float(np.abs(y - want).max())}}))
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert result["dir"] == entries[0]["dir"]
+    assert result["error"] < 1e-6
+
+
+def test_a_decorated_function_without_a_kernel_runs_numpy_and_says_how_to_search(tmp_path, capfd):
+    path, f = decorated(tmp_path, "unsearched", 4, 128)
+    forget(path)
+    x = np.random.default_rng(5).standard_normal((4, 128), dtype=np.float32)
+    np.testing.assert_array_equal(f(x), f.__wrapped__(x))
+    f(x)
+    assert f.kernel is None
+    err = capfd.readouterr().err
+    assert err.count("no kernel found yet for `softmax`") == 1, err
+    # Arrays the spec does not describe go to numpy as well.
+    assert f(np.ones((2, 3), np.float32)).shape == (2, 3)
+
+
+def test_search_in_the_background_then_use_the_kernel(tmp_path, capfd):
+    path, f = decorated(tmp_path, "background", 16, 256, options='(search="8s")')
+    forget(path)
+    x = np.random.default_rng(6).standard_normal((16, 256), dtype=np.float32)
+    np.testing.assert_array_equal(f(x), f.__wrapped__(x))
+    assert "in the background" in capfd.readouterr().err
+    k = f.wait(timeout=120)
+    assert k is not None, "the background search stored no kernel"
+    np.testing.assert_allclose(f(x), f.__wrapped__(x), rtol=1e-5, atol=1e-7)
+    forget(path)
+    assert all(e["key"] != os.path.basename(k.directory) for e in ollie.kernels())

@@ -86,8 +86,8 @@ pub(crate) struct FinishContext<'a> {
 
 /// Times the fastest candidates against the naive kernel and re-verifies them on inputs the
 /// search never saw until one is faster and passes, and writes every output. Returns the
-/// result's table.
-pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)) -> Result<String, Error> {
+/// result's table and summary.
+pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)) -> Result<(String, report::Summary), Error> {
     let history = cx.store.candidates(cx.run).context("reading the store")?;
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
     let estimate = |c: &Candidate| c.timing.map_or(f64::INFINITY, |t| t.estimate);
@@ -198,7 +198,8 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let run = cx.store.run(cx.run).context("reading the store")?;
     let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
     let calls = cx.store.llm_calls(cx.run).context("reading the store")?;
-    report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))
+    let table = report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))?;
+    Ok((table, summary))
 }
 
 /// One final timing of `library` against the naive kernel (paired, or alone against the naive

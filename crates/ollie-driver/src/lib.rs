@@ -4,6 +4,7 @@
 //! report — and the setup `check` and `bench` share with it (the naive kernel, the roofline, the
 //! oracle, the seeds). The CLI parses arguments, renders diagnostics and picks exit codes.
 
+pub mod cache;
 pub mod counterexamples;
 mod evaluator;
 mod finish;

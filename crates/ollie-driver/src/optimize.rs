@@ -16,6 +16,7 @@ use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Store, Ti
 use ollie_verify::{Baseline, VerifyConfig};
 use sha2::Digest;
 
+use crate::cache;
 use crate::evaluator::{Evaluator, Start};
 use crate::finish::{final_verification, finish, FinalTiming, FinishContext};
 use crate::naive::{self, NaiveCost};
@@ -342,7 +343,16 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let elapsed = chain.elapsed();
     let Chain { mut store, progress, .. } = chain;
     let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed, deadline, cost: &cost, timing };
-    finish(cx, evaluator.into_oracle(), &|message| progress.say(&message))
+    let (mut table, summary) = finish(cx, evaluator.into_oracle(), &|message| progress.say(&message))?;
+    // The result joins the kernel cache the Python package's `@ollie.kernel` reads; a cache that
+    // cannot be written costs the search nothing.
+    let found = cache::Found { out: &o.out, graph, spec: &o.spec_path, dims: &o.dims, summary: &summary, floor_seconds: floor.seconds };
+    match cache::store(&cache::root(), &cache::Toolchain::current(&compiler.cc), &found) {
+        Ok(Some(dir)) => table.push_str(&format!("kernel cache: {}\n", dir.display())),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "the kernel cache was not written"),
+    }
+    Ok(table)
 }
 
 /// The chain's bookkeeping while the search runs: every step into the store (one transaction

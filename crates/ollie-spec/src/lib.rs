@@ -75,15 +75,27 @@ pub fn compile(source: &str, options: &Options) -> Result<Spec, Diagnostic> {
     build_kernel(builder, def, source)
 }
 
+/// `ollie.kernel` or `ollie.kernel(...)`, `ollie` the name `import ollie` bound.
+fn is_ollie_kernel(decorator: &Expr, ollie: Option<&str>) -> bool {
+    let target = match decorator {
+        Expr::Call(call) => &*call.func,
+        other => other,
+    };
+    matches!(target, Expr::Attribute(a) if a.attr.as_str() == "kernel" && matches!(&*a.value, Expr::Name(n) if Some(n.id.as_str()) == ollie))
+}
+
 /// Reads module-level statements: the numpy import and the constants.
 fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Result<(), Diagnostic> {
     let mut seen_dims = vec![false; options.dims.len()];
+    // The name `import ollie` bound: the Python package's `@ollie.kernel` is the one decorator
+    // a spec may carry (it changes nothing of the function's meaning).
+    let mut ollie: Option<String> = None;
     for (i, stmt) in body.iter().enumerate() {
         match stmt {
             Stmt::FunctionDef(def) => {
-                if !def.decorator_list.is_empty() {
-                    return Err(Diagnostic::error(Code::UnsupportedSyntax, "decorators are not supported")
-                        .label(def.decorator_list[0].range(), "not supported"));
+                if let Some(d) = def.decorator_list.iter().find(|d| !is_ollie_kernel(&d.expression, ollie.as_deref())) {
+                    return Err(Diagnostic::error(Code::UnsupportedSyntax, "decorators other than `@ollie.kernel` are not supported")
+                        .label(d.range(), "not supported"));
                 }
             }
             Stmt::Import(import) => {
@@ -97,9 +109,10 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
                         "scipy" => builder.module.scipy = Some(name),
                         "scipy.special" if alias.asname.is_some() => builder.module.scipy_special = Some(name),
                         "scipy.special" => builder.module.scipy = Some("scipy".to_string()),
+                        "ollie" => ollie = Some(name),
                         other => {
                             return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{other}`"))
-                                .label(alias.range(), "specs may import numpy, math, ml_dtypes and scipy.special")
+                                .label(alias.range(), "specs may import numpy, math, ml_dtypes, scipy.special and ollie")
                                 .help("write `import numpy as np`; use numpy for the kernel's math"))
                         }
                     }

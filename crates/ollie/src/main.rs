@@ -219,6 +219,22 @@ enum Command {
         #[command(flatten)]
         llm: LlmArgs,
     },
+    /// The kernel cache (shared with the Python package): the fastest verified kernel found for
+    /// each spec graph on this CPU, with this compiler and this ollie. Without arguments, lists
+    /// it; with a spec, shows that spec's entry (at its dims) if there is one.
+    Kernels {
+        /// A spec (FILE.py or FILE.py::KERNEL) whose entry to show.
+        spec: Option<String>,
+        /// Override a module-level constant of the spec (repeatable).
+        #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim, requires = "spec")]
+        dims: Vec<(String, i64)>,
+        /// Remove the entries whose key starts with KEY (`all`: every entry).
+        #[arg(long, value_name = "KEY", conflicts_with = "spec")]
+        remove: Option<String>,
+        /// Print JSON (an entry, `null` when there is none, or a list).
+        #[arg(long)]
+        json: bool,
+    },
     /// List the searches stored in an output directory.
     Runs {
         /// The output directory of `ollie optimize`.
@@ -357,6 +373,56 @@ fn lower(args: &SpecArgs, what: Lowered, lanes: Option<u32>, variant: Option<usi
     stdout(&if ir { nest.to_string() } else { ollie_loops::emit_c(&nest) })
 }
 
+fn kernels(spec: Option<SpecArgs>, remove: Option<String>, json: bool) -> Result<(), Failure> {
+    use ollie_driver::cache;
+    let root = cache::root();
+    if let Some(prefix) = remove {
+        let removed = cache::remove(&root, if prefix == "all" { "" } else { &prefix })?;
+        if removed.is_empty() {
+            return Err(user_error(format!("error: no cached kernel's key starts with `{prefix}` (`ollie kernels` lists them)")));
+        }
+        return stdout(&removed.iter().map(|k| format!("removed {k}\n")).collect::<String>());
+    }
+    let show = |e: &cache::Entry| {
+        let dims: Vec<String> = e.dims.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        format!(
+            "{}  {:<24} {:>7.2}x naive  {:>4.0}% of roofline  {}{}\n    {}\n",
+            e.key,
+            e.kernel,
+            e.speedup,
+            100.0 * e.fraction_of_roofline,
+            e.spec,
+            if dims.is_empty() { String::new() } else { format!(" ({})", dims.join(", ")) },
+            e.dir.display()
+        )
+    };
+    let entry_json = |e: &cache::Entry| {
+        let mut v = serde_json::to_value(e).expect("serializable");
+        v["dir"] = serde_json::json!(e.dir.display().to_string());
+        v
+    };
+    let Some(spec) = spec else {
+        let entries = cache::list(&root);
+        if json {
+            return stdout(&format!("{}\n", serde_json::Value::Array(entries.iter().map(entry_json).collect())));
+        }
+        if entries.is_empty() {
+            return stdout(&format!("no kernels cached in {} (`ollie optimize` stores its results there)\n", root.display()));
+        }
+        return stdout(&entries.iter().map(show).collect::<String>());
+    };
+    let graph = load::load(&spec)?.graph;
+    let cc = ollie_runner::Compiler::new(ollie_runner::Compiler::default_cache_dir()).cc;
+    let found = cache::lookup(&root, &cache::Toolchain::current(&cc), &graph);
+    if json {
+        return stdout(&format!("{}\n", found.as_ref().map_or(serde_json::Value::Null, entry_json)));
+    }
+    match found {
+        Some(e) => stdout(&show(&e)),
+        None => stdout(&format!("no kernel cached for `{}` on this machine: `ollie optimize {}` stores one\n", graph.name, spec.spec)),
+    }
+}
+
 fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<(), Failure> {
     let config = ollie_runner::MachineConfig { array_bytes: array_mib.map(|m| m << 20), repetitions: repetitions.max(1), ..Default::default() };
     let (machine, source, path) = ollie_driver::setup::machine_ceilings(refresh, &config)?;
@@ -446,6 +512,7 @@ fn main() -> ExitCode {
         Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm } => {
             optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm, key: key.clone() })
         }
+        Command::Kernels { spec, dims, remove, json } => kernels(spec.map(|spec| SpecArgs { spec, dims }), remove, json),
         Command::Runs { dir } => ollie_driver::report::runs(&dir).map_err(Failure::from).and_then(|t| stdout(&t)),
         Command::Report { dir } => ollie_driver::report::rebuild(&dir).map_err(Failure::from).and_then(|t| stdout(&t)),
         Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
