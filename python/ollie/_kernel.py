@@ -34,11 +34,19 @@ class _Array:
         return f"{self.spec}[{','.join(map(str, self.shape))}]"
 
 
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
 def _aligned(shape, dtype, align):
-    """An uninitialized C-contiguous array whose data starts on an `align`-byte boundary."""
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    """An uninitialized C-contiguous array whose data starts on an `align`-byte boundary
+    (numpy's own allocation when it already does)."""
+    a = np.empty(shape, dtype)
+    if _address(a) % align == 0:
+        return a
+    size = a.nbytes
     raw = np.empty(size + align, dtype=np.uint8)
-    at = -raw.ctypes.data % align
+    at = -_address(raw) % align
     return raw[at:at + size].view(dtype).reshape(shape)
 
 
@@ -84,22 +92,26 @@ class Kernel:
             names = ", ".join(a.name for a in self._inputs)
             raise TypeError(f"{self.name}() takes {len(self._inputs)} arrays ({names}), got {len(arrays)}")
         pointers = []
-        keep = []
-        for spec, value in zip(self._inputs, arrays):
-            a = np.asarray(value)
+        copies = []
+        for spec, a in zip(self._inputs, arrays):
+            if type(a) is not np.ndarray:
+                a = np.asarray(a)
             if a.shape != spec.shape or a.dtype != spec.dtype:
                 raise _mismatch(self.name, spec, a)
-            if not a.flags.c_contiguous or a.ctypes.data % INPUT_ALIGN:
-                copy = _aligned(spec.shape, spec.abi, INPUT_ALIGN)
-                copy[...] = a
-                a = copy
-            keep.append(a)
-            pointers.append(a.ctypes.data)
+            address = _address(a)
+            if address % INPUT_ALIGN or not a.flags.c_contiguous:
+                a = _aligned(spec.shape, spec.abi, INPUT_ALIGN)
+                a[...] = arrays[len(pointers)]
+                copies.append(a)
+                address = _address(a)
+            pointers.append(address)
         outputs = self._outputs_for(out)
-        pointers.extend(o.ctypes.data for o in outputs)
+        pointers.extend(_address(o) for o in outputs)
         self._function(*pointers)
-        results = tuple(o if o.dtype == spec.dtype else o.astype(spec.dtype) for o, spec in zip(outputs, self._outputs))
-        return results[0] if len(results) == 1 else results
+        if len(outputs) == 1:
+            o, spec = outputs[0], self._outputs[0]
+            return o if o.dtype == spec.dtype else o.astype(spec.dtype)
+        return tuple(o if o.dtype == spec.dtype else o.astype(spec.dtype) for o, spec in zip(outputs, self._outputs))
 
     def takes(self, arrays):
         """Whether a call with `arrays` fits the kernel's signature (shapes and dtypes)."""
@@ -120,7 +132,7 @@ class Kernel:
         for spec, o in zip(self._outputs, given):
             if not isinstance(o, np.ndarray) or o.shape != spec.shape or o.dtype != spec.abi:
                 raise ValueError(f"{self.name}(): `out` for `{spec.name}` must be a {spec.abi.name} array of shape {spec.shape}, got {_describe(o)}")
-            if not o.flags.c_contiguous or not o.flags.writeable or o.ctypes.data % OUTPUT_ALIGN:
+            if not o.flags.c_contiguous or not o.flags.writeable or _address(o) % OUTPUT_ALIGN:
                 raise ValueError(f"{self.name}(): `out` for `{spec.name}` must be writeable, C-contiguous and {OUTPUT_ALIGN}-byte aligned (the kernel ABI's outputs); `kernel.empty_outputs()` makes them")
         return list(given)
 
