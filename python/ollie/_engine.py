@@ -6,6 +6,7 @@ built from the JSON object the executable writes with `--error-json`.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -97,12 +98,38 @@ def _wait(child):
     return "".join(chunks)
 
 
+# A progress line ollie prints where its stderr is no terminal: `  12s of 60s: ...`.
+_PROGRESS = re.compile(r"^\s*\d+s of \d+s: ")
+
+
 def _forward(stream, captured, show):
+    """Copies the child's stderr to `sys.stderr`; in a notebook the progress lines update one
+    display in place (a status line, as the terminal's bar), the others are printed."""
+    display = _notebook_display() if show else None
     for line in stream:
         captured.append(line)
-        if show:
+        if not show:
+            continue
+        if display is not None and _PROGRESS.match(line):
+            display.update({"text/plain": "ollie: " + line.strip()}, raw=True)
+        else:
             sys.stderr.write(line)
             sys.stderr.flush()
+
+
+def _notebook_display():
+    """A display handle when running in a Jupyter kernel, else None."""
+    if "ipykernel" not in sys.modules:
+        return None
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is None:
+            return None
+        return display({"text/plain": "ollie: starting"}, raw=True, display_id=True)
+    except Exception:
+        return None
 
 
 def _is_terminal(f):

@@ -241,3 +241,30 @@ def test_search_in_the_background_then_use_the_kernel(tmp_path, capfd):
     np.testing.assert_allclose(f(x), f.__wrapped__(x), rtol=1e-5, atol=1e-7)
     forget(path)
     assert all(e["key"] != os.path.basename(k.directory) for e in ollie.kernels())
+
+
+def test_in_a_notebook_the_progress_updates_one_display_in_place(tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    # A Jupyter kernel of this very interpreter (JUPYTER_PATH is searched first).
+    spec = tmp_path / "kernels" / "ollie-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "ollie test", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(textwrap.dedent(f"""
+        import importlib.util, ollie
+        spec = importlib.util.spec_from_file_location("s", {SOFTMAX!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        k = ollie.optimize(m.softmax, time="8s", dims={SMALL!r})
+        print("speedup", k.speedup)
+    """)))
+    NotebookClient(nb, timeout=180, kernel_name="ollie-test").execute()
+    outputs = nb.cells[0].outputs
+    displays = [o for o in outputs if o["output_type"] == "display_data"]
+    assert len(displays) == 1, outputs
+    assert displays[0]["data"]["text/plain"].startswith("ollie: "), displays
+    assert " of 8s: " in displays[0]["data"]["text/plain"]
+    assert any(o["output_type"] == "stream" and o["text"].startswith("speedup") for o in outputs), outputs
