@@ -141,8 +141,10 @@ def test_load_reads_back_what_optimize_wrote(found):
 def test_ctrl_c_stops_the_search_and_returns_the_kernel_found_so_far(tmp_path):
     script = tmp_path / "interrupted.py"
     script.write_text(textwrap.dedent(f"""
-        import importlib.util, sys
+        import importlib.util, signal, sys
         import ollie
+        # As in an interactive session (a CI job's background shell starts it with SIGINT ignored).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         spec = importlib.util.spec_from_file_location("s", {SOFTMAX!r})
         m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
         k = ollie.optimize(m.softmax, time="120s", dims={SMALL!r}, out={str(tmp_path / "out")!r}, progress=True)
