@@ -39,12 +39,8 @@ def _address(a):
 
 
 def _aligned(shape, dtype, align):
-    """An uninitialized C-contiguous array whose data starts on an `align`-byte boundary
-    (numpy's own allocation when it already does)."""
-    a = np.empty(shape, dtype)
-    if _address(a) % align == 0:
-        return a
-    size = a.nbytes
+    """An uninitialized C-contiguous array whose data starts on an `align`-byte boundary."""
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(size + align, dtype=np.uint8)
     at = -_address(raw) % align
     return raw[at:at + size].view(dtype).reshape(shape)
