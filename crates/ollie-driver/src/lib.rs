@@ -12,7 +12,7 @@ pub mod inputs;
 pub mod llm;
 pub mod naive;
 pub mod optimize;
-mod progress;
+pub mod progress;
 pub mod report;
 pub mod setup;
 mod tried;

@@ -25,7 +25,11 @@ pub(crate) struct Progress {
     printed: Cell<Option<Instant>>,
 }
 
-/// How often the progress is printed as a plain line where there is no bar to draw.
+/// The `tracing` target of the progress events sent where there is no bar to draw (stderr not a
+/// terminal); the command line prints them as plain lines.
+pub const PROGRESS_TARGET: &str = "ollie_progress";
+
+/// How often the progress is sent as an event where there is no bar to draw.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
 impl Progress {
@@ -67,7 +71,8 @@ impl Progress {
     }
 
     /// The search time so far, the tallies and the best time: on the bar in a terminal, else
-    /// (a pipe, a log, a notebook reading ollie's stderr) as a plain line every few seconds.
+    /// (a pipe, a log, a notebook reading ollie's stderr) as a [`PROGRESS_TARGET`] event every
+    /// few seconds.
     pub fn show(&self, elapsed: f64) {
         let quiet = self.bar.is_hidden() && self.printed.get().is_some_and(|t| t.elapsed() < PLAIN_EVERY);
         if quiet {
@@ -90,8 +95,9 @@ impl Progress {
             100.0 * floor / best
         );
         if self.bar.is_hidden() {
+            // No bar to draw: the same figures as an event the command line renders as a line.
             self.printed.set(Some(Instant::now()));
-            eprintln!("{:>4.0}s of {}: {message}", elapsed, self.bar.prefix());
+            tracing::info!(target: PROGRESS_TARGET, "{:>4.0}s of {}: {message}", elapsed, self.bar.prefix());
         }
         self.bar.set_message(message);
     }

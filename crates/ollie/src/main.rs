@@ -463,6 +463,23 @@ fn machine(refresh: bool, array_mib: Option<u64>, repetitions: usize) -> Result<
     stdout(&text)
 }
 
+/// `OLLIE_LOG`'s events on stderr as `tracing` formats them, and the search's progress events
+/// (sent where stderr is no terminal, so no bar is drawn) as plain lines.
+fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{filter, fmt, Layer};
+    let progress = ollie_driver::progress::PROGRESS_TARGET;
+    let logs = fmt::layer().with_writer(std::io::stderr).with_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"));
+    let lines = fmt::layer()
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_level(false)
+        .with_target(false)
+        .with_filter(filter::filter_fn(move |m| m.target() == progress));
+    tracing_subscriber::registry().with(logs).with(lines).init();
+}
+
 /// Writes to stdout; a closed pipe (`ollie graph ... | head`) is not an error.
 pub fn stdout(text: &str) -> Result<(), Failure> {
     use std::io::Write;
@@ -486,10 +503,7 @@ fn main() -> ExitCode {
     }
     // Read before any thread starts, and gone from the environment every child inherits.
     let key = ollie_llm::ApiKey::take_from_env();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("OLLIE_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph { spec } => load::load(&spec).and_then(|s| stdout(&s.graph.to_string())),
