@@ -3,9 +3,12 @@
 //! contraction or concatenation reads its operands and writes its result; elementwise ops and
 //! views fuse into their users; a `sum_exp` or `sum_sq_dev` shares its read with the maximum or
 //! sum of the same operand), and one unit per node so that, costs equal, the smaller graph wins.
+//! Over a whole graph, contractions batched over the same chunks of a tensor (a reshape splitting
+//! one of its axes, the chunk an axis of their results outside every axis the tensor lacks) read
+//! it from memory once: their loops fuse per chunk, and the chunk stays in cache between them.
 
 use egg::{CostFunction, Id};
-use ollie_graph::{bytes, flops, BinaryOp, Graph, Op, TensorType};
+use ollie_graph::{bytes, flops, BinaryOp, Graph, NodeId, Op, TensorType};
 
 use crate::lang::{EGraph, ENode};
 
@@ -31,16 +34,50 @@ pub fn op_cost(op: &Op, args: &[&TensorType], ty: &TensorType) -> f64 {
     arithmetic + BYTE * moved + NODE
 }
 
-/// The cost of a whole graph, each node counted once.
+/// The cost of a whole graph, each node counted once, a tensor read by several contractions
+/// batched over the same chunks of it counted once.
 pub fn graph_cost(graph: &Graph) -> f64 {
+    let mut chunked_reads = std::collections::HashSet::new();
     graph
         .nodes
         .iter()
         .map(|node| {
             let args: Vec<&TensorType> = node.args.iter().map(|&a| graph.ty(a)).collect();
-            op_cost(&node.op, &args, &node.ty)
+            let mut cost = op_cost(&node.op, &args, &node.ty);
+            if let Op::Einsum(spec) = &node.op {
+                for ((&arg, labels), ty) in node.args.iter().zip(&spec.inputs).zip(&args) {
+                    if chunks(graph, arg, labels, &spec.output).is_some_and(|read| !chunked_reads.insert(read)) {
+                        cost -= BYTE * bytes(ty);
+                    }
+                }
+            }
+            cost
         })
         .sum()
+}
+
+/// Where operand `arg` of a contraction (its `labels`, the contraction's `output`) is a chunked
+/// view the contraction is batched over: the tensor under the view, the axis split and the
+/// number of chunks.
+fn chunks(graph: &Graph, arg: NodeId, labels: &[u8], output: &[u8]) -> Option<(NodeId, usize, usize)> {
+    let node = &graph.nodes[arg.index()];
+    let Op::Reshape { shape } = &node.op else { return None };
+    let from = &graph.ty(node.args[0]).shape;
+    // One axis split in two: the shapes agree but for `from[at] = shape[at]·shape[at + 1]`.
+    if shape.len() != from.len() + 1 {
+        return None;
+    }
+    let at = (0..from.len()).find(|&d| from[..d] == shape[..d] && from[d + 1..] == shape[d + 2..] && from[d] == shape[d] * shape[d + 1])?;
+    // Batched over the chunks, with every label the operand lacks inside them (in the order of
+    // the result's axes, the loops' order): a chunk is read once and reused from cache.
+    let chunk = labels.get(at)?;
+    let outer = &output[..output.iter().position(|l| l == chunk)?];
+    outer.iter().all(|l| labels.contains(l)).then_some(())?;
+    let mut under = node.args[0];
+    while let Op::Slice { .. } = graph.nodes[under.index()].op {
+        under = graph.nodes[under.index()].args[0];
+    }
+    Some((under, at, shape[at]))
 }
 
 /// The model as egg's cost function: a node's cost plus its operands' (as a tree).

@@ -2,6 +2,7 @@
 //! topic, and the glue that runs them in egg (a rule is a searcher that picks the classes holding
 //! a node it may start from, and an applier that adds what that node equals and unions it).
 
+mod chunks;
 mod contraction;
 mod layout;
 mod reduction;
@@ -26,6 +27,9 @@ pub enum Topic {
     Layout,
     /// Reductions fused so that their input is read once.
     Reduction,
+    /// A long reduction split into chunks whose partial results merge exactly, each chunk's
+    /// work done while the chunk is in cache.
+    Chunks,
 }
 
 /// A rewrite rule.
@@ -49,7 +53,7 @@ impl std::fmt::Debug for Rule {
 
 /// Every rule, by topic.
 pub fn all() -> Vec<Rule> {
-    [contraction::RULES, scalars::RULES, structure::RULES, reduction::RULES, layout::RULES].concat()
+    [contraction::RULES, scalars::RULES, structure::RULES, reduction::RULES, chunks::RULES, layout::RULES].concat()
 }
 
 /// The rules as egg rewrites.

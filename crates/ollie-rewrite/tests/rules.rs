@@ -426,6 +426,52 @@ const CASES: &[Case] = &[
         fires: false,
         at_ones: Some(false),
     },
+    // Attention's values past a private cache (4 MiB): chunks of the positions.
+    Case {
+        rule: "softmax-contraction-chunks",
+        graph: "kernel k(q: f32[{n},64], k: f32[16384,64], v: f32[16384,64]) {
+  %0: f32[{n},64] = input[q]
+  %1: f32[16384,64] = input[k]
+  %2: f32[16384,64] = input[v]
+  %3: f32[{n},16384] = einsum[hd,td->ht] %0, %1
+  %4: f32[{n}] = reduce_max[1] %3
+  %5: f32[{n},1] = reshape %4
+  %6: f32[{n},16384] = broadcast %5
+  %7: f32[{n},16384] = sub %3, %6
+  %8: f32[{n},16384] = exp %7
+  %9: f32[{n}] = reduce_sum[1] %8
+  %10: f32[{n},1] = reshape %9
+  %11: f32[{n},16384] = broadcast %10
+  %12: f32[{n},16384] = div %8, %11
+  %13: f32[{n},64] = einsum[ht,td->hd] %12, %2
+  return %13
+}",
+        fires: true,
+        at_ones: None,
+    },
+    // Values that fit a private cache are left whole.
+    Case {
+        rule: "softmax-contraction-chunks",
+        graph: "kernel k(q: f32[{n},64], k: f32[1024,64], v: f32[1024,64]) {
+  %0: f32[{n},64] = input[q]
+  %1: f32[1024,64] = input[k]
+  %2: f32[1024,64] = input[v]
+  %3: f32[{n},1024] = einsum[hd,td->ht] %0, %1
+  %4: f32[{n}] = reduce_max[1] %3
+  %5: f32[{n},1] = reshape %4
+  %6: f32[{n},1024] = broadcast %5
+  %7: f32[{n},1024] = sub %3, %6
+  %8: f32[{n},1024] = exp %7
+  %9: f32[{n}] = reduce_sum[1] %8
+  %10: f32[{n},1] = reshape %9
+  %11: f32[{n},1024] = broadcast %10
+  %12: f32[{n},1024] = div %8, %11
+  %13: f32[{n},64] = einsum[ht,td->hd] %12, %2
+  return %13
+}",
+        fires: false,
+        at_ones: None,
+    },
     // np.var's form: the deviation times itself, over the last axis.
     Case {
         rule: "one-pass-variance",
@@ -597,7 +643,8 @@ fn every_rule_preserves_values_where_it_fires_and_only_there() {
                     for (e, g) in expected.iter().zip(&got) {
                         let scale = e.iter().fold(1.0f64, |m, x| m.max(x.abs()));
                         let worst = e.iter().zip(g.iter()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-                        if e.shape() != g.shape() || worst > 1e-9 * scale {
+                        let nan_apart = e.iter().zip(g.iter()).any(|(a, b)| a.is_nan() != b.is_nan());
+                        if e.shape() != g.shape() || worst > 1e-9 * scale || nan_apart {
                             failures.push(format!("case {c} ({}) at {sizes:?}: off by {worst:e} in\n{}", case.rule, v.graph));
                         }
                     }
@@ -671,4 +718,46 @@ fn a_long_chain_is_reordered_into_matrix_vector_products() {
     let products = best.nodes.iter().filter(|n| matches!(n.op, ollie_graph::Op::Einsum(_))).count();
     let matrix_products = best.nodes.iter().filter(|n| matches!(n.op, ollie_graph::Op::Einsum(_)) && n.ty.shape == [64, 64]).count();
     assert!(products == 7 && matrix_products == 0, "{} ({})\n{best}", rewritten.stop, rewritten.nodes);
+}
+
+/// A chunk whose scores are all −∞ (a masked stretch of the sequence) gives exponentials of 0,
+/// as the whole softmax does there, not the NaN of −∞ − (−∞): the chunked form's maxima are
+/// guarded.
+#[test]
+fn chunks_of_minus_infinity_drop_out_of_the_chunked_softmax() {
+    let graph = parse(
+        "kernel k(x: f32[2,16384], y: f32[2,16384], v: f32[16384,64]) {
+  %0: f32[2,16384] = input[x]
+  %1: f32[2,16384] = input[y]
+  %2: f32[16384,64] = input[v]
+  %3: f32[2,16384] = einsum[ht,ht->ht] %0, %1
+  %4: f32[2] = reduce_max[1] %3
+  %5: f32[2,1] = reshape %4
+  %6: f32[2,16384] = broadcast %5
+  %7: f32[2,16384] = sub %3, %6
+  %8: f32[2,16384] = exp %7
+  %9: f32[2] = reduce_sum[1] %8
+  %10: f32[2,1] = reshape %9
+  %11: f32[2,16384] = broadcast %10
+  %12: f32[2,16384] = div %8, %11
+  %13: f32[2,64] = einsum[ht,td->hd] %12, %2
+  return %13
+}
+",
+    )
+    .unwrap();
+    let rule = rules::all().into_iter().find(|r| r.name == "softmax-contraction-chunks").unwrap();
+    let result = rewrite(&graph, &[rule], &Limits { iterations: 4, ..Limits::default() }, 64);
+    assert!(!result.variants.is_empty(), "the rule did not fire");
+    let mut inputs = random_inputs(&graph, &mut ChaCha8Rng::seed_from_u64(7));
+    // The first row's first quarter (more than a chunk) is masked.
+    inputs[0].as_slice_mut().unwrap()[..4096].fill(f64::NEG_INFINITY);
+    inputs[1].fill(1.0);
+    let expected = evaluate(&graph, &inputs).unwrap();
+    assert!(expected[0].iter().all(|x| x.is_finite()));
+    for v in &result.variants {
+        let got = evaluate(&v.graph, &inputs).unwrap();
+        let worst = expected[0].iter().zip(got[0].iter()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(got[0].iter().all(|x| x.is_finite()) && worst < 1e-9, "off by {worst:e} or not finite in\n{}", v.graph);
+    }
 }

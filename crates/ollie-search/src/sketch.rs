@@ -450,7 +450,9 @@ impl Builder {
 
     /// Each top-level nest storing a whole temporary with a cheap value (no transcendental, no
     /// division but by a constant: `x - mean`) computed where it is read instead: the pass
-    /// writing it and the passes reading it back go.
+    /// writing it and the passes reading it back go. Not where a reader reads each element
+    /// many times (a contraction's operand, `(q · scale) @ k.T`): the value would be computed
+    /// again on every read, an operation more per multiply-add.
     fn inline_producers(&mut self) {
         let producers: Vec<(VarId, String)> = self
             .nest
@@ -463,7 +465,8 @@ impl Builder {
                 let temp = &self.nest.buffers[buffer.0 as usize];
                 let mut reads = Vec::new();
                 value.loads(*buffer, &mut reads);
-                (temp.kind == BufferKind::Temp && temp.scope.is_none() && reads.is_empty() && cheap(value)).then(|| (*var, temp.name.clone()))
+                let reused = reads_per_element(&self.nest.body, *buffer, &mut Vec::new()) > MAX_INLINED_READS;
+                (temp.kind == BufferKind::Temp && temp.scope.is_none() && reads.is_empty() && cheap(value) && !reused).then(|| (*var, temp.name.clone()))
             })
             .collect();
         for (var, name) in producers {
@@ -1125,6 +1128,34 @@ impl<N> Propose<Kernel, N> for Sketch {
 
 /// Whether recomputing `e` where it is read costs about what reading it back would: no
 /// transcendental, no division but by a constant.
+/// The most times a reader may read each element of a temporary for its producer to be
+/// computed where it is read.
+const MAX_INLINED_READS: usize = 4;
+
+/// The most times any load of `buffer` in `body` reads one element: the product of the extents
+/// of the loops around it (`outer`, then `body`'s own) that its offset does not move with.
+fn reads_per_element(body: &[Stmt], buffer: BufferId, outer: &mut Vec<(VarId, usize)>) -> usize {
+    let mut most = 0;
+    for s in body {
+        match s {
+            Stmt::Loop { var, extent, body, .. } => {
+                outer.push((*var, *extent));
+                most = most.max(reads_per_element(body, buffer, outer));
+                outer.pop();
+            }
+            Stmt::Store { value, .. } => {
+                let mut offsets = Vec::new();
+                value.loads(buffer, &mut offsets);
+                for offset in offsets {
+                    most = most.max(outer.iter().filter(|(v, _)| offset.coefficient(*v) == 0).map(|(_, n)| n).product());
+                }
+            }
+            Stmt::Prefetch { .. } => {}
+        }
+    }
+    most
+}
+
 fn cheap(e: &Expr) -> bool {
     match e {
         Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => true,

@@ -92,3 +92,24 @@ fn a_far_cheaper_variant_is_measured_in_the_first_round() {
     let first: String = conn.query_row("SELECT proposer FROM candidates WHERE evaluation = 1", [], |r| r.get(0)).unwrap();
     assert_eq!(first, "rewrite", "the first evaluation (before the sketches, which lead too)");
 }
+
+/// Decode attention over a latent cache past a private cache (2 × 2048 × 576 floats): rewriting
+/// splits the positions into chunks merged exactly (flash-decoding), and the search judges
+/// kernels of that graph by the same verifier — none is refused as wrong, and one passes.
+#[test]
+fn the_chunked_softmax_contraction_is_judged_and_verified() {
+    let out = tempfile::tempdir().unwrap();
+    let report = {
+        optimize_into(out.path(), "bench/suite/mla_decode_small_batch.py", &["T=2048"], &["--time", "40s"]);
+        let text = std::fs::read_to_string(out.path().join("report.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let fired = report["rewriting"]["fired"].to_string();
+    assert!(fired.contains("softmax-contraction-chunks"), "{fired}");
+    let conn = rusqlite::Connection::open(out.path().join("ollie.db")).unwrap();
+    let mut stmt = conn.prepare("SELECT v.accepted, v.reason FROM candidates c JOIN verdicts v ON v.candidate = c.id WHERE c.graph LIKE '%f32[2,8,256,576] = reshape%'").unwrap();
+    let verdicts: Vec<(bool, Option<String>)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    let wrong: Vec<&String> = verdicts.iter().filter_map(|(_, r)| r.as_ref()).filter(|r| !matches!(r.as_str(), "slower" | "out-of-time" | "unchanged" | "timeout")).collect();
+    assert!(wrong.is_empty(), "chunked kernels refused: {wrong:?}");
+    assert!(verdicts.iter().any(|(accepted, r)| *accepted || r.as_deref() == Some("slower")), "no chunked kernel passed: {verdicts:?}");
+}

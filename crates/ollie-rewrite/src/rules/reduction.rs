@@ -39,7 +39,7 @@ fn is_mean(egraph: &EGraph, c: Id, x: Id, axes: &[usize]) -> bool {
 
 /// Whether class `b` holds a statistic of `x` over `axes` (`is_stat`) broadcast back to `x`'s
 /// shape.
-fn is_broadcast_back(egraph: &EGraph, b: Id, x: Id, axes: &[usize], is_stat: &dyn Fn(Id) -> bool) -> bool {
+pub(super) fn is_broadcast_back(egraph: &EGraph, b: Id, x: Id, axes: &[usize], is_stat: &dyn Fn(Id) -> bool) -> bool {
     let shape = ty(egraph, x).shape;
     let keepdims: Vec<usize> = shape.iter().enumerate().map(|(d, &n)| if axes.contains(&d) { 1 } else { n }).collect();
     egraph[b].nodes.iter().any(|n| {
