@@ -225,9 +225,11 @@ fn materialized(graph: &Graph) -> Vec<bool> {
                 }
             }
         }
+        // A reshape that merges axes needs its operand in memory, row-major; one that only
+        // splits axes (or adds and removes axes of size 1) is a view of anything.
         if let Op::Reshape { shape } = &node.op {
             let operand = node.args[0];
-            if !is_unit_reshape(&graph.ty(operand).shape, shape) {
+            if split_groups(&graph.ty(operand).shape, shape).is_none() {
                 m[operand.index()] = true;
             }
         }
@@ -238,11 +240,28 @@ fn materialized(graph: &Graph) -> Vec<bool> {
     m
 }
 
-/// Whether a reshape only adds or removes axes of size 1.
-fn is_unit_reshape(from: &[usize], to: &[usize]) -> bool {
-    let a: Vec<usize> = from.iter().copied().filter(|&d| d != 1).collect();
-    let b: Vec<usize> = to.iter().copied().filter(|&d| d != 1).collect();
-    a == b
+/// For a reshape from `from` to `to` that only splits axes (and adds or removes axes of size
+/// 1): the axes of `to` each axis of `from` becomes, in order.
+fn split_groups(from: &[usize], to: &[usize]) -> Option<Vec<Vec<usize>>> {
+    let mut k = 0;
+    let mut groups = Vec::with_capacity(from.len());
+    for &n in from {
+        let (mut group, mut product) = (Vec::new(), 1);
+        while product < n {
+            let e = *to.get(k)?;
+            if e == 0 {
+                return None;
+            }
+            product *= e;
+            group.push(k);
+            k += 1;
+        }
+        if product != n {
+            return None;
+        }
+        groups.push(group);
+    }
+    to[k..].iter().all(|&e| e == 1).then_some(groups)
 }
 
 /// Row-major strides of `shape`.
@@ -752,10 +771,9 @@ impl Lowering<'_> {
                     // A contiguous buffer: the reshape keeps the flat offset.
                     return Expr::Load { buffer, offset: flat(shape, index) };
                 }
-                // Only size-1 axes change: match the other axes in order.
-                let mut kept = shape.iter().zip(index).filter(|(&n, _)| n != 1).map(|(_, i)| i.clone());
-                let inner: Vec<Affine> =
-                    from.iter().map(|&n| if n == 1 { Affine::constant(0) } else { kept.next().expect("unit reshape") }).collect();
+                // Axes split: each axis of the operand is its group's index, row-major.
+                let groups = split_groups(&from, shape).expect("a reshape merging axes has its operand in memory");
+                let inner: Vec<Affine> = groups.iter().map(|g| g.iter().filter(|&&a| shape[a] != 1).fold(Affine::constant(0), |v, &a| v.scale(shape[a] as i64).add_scaled(&index[a], 1))).collect();
                 self.access(arg(0), &inner)
             }
             Op::Gather { from, .. } => {

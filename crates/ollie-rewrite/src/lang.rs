@@ -2,7 +2,8 @@
 //! for a class that is one scalar everywhere, its value), and the translation from a `Graph` into
 //! an e-graph and back from a choice of one node per class.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt;
 
 use egg::{DidMerge, Id, Language};
@@ -119,7 +120,9 @@ pub fn from_graph(graph: &Graph) -> (EGraph, Vec<Id>) {
 }
 
 /// The graph that picks `choice(class)` in every class reachable from `roots`; `None` when the
-/// choice is cyclic or missing.
+/// choice is cyclic or missing. Nodes come in the order their classes were made, as far as
+/// their operands allow: the spec's order first, then each rule's (a rule writes a chunk's
+/// work before the merge after it, and the lowering keeps that order for fusion).
 pub fn to_graph(egraph: &EGraph, roots: &[Id], like: &Graph, choice: &dyn Fn(Id) -> Option<ENode>) -> Option<Graph> {
     let mut graph = Graph::new(like.name.clone(), like.params.clone());
     // Every parameter keeps its input node, used or not, as the spec's graph has them.
@@ -131,30 +134,55 @@ pub fn to_graph(egraph: &EGraph, roots: &[Id], like: &Graph, choice: &dyn Fn(Id)
             built.insert(egraph.find(class), node);
         }
     }
-    let mut outputs = Vec::new();
+    let mut chosen: BTreeMap<Id, ENode> = BTreeMap::new();
     for &root in roots {
-        outputs.push(build(egraph, egraph.find(root), choice, &mut graph, &mut built, &mut Vec::new())?);
+        choose(egraph, egraph.find(root), choice, &built, &mut chosen, &mut Vec::new())?;
     }
-    graph.outputs = outputs;
+    // Kahn's order, the oldest ready class first.
+    let mut waiting: HashMap<Id, usize> = HashMap::new();
+    let mut users: HashMap<Id, Vec<Id>> = HashMap::new();
+    let mut ready = BinaryHeap::new();
+    for (&class, node) in &chosen {
+        let pending: Vec<Id> = node.args.iter().map(|&a| egraph.find(a)).filter(|a| chosen.contains_key(a)).collect();
+        for &a in &pending {
+            users.entry(a).or_default().push(class);
+        }
+        if pending.is_empty() {
+            ready.push(Reverse(class));
+        }
+        waiting.insert(class, pending.len());
+    }
+    while let Some(Reverse(class)) = ready.pop() {
+        let node = &chosen[&class];
+        let args = node.args.iter().map(|&a| built.get(&egraph.find(a)).copied()).collect::<Option<Vec<_>>>()?;
+        built.insert(class, graph.push(node.op.clone(), args).ok()?);
+        for &user in users.get(&class).map_or(&[][..], |u| u.as_slice()) {
+            let w = waiting.get_mut(&user)?;
+            *w -= 1;
+            if *w == 0 {
+                ready.push(Reverse(user));
+            }
+        }
+    }
+    graph.outputs = roots.iter().map(|&r| built.get(&egraph.find(r)).copied()).collect::<Option<Vec<_>>>()?;
     graph.prune();
     Some(graph)
 }
 
-fn build(egraph: &EGraph, class: Id, choice: &dyn Fn(Id) -> Option<ENode>, graph: &mut Graph, built: &mut HashMap<Id, NodeId>, path: &mut Vec<Id>) -> Option<NodeId> {
-    if let Some(&n) = built.get(&class) {
-        return Some(n);
+/// Picks `choice(class)` for `class` and every class it reaches that is not built yet.
+fn choose(egraph: &EGraph, class: Id, choice: &dyn Fn(Id) -> Option<ENode>, built: &HashMap<Id, NodeId>, chosen: &mut BTreeMap<Id, ENode>, path: &mut Vec<Id>) -> Option<()> {
+    if built.contains_key(&class) || chosen.contains_key(&class) {
+        return Some(());
     }
     if path.contains(&class) {
         return None;
     }
     path.push(class);
     let node = choice(class)?;
-    let mut args = Vec::with_capacity(node.args.len());
     for &a in &node.args {
-        args.push(build(egraph, egraph.find(a), choice, graph, built, path)?);
+        choose(egraph, egraph.find(a), choice, built, chosen, path)?;
     }
     path.pop();
-    let id = graph.push(node.op, args).ok()?;
-    built.insert(class, id);
-    Some(id)
+    chosen.insert(class, node);
+    Some(())
 }
