@@ -207,7 +207,7 @@ mod tests {
         let Kernel::Scheduled(schedule) = &current else { unreachable!() };
         let variant = rewrite.variants[0].clone();
         let carried = Kernel::Rewritten { schedule: carried(schedule, &naive, variant.naive()), variant };
-        assert!(matches!(&carried, Kernel::Rewritten { schedule, .. } if schedule.steps.iter().any(|s| matches!(s, Step::Fold { buffer, .. } if buffer == "t4"))), "{carried:?}");
+        assert!(matches!(&carried, Kernel::Rewritten { schedule, .. } if schedule.steps.iter().any(|s| matches!(s, Step::Fold { buffer, .. } if buffer == "t2"))), "{carried:?}");
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let propose = |r: &mut Rewrite, rng: &mut ChaCha8Rng| match Propose::<Kernel, ()>::propose(r, &current, rng) {
             Proposal::Candidate(k) => Some(k),

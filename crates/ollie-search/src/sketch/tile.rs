@@ -222,7 +222,11 @@ impl Builder {
                 (_, Some((i, _))) if a.coefficient(i) == 0 => {}
                 _ => return None,
             }
-            if a.coefficient(j) != 0 && rows.is_some_and(|(i, _)| a.coefficient(i) == 0) && !packed.contains(b) {
+            // A panel already contiguous along the columns is read where it lies when fewer
+            // than PACK_SHARED blocks of rows share it: the copy would cost about what it saves
+            // (p @ V of decode attention at 16 heads, two blocks of 8).
+            let shared = rows.is_some_and(|(i, m)| a.coefficient(i) == 0 && (a.coefficient(j) != 1 || m / t.rows >= PACK_SHARED));
+            if a.coefficient(j) != 0 && shared && !packed.contains(b) {
                 packed.push(*b);
             }
         }
