@@ -454,7 +454,7 @@ impl Builder {
     /// many times (a contraction's operand, `(q · scale) @ k.T`): the value would be computed
     /// again on every read, an operation more per multiply-add.
     fn inline_producers(&mut self) {
-        let producers: Vec<(VarId, String)> = self
+        let producers: Vec<(VarId, String, usize)> = self
             .nest
             .body
             .iter()
@@ -465,11 +465,15 @@ impl Builder {
                 let temp = &self.nest.buffers[buffer.0 as usize];
                 let mut reads = Vec::new();
                 value.loads(*buffer, &mut reads);
-                let reused = reads_per_element(&self.nest.body, *buffer, &mut Vec::new()) > MAX_INLINED_READS;
-                (temp.kind == BufferKind::Temp && temp.scope.is_none() && reads.is_empty() && cheap(value) && !reused).then(|| (*var, temp.name.clone()))
+                let reuse = reads_per_element(&self.nest.body, *buffer, &mut Vec::new());
+                (temp.kind == BufferKind::Temp && temp.scope.is_none() && reads.is_empty() && cheap(value)).then(|| (*var, temp.name.clone(), reuse))
             })
             .collect();
-        for (var, name) in producers {
+        for (var, name, reuse) in producers {
+            if reuse > MAX_INLINED_READS {
+                self.note(Rule::Fold, RuleVerdict::Declined, format!("`{name}` stays an array: a reader reads each element {reuse} times"));
+                continue;
+            }
             self.refused = None;
             match self.try_step(Step::Inline { buffer: name.clone(), var }) {
                 true => self.note(Rule::Fold, RuleVerdict::Applied, format!("`{name}` computed where it is read ({var} inlined)")),
