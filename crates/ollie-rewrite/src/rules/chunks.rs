@@ -144,9 +144,7 @@ fn chunk(egraph: &mut EGraph, spec: &EinsumSpec, args: &[Id], i: usize, s: Id, a
 
     // Per chunk: the contraction of the exponentials, the chunk a label of its result where it
     // is in the scores.
-    let used: Vec<u8> = spec.inputs.iter().flatten().chain(&spec.output).copied().collect();
-    let mut fresh = (b'a'..=b'z').chain(b'A'..=b'Z').filter(|l| !used.contains(l));
-    let (c, tau) = (fresh.next()?, fresh.next()?);
+    let (c, tau) = fresh_pair(spec)?;
     let mut m_labels: Vec<u8> = labels.iter().copied().filter(|&l| l != t).collect();
     m_labels.insert(pb, c);
     let mut inputs = Vec::new();
@@ -156,10 +154,8 @@ fn chunk(egraph: &mut EGraph, spec: &EinsumSpec, args: &[Id], i: usize, s: Id, a
             inputs.push([m_labels.as_slice(), &[tau]].concat());
             operands.push(e);
         } else if let Some(at) = ls.iter().position(|&l| l == t) {
-            inputs.push(ls.iter().flat_map(|&l| if l == t { vec![c, tau] } else { vec![l] }).collect());
-            let mut shape = ty(egraph, args[j]).shape;
-            shape.splice(at..=at, [chunks, len]);
-            operands.push(add(egraph, Op::Reshape { shape }, vec![args[j]])?);
+            inputs.push(split_label(ls, t, c, tau));
+            operands.push(split_axis(egraph, args[j], at, chunks, len)?);
         } else {
             inputs.push(ls.clone());
             operands.push(args[j]);
@@ -193,27 +189,36 @@ fn split_einsum(egraph: &mut EGraph, node: &ENode, a: usize, at: usize, chunks: 
     if spec.inputs.iter().any(|ls| ls.iter().filter(|&&l| l == u).count() > 1) {
         return None;
     }
-    let used: Vec<u8> = spec.inputs.iter().flatten().chain(&spec.output).copied().collect();
-    let mut fresh = (b'a'..=b'z').chain(b'A'..=b'Z').filter(|l| !used.contains(l));
-    let (c, tau) = (fresh.next()?, fresh.next()?);
+    let (c, tau) = fresh_pair(spec)?;
     let mut operands = Vec::new();
-    let mut inputs = Vec::new();
     for (labels, &arg) in spec.inputs.iter().zip(&node.args) {
-        match labels.iter().position(|&l| l == u) {
-            Some(k) => {
-                let mut shape = ty(egraph, arg).shape;
-                shape.splice(k..=k, [chunks, len]);
-                operands.push(add(egraph, Op::Reshape { shape }, vec![arg])?);
-                inputs.push(labels.iter().flat_map(|&l| if l == u { vec![c, tau] } else { vec![l] }).collect());
-            }
-            None => {
-                operands.push(arg);
-                inputs.push(labels.clone());
-            }
-        }
+        operands.push(match labels.iter().position(|&l| l == u) {
+            Some(k) => split_axis(egraph, arg, k, chunks, len)?,
+            None => arg,
+        });
     }
+    let inputs = spec.inputs.iter().map(|ls| split_label(ls, u, c, tau)).collect();
     let mut output: Vec<u8> = spec.output.iter().copied().filter(|&l| l != u).collect();
     output.insert(at, c);
     output.push(tau);
     add(egraph, Op::Einsum(EinsumSpec { inputs, output }), operands)
+}
+
+/// Two labels `spec` does not use.
+fn fresh_pair(spec: &EinsumSpec) -> Option<(u8, u8)> {
+    let used: Vec<u8> = spec.inputs.iter().flatten().chain(&spec.output).copied().collect();
+    let mut fresh = (b'a'..=b'z').chain(b'A'..=b'Z').filter(|l| !used.contains(l));
+    Some((fresh.next()?, fresh.next()?))
+}
+
+/// `labels` with `t` replaced by `c` and `tau`.
+fn split_label(labels: &[u8], t: u8, c: u8, tau: u8) -> Vec<u8> {
+    labels.iter().flat_map(|&l| if l == t { vec![c, tau] } else { vec![l] }).collect()
+}
+
+/// `x` reshaped with its axis `at` split into `chunks` × `len`.
+fn split_axis(egraph: &mut EGraph, x: Id, at: usize, chunks: usize, len: usize) -> Option<Id> {
+    let mut shape = ty(egraph, x).shape;
+    shape.splice(at..=at, [chunks, len]);
+    add(egraph, Op::Reshape { shape }, vec![x])
 }
