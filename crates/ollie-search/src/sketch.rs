@@ -1130,8 +1130,6 @@ impl<N> Propose<Kernel, N> for Sketch {
     }
 }
 
-/// Whether recomputing `e` where it is read costs about what reading it back would: no
-/// transcendental, no division but by a constant.
 /// The most times a reader may read each element of a temporary for its producer to be
 /// computed where it is read.
 const MAX_INLINED_READS: usize = 4;
@@ -1160,6 +1158,8 @@ fn reads_per_element(body: &[Stmt], buffer: BufferId, outer: &mut Vec<(VarId, us
     most
 }
 
+/// Whether recomputing `e` where it is read costs about what reading it back would: no
+/// transcendental, no division but by a constant.
 fn cheap(e: &Expr) -> bool {
     match e {
         Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => true,

@@ -6,7 +6,7 @@
 use egg::Id;
 use ollie_graph::{BinaryOp, DType, EinsumSpec, Op, ReduceOp, UnaryOp};
 
-use super::reduction::is_broadcast_back;
+use super::reduction::{is_broadcast_back, is_reduction, max_centred};
 use super::{broadcast, nodes, ty, Rule, Topic};
 use crate::lang::{add, EGraph, ENode};
 
@@ -53,20 +53,10 @@ fn softmax_operand(egraph: &EGraph, p: &ENode) -> Option<(Id, usize)> {
         }
         nodes(egraph, e.args[0]).iter().find_map(|d| {
             let s = *d.args.first()?;
-            if d.op != Op::Binary(BinaryOp::Sub) {
-                return None;
-            }
             (0..ty(egraph, s).rank()).find(|&a| {
-                let axes = [a];
-                let is_max = |c: Id| egraph[c].nodes.iter().any(|n| matches!(&n.op, Op::Reduce { op: ReduceOp::Max, axes: r } if r == &axes) && egraph.find(n.args[0]) == egraph.find(s));
-                let is_sum = |c: Id| {
-                    egraph[c].nodes.iter().any(|n| match &n.op {
-                        Op::Reduce { op: ReduceOp::Sum, axes: r } => r == &axes && egraph.find(n.args[0]) == egraph.find(x),
-                        Op::SumExp { axes: r } => r == &axes && egraph.find(n.args[0]) == egraph.find(s),
-                        _ => false,
-                    })
-                };
-                is_broadcast_back(egraph, d.args[1], s, &axes, &is_max) && is_broadcast_back(egraph, l, x, &axes, &is_sum)
+                // The sum of the exponentials, or the `sum_exp` of their argument.
+                let is_sum = |c: Id| is_reduction(egraph, c, ReduceOp::Sum, x, &[a]) || egraph[c].nodes.iter().any(|n| matches!(&n.op, Op::SumExp { axes } if axes == &[a]) && egraph.find(n.args[0]) == egraph.find(s));
+                max_centred(egraph, d, &[a]) == Some(s) && is_broadcast_back(egraph, l, x, &[a], &is_sum)
             })
             .map(|a| (s, a))
         })

@@ -27,7 +27,7 @@ pub(super) const RULES: &[Rule] = &[
 ];
 
 /// Whether class `c` holds `op(x)` over exactly `axes`.
-fn is_reduction(egraph: &EGraph, c: Id, op: ReduceOp, x: Id, axes: &[usize]) -> bool {
+pub(super) fn is_reduction(egraph: &EGraph, c: Id, op: ReduceOp, x: Id, axes: &[usize]) -> bool {
     egraph[c].nodes.iter().any(|n| matches!(&n.op, Op::Reduce { op: o, axes: a } if *o == op && a == axes) && egraph.find(n.args[0]) == egraph.find(x))
 }
 
@@ -57,6 +57,12 @@ pub(super) fn is_broadcast_back(egraph: &EGraph, b: Id, x: Id, axes: &[usize], i
     })
 }
 
+/// `x` when `d` is `x − broadcast(max_axes x)`: a softmax's argument, centred by its maximum.
+pub(super) fn max_centred(egraph: &EGraph, d: &ENode, axes: &[usize]) -> Option<Id> {
+    let x = *d.args.first()?;
+    (d.op == Op::Binary(BinaryOp::Sub) && is_broadcast_back(egraph, d.args[1], x, axes, &|c| is_reduction(egraph, c, ReduceOp::Max, x, axes))).then_some(x)
+}
+
 fn online_normalizer(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
     let Op::Reduce { axes, .. } = &node.op else { return Vec::new() };
     let mut out = Vec::new();
@@ -65,11 +71,9 @@ fn online_normalizer(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
             continue;
         }
         for d in nodes(egraph, e.args[0]) {
-            let x = d.args[0];
-            if d.op != Op::Binary(BinaryOp::Sub) || !is_broadcast_back(egraph, d.args[1], x, axes, &|c| is_reduction(egraph, c, ReduceOp::Max, x, axes)) {
-                continue;
+            if let Some(x) = max_centred(egraph, &d, axes) {
+                out.extend(add(egraph, Op::SumExp { axes: axes.clone() }, vec![x]));
             }
-            out.extend(add(egraph, Op::SumExp { axes: axes.clone() }, vec![d.args[0]]));
         }
     }
     out
