@@ -538,7 +538,7 @@ pub fn seconds(s: f64) -> String {
 
 /// `ollie runs [DIR]`: the searches stored in DIR, as a table.
 pub fn runs(dir: &Path) -> Result<String, Error> {
-    let store = open(dir)?;
+    let mut store = open(dir)?;
     let mut text = format!("{:>4} {:<16} {:<28} {:>6} {:>8} {:>11} {:>9} {:<7} {}\n", "run", "kernel", "spec", "evals", "searched", "best", "speedup", "from", "state");
     for r in store.runs().context("reading the store")? {
         let summary: Option<Summary> = r.summary.as_deref().and_then(|s| serde_json::from_str(s).ok());
@@ -576,7 +576,7 @@ fn open(dir: &Path) -> Result<Store, Error> {
 /// `ollie report DIR`: rebuilds report.md, report.json and the plots from the store; returns
 /// what [`write`] does.
 pub fn rebuild(dir: &Path) -> Result<String, Error> {
-    let store = open(dir)?;
+    let mut store = open(dir)?;
     let run = store.runs().context("reading the store")?.into_iter().rfind(|r| r.finished).ok_or_else(|| {
         user_error(format!("error: `{}` holds no finished search (resume an interrupted one with `ollie optimize ... --resume`)", dir.display()))
     })?;

@@ -1,21 +1,76 @@
-//! The search's record in SQLite (`ollie.db` in the output directory): runs, candidates (source
-//! hash, source, flags, schedule, parent, proposer), verdicts, timings, counterexamples, and the
-//! LLM calls made (prompt by hash, with each distinct prompt's text once; reply, tokens, outcome).
+//! The search's record: runs, candidates (source hash, source, flags, schedule, parent,
+//! proposer), verdicts, timings, counterexamples, and the LLM calls made (prompt by hash, with
+//! each distinct prompt's text once; reply, tokens, outcome). The queries live here, once; the
+//! schema in `schema.rs`; a database behind `backend::Backend`: SQLite in the output directory
+//! (`sqlite.rs`, the default) or a PostgreSQL server (`postgres.rs`).
 //!
 //! Every evaluation is written in one transaction, together with the run's progress (elapsed
 //! time, evaluations, best and current candidate), so a search killed at any moment resumes from
 //! its last finished evaluation with nothing lost.
 
-use std::path::Path;
+mod backend;
+mod postgres;
+mod schema;
+mod sqlite;
 
-use rusqlite::{params, Connection};
+use std::path::{Path, PathBuf};
+
+pub use backend::{Backend, Dialect, Row, Value};
+pub use schema::LATEST as SCHEMA_VERSION;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("the store: {0}")]
-    Sql(#[from] rusqlite::Error),
+    #[error("the store (SQLite): {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the store (PostgreSQL): {0}")]
+    Postgres(#[from] ::postgres::Error),
     #[error("the store has no run {0}")]
     NoRun(i64),
+    #[error("the store's column {column} is not {wanted}")]
+    Column { column: usize, wanted: &'static str },
+    #[error("the store is at schema version {found}, written by a newer ollie (this one knows up to {known})")]
+    Newer { found: i64, known: i64 },
+}
+
+/// Where a store lives: `--store` (or `OLLIE_STORE`) as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection string (`postgresql://user@host/db`).
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://...` or `postgresql://...` is a server; anything else a file path.
+    pub fn parse(text: &str) -> Location {
+        if text.starts_with("postgresql://") || text.starts_with("postgres://") {
+            Location::Postgres(text.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(text))
+        }
+    }
+
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Location::Postgres(_))
+    }
+}
+
+impl std::fmt::Display for Location {
+    /// A server's address without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => match (url.find("://"), url.rfind('@')) {
+                (Some(scheme), Some(at)) if at > scheme => {
+                    let user = &url[scheme + 3..at];
+                    let user = user.split(':').next().unwrap_or("");
+                    write!(f, "{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+                }
+                _ => write!(f, "{url}"),
+            },
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,107 +182,91 @@ pub struct LlmCall {
 }
 
 pub struct Store {
-    conn: Connection,
+    db: Box<dyn Backend>,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    spec_path TEXT NOT NULL,
-    spec_source TEXT NOT NULL,
-    kernel TEXT NOT NULL,
-    options TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    naive_seconds REAL NOT NULL,
-    floor_seconds REAL NOT NULL,
-    started_at INTEGER NOT NULL,
-    elapsed_seconds REAL NOT NULL DEFAULT 0,
-    evaluations INTEGER NOT NULL DEFAULT 0,
-    finished INTEGER NOT NULL DEFAULT 0,
-    best INTEGER,
-    current INTEGER,
-    summary TEXT
-);
-CREATE TABLE IF NOT EXISTS candidates (
-    id INTEGER PRIMARY KEY,
-    run INTEGER NOT NULL REFERENCES runs(id),
-    evaluation INTEGER NOT NULL,
-    source_hash TEXT NOT NULL,
-    source TEXT NOT NULL,
-    flags TEXT NOT NULL,
-    schedule TEXT NOT NULL,
-    graph TEXT NOT NULL DEFAULT '',
-    parent INTEGER REFERENCES candidates(id),
-    proposer TEXT NOT NULL,
-    at_seconds REAL NOT NULL,
-    moved INTEGER NOT NULL,
-    new_best INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS verdicts (
-    candidate INTEGER PRIMARY KEY REFERENCES candidates(id),
-    accepted INTEGER NOT NULL,
-    reason TEXT,
-    detail TEXT
-);
-CREATE TABLE IF NOT EXISTS timings (
-    candidate INTEGER PRIMARY KEY REFERENCES candidates(id),
-    estimate REAL NOT NULL,
-    seconds REAL NOT NULL, p10 REAL NOT NULL, p90 REAL NOT NULL,
-    ratio REAL NOT NULL, ratio_p10 REAL NOT NULL, ratio_p90 REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS counterexamples (
-    id INTEGER PRIMARY KEY,
-    run INTEGER NOT NULL REFERENCES runs(id),
-    candidate INTEGER NOT NULL REFERENCES candidates(id),
-    shapes TEXT NOT NULL,
-    data BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS prompts (
-    hash TEXT PRIMARY KEY,
-    text TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS llm_calls (
-    id INTEGER PRIMARY KEY,
-    run INTEGER NOT NULL REFERENCES runs(id),
-    conversation INTEGER NOT NULL,
-    turn INTEGER NOT NULL,
-    prompt_hash TEXT NOT NULL REFERENCES prompts(hash),
-    model TEXT NOT NULL,
-    reply TEXT,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    cost REAL,
-    seconds REAL NOT NULL,
-    attempts INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT,
-    source_hash TEXT,
-    at_seconds REAL NOT NULL
-);
-";
+/// A run's columns, in the order [`run_of`] reads them.
+const RUN_COLUMNS: &str = "id, spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at, elapsed_seconds, evaluations, finished, best, current, summary";
+
+fn run_of(r: &Row) -> Result<Run, StoreError> {
+    Ok(Run {
+        id: RunId(r.i64(0)?),
+        new: NewRun {
+            spec_path: r.text(1)?,
+            spec_source: r.text(2)?,
+            kernel: r.text(3)?,
+            options: r.text(4)?,
+            seed: r.i64(5)? as u64,
+            naive_seconds: r.f64(6)?,
+            floor_seconds: r.f64(7)?,
+        },
+        started_at: r.i64(8)?,
+        elapsed_seconds: r.f64(9)?,
+        evaluations: r.i64(10)? as usize,
+        finished: r.bool(11)?,
+        best: r.opt_i64(12)?.map(CandidateId),
+        current: r.opt_i64(13)?.map(CandidateId),
+        summary: r.opt_text(14)?,
+    })
+}
 
 impl Store {
-    /// Opens (creating if needed) the store at `path`.
+    /// Opens (creating if needed) the SQLite store at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.execute_batch(SCHEMA)?;
-        // Stores written before candidates recorded their graph variant: every candidate there
-        // is of the spec's own graph.
-        let has_graph: bool = conn.prepare("SELECT 1 FROM pragma_table_info('candidates') WHERE name = 'graph'")?.exists([])?;
-        if !has_graph {
-            conn.execute_batch("ALTER TABLE candidates ADD COLUMN graph TEXT NOT NULL DEFAULT ''")?;
+        Store::on(Box::new(sqlite::Sqlite::open(path)?))
+    }
+
+    /// Opens (creating if needed) the store at `location`.
+    pub fn connect(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres(url) => Store::on(Box::new(postgres::Postgres::connect(url)?)),
         }
-        Ok(Store { conn })
+    }
+
+    fn on(mut db: Box<dyn Backend>) -> Result<Store, StoreError> {
+        schema::migrate(db.as_mut())?;
+        Ok(Store { db })
+    }
+
+    /// The schema version the store is at.
+    pub fn version(&mut self) -> Result<i64, StoreError> {
+        self.db.query("SELECT version FROM ollie_schema", &[])?.first().map_or(Ok(0), |r| r.i64(0))
+    }
+
+    /// Every table's name and number of rows.
+    pub fn table_rows(&mut self) -> Result<Vec<(&'static str, i64)>, StoreError> {
+        schema::TABLES.iter().map(|t| Ok((*t, self.db.query(&format!("SELECT COUNT(*) FROM {t}"), &[])?.first().map_or(Ok(0), |r| r.i64(0))?))).collect()
+    }
+
+    /// Runs `f` in one transaction: all its writes or none.
+    fn transaction<T>(&mut self, f: impl FnOnce(&mut dyn Backend) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.db.begin()?;
+        match f(self.db.as_mut()) {
+            Ok(v) => {
+                self.db.script("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                // The error that matters is the first; a failed rollback adds nothing to it.
+                let _ = self.db.script("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// An `INSERT ... RETURNING id`'s id.
+    fn insert(db: &mut dyn Backend, sql: &str, params: &[Value]) -> Result<i64, StoreError> {
+        db.query(sql, params)?.first().ok_or(StoreError::Column { column: 0, wanted: "a returned id" })?.i64(0)
     }
 
     pub fn create_run(&mut self, run: &NewRun, started_at: i64) -> Result<RunId, StoreError> {
-        self.conn.execute(
-            "INSERT INTO runs (spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![run.spec_path, run.spec_source, run.kernel, run.options, run.seed as i64, run.naive_seconds, run.floor_seconds, started_at],
+        let id = Store::insert(
+            self.db.as_mut(),
+            "INSERT INTO runs (spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            &[(&run.spec_path).into(), (&run.spec_source).into(), (&run.kernel).into(), (&run.options).into(), (run.seed as i64).into(), run.naive_seconds.into(), run.floor_seconds.into(), started_at.into()],
         )?;
-        Ok(RunId(self.conn.last_insert_rowid()))
+        Ok(RunId(id))
     }
 
     /// Records one finished evaluation and the run's progress after it, atomically. `best` and
@@ -241,127 +280,108 @@ impl Store {
         current: Option<CandidateId>,
         elapsed_seconds: f64,
     ) -> Result<CandidateId, StoreError> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO candidates (run, evaluation, source_hash, source, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                run.0,
-                candidate.evaluation as i64,
-                candidate.source_hash,
-                candidate.source,
-                candidate.flags,
-                candidate.schedule,
-                candidate.graph,
-                candidate.parent.map(|p| p.0),
-                candidate.proposer,
-                candidate.at_seconds,
-                candidate.moved,
-                candidate.new_best
-            ],
-        )?;
-        let id = CandidateId(tx.last_insert_rowid());
-        tx.execute("INSERT INTO verdicts (candidate, accepted, reason, detail) VALUES (?1, ?2, ?3, ?4)", params![id.0, candidate.accepted, candidate.reason, candidate.detail])?;
-        if let Some(t) = &candidate.timing {
-            tx.execute(
-                "INSERT INTO timings (candidate, estimate, seconds, p10, p90, ratio, ratio_p10, ratio_p90) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![id.0, t.estimate, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90],
+        self.transaction(|db| {
+            let id = CandidateId(Store::insert(
+                db,
+                "INSERT INTO candidates (run, evaluation, source_hash, source, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                &[
+                    run.0.into(),
+                    (candidate.evaluation as i64).into(),
+                    (&candidate.source_hash).into(),
+                    (&candidate.source).into(),
+                    (&candidate.flags).into(),
+                    (&candidate.schedule).into(),
+                    (&candidate.graph).into(),
+                    candidate.parent.map(|p| p.0).into(),
+                    (&candidate.proposer).into(),
+                    candidate.at_seconds.into(),
+                    candidate.moved.into(),
+                    candidate.new_best.into(),
+                ],
+            )?);
+            db.execute(
+                "INSERT INTO verdicts (candidate, accepted, reason, detail) VALUES ($1, $2, $3, $4)",
+                &[id.0.into(), candidate.accepted.into(), candidate.reason.as_ref().into(), candidate.detail.as_ref().into()],
             )?;
-        }
-        if let Some(c) = counterexample {
-            let shapes = c.shapes.iter().map(|s| format!("[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"))).collect::<String>();
-            let data: Vec<u8> = c.data.iter().flatten().flat_map(|v| v.to_le_bytes()).collect();
-            tx.execute("INSERT INTO counterexamples (run, candidate, shapes, data) VALUES (?1, ?2, ?3, ?4)", params![run.0, id.0, shapes, data])?;
-        }
-        tx.execute(
-            "UPDATE runs SET elapsed_seconds = ?2, evaluations = MAX(evaluations, ?3), best = ?4, current = ?5 WHERE id = ?1",
-            params![run.0, elapsed_seconds, candidate.evaluation as i64, best.unwrap_or(id).0, current.unwrap_or(id).0],
-        )?;
-        tx.commit()?;
-        Ok(id)
+            if let Some(t) = &candidate.timing {
+                db.execute(
+                    "INSERT INTO timings (candidate, estimate, seconds, p10, p90, ratio, ratio_p10, ratio_p90) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    &[id.0.into(), t.estimate.into(), t.seconds.into(), t.p10.into(), t.p90.into(), t.ratio.into(), t.ratio_p10.into(), t.ratio_p90.into()],
+                )?;
+            }
+            if let Some(c) = counterexample {
+                let shapes = c.shapes.iter().map(|s| format!("[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"))).collect::<String>();
+                let data: Vec<u8> = c.data.iter().flatten().flat_map(|v| v.to_le_bytes()).collect();
+                db.execute("INSERT INTO counterexamples (run, candidate, shapes, data) VALUES ($1, $2, $3, $4)", &[run.0.into(), id.0.into(), shapes.as_str().into(), data.into()])?;
+            }
+            db.execute(
+                "UPDATE runs SET elapsed_seconds = $2, evaluations = CASE WHEN evaluations > $3 THEN evaluations ELSE $3 END, best = $4, current = $5 WHERE id = $1",
+                &[run.0.into(), elapsed_seconds.into(), (candidate.evaluation as i64).into(), best.unwrap_or(id).0.into(), current.unwrap_or(id).0.into()],
+            )?;
+            Ok(id)
+        })
     }
 
     /// Marks the run finished with its total search time and its outcome.
     pub fn finish(&mut self, run: RunId, elapsed_seconds: f64, summary: &str) -> Result<(), StoreError> {
-        self.conn.execute("UPDATE runs SET finished = 1, elapsed_seconds = ?2, summary = ?3 WHERE id = ?1", params![run.0, elapsed_seconds, summary])?;
+        self.db.execute("UPDATE runs SET finished = 1, elapsed_seconds = $2, summary = $3 WHERE id = $1", &[run.0.into(), elapsed_seconds.into(), summary.into()])?;
         Ok(())
     }
 
-    pub fn runs(&self) -> Result<Vec<Run>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at, elapsed_seconds, evaluations, finished, best, current, summary FROM runs ORDER BY id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Run {
-                id: RunId(r.get(0)?),
-                new: NewRun {
-                    spec_path: r.get(1)?,
-                    spec_source: r.get(2)?,
-                    kernel: r.get(3)?,
-                    options: r.get(4)?,
-                    seed: r.get::<_, i64>(5)? as u64,
-                    naive_seconds: r.get(6)?,
-                    floor_seconds: r.get(7)?,
-                },
-                started_at: r.get(8)?,
-                elapsed_seconds: r.get(9)?,
-                evaluations: r.get::<_, i64>(10)? as usize,
-                finished: r.get(11)?,
-                best: r.get::<_, Option<i64>>(12)?.map(CandidateId),
-                current: r.get::<_, Option<i64>>(13)?.map(CandidateId),
-                summary: r.get(14)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+    pub fn runs(&mut self) -> Result<Vec<Run>, StoreError> {
+        self.db.query(&format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id"), &[])?.iter().map(run_of).collect()
     }
 
-    pub fn run(&self, id: RunId) -> Result<Run, StoreError> {
-        self.runs()?.into_iter().find(|r| r.id == id).ok_or(StoreError::NoRun(id.0))
+    pub fn run(&mut self, id: RunId) -> Result<Run, StoreError> {
+        let rows = self.db.query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"), &[id.0.into()])?;
+        rows.first().map(run_of).unwrap_or(Err(StoreError::NoRun(id.0)))
     }
 
     /// The run's candidates in the order they were evaluated.
-    pub fn candidates(&self, run: RunId) -> Result<Vec<(CandidateId, Candidate)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+    pub fn candidates(&mut self, run: RunId) -> Result<Vec<(CandidateId, Candidate)>, StoreError> {
+        let rows = self.db.query(
             "SELECT c.id, c.evaluation, c.source_hash, c.source, c.flags, c.schedule, c.parent, c.proposer, c.at_seconds, c.moved, c.new_best,
                     v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate, c.graph
              FROM candidates c JOIN verdicts v ON v.candidate = c.id LEFT JOIN timings t ON t.candidate = c.id
-             WHERE c.run = ?1 ORDER BY c.id",
+             WHERE c.run = $1 ORDER BY c.id",
+            &[run.0.into()],
         )?;
-        let rows = stmt.query_map([run.0], |r| {
-            let timing = match r.get::<_, Option<f64>>(14)? {
-                Some(seconds) => Some(TimingRecord { estimate: r.get(20)?, seconds, p10: r.get(15)?, p90: r.get(16)?, ratio: r.get(17)?, ratio_p10: r.get(18)?, ratio_p90: r.get(19)? }),
-                None => None,
-            };
-            Ok((
-                CandidateId(r.get(0)?),
-                Candidate {
-                    evaluation: r.get::<_, i64>(1)? as usize,
-                    source_hash: r.get(2)?,
-                    source: r.get(3)?,
-                    flags: r.get(4)?,
-                    schedule: r.get(5)?,
-                    graph: r.get(21)?,
-                    parent: r.get::<_, Option<i64>>(6)?.map(CandidateId),
-                    proposer: r.get(7)?,
-                    at_seconds: r.get(8)?,
-                    moved: r.get(9)?,
-                    new_best: r.get(10)?,
-                    accepted: r.get(11)?,
-                    reason: r.get(12)?,
-                    detail: r.get(13)?,
-                    timing,
-                },
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.iter()
+            .map(|r| {
+                let timing = match r.opt_f64(14)? {
+                    Some(seconds) => Some(TimingRecord { estimate: r.f64(20)?, seconds, p10: r.f64(15)?, p90: r.f64(16)?, ratio: r.f64(17)?, ratio_p10: r.f64(18)?, ratio_p90: r.f64(19)? }),
+                    None => None,
+                };
+                Ok((
+                    CandidateId(r.i64(0)?),
+                    Candidate {
+                        evaluation: r.i64(1)? as usize,
+                        source_hash: r.text(2)?,
+                        source: r.text(3)?,
+                        flags: r.text(4)?,
+                        schedule: r.text(5)?,
+                        graph: r.text(21)?,
+                        parent: r.opt_i64(6)?.map(CandidateId),
+                        proposer: r.text(7)?,
+                        at_seconds: r.f64(8)?,
+                        moved: r.bool(9)?,
+                        new_best: r.bool(10)?,
+                        accepted: r.bool(11)?,
+                        reason: r.opt_text(12)?,
+                        detail: r.opt_text(13)?,
+                        timing,
+                    },
+                ))
+            })
+            .collect()
     }
 
     /// The run's saved counterexamples, oldest first.
-    pub fn counterexamples(&self, run: RunId) -> Result<Vec<Counterexample>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT shapes, data FROM counterexamples WHERE run = ?1 ORDER BY id")?;
-        let rows = stmt.query_map([run.0], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+    pub fn counterexamples(&mut self, run: RunId) -> Result<Vec<Counterexample>, StoreError> {
+        let rows = self.db.query("SELECT shapes, data FROM counterexamples WHERE run = $1 ORDER BY id", &[run.0.into()])?;
         let mut out = Vec::new();
         for row in rows {
-            let (shapes, bytes) = row?;
+            let (shapes, bytes) = (row.text(0)?, row.blob(1)?);
             // `[64x4096][]`: one bracketed shape per input, `[]` for a scalar.
             let shapes: Vec<Vec<usize>> = shapes
                 .split(']')
@@ -377,58 +397,60 @@ impl Store {
 
     /// Records one LLM call (its prompt's text once per distinct prompt).
     pub fn record_llm_call(&mut self, run: RunId, call: &LlmCall) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        tx.execute("INSERT OR IGNORE INTO prompts (hash, text) VALUES (?1, ?2)", params![call.prompt_hash, call.prompt])?;
-        tx.execute(
-            "INSERT INTO llm_calls (run, conversation, turn, prompt_hash, model, reply, prompt_tokens, completion_tokens, cost, seconds, attempts, outcome, detail, source_hash, at_seconds)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-            params![
-                run.0,
-                call.conversation as i64,
-                call.turn,
-                call.prompt_hash,
-                call.model,
-                call.reply,
-                call.prompt_tokens as i64,
-                call.completion_tokens as i64,
-                call.cost,
-                call.seconds,
-                call.attempts,
-                call.outcome,
-                call.detail,
-                call.source_hash,
-                call.at_seconds
-            ],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.transaction(|db| {
+            db.execute("INSERT INTO prompts (hash, text) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[(&call.prompt_hash).into(), (&call.prompt).into()])?;
+            db.execute(
+                "INSERT INTO llm_calls (run, conversation, turn, prompt_hash, model, reply, prompt_tokens, completion_tokens, cost, seconds, attempts, outcome, detail, source_hash, at_seconds)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                &[
+                    run.0.into(),
+                    (call.conversation as i64).into(),
+                    i64::from(call.turn).into(),
+                    (&call.prompt_hash).into(),
+                    (&call.model).into(),
+                    call.reply.as_ref().into(),
+                    (call.prompt_tokens as i64).into(),
+                    (call.completion_tokens as i64).into(),
+                    call.cost.into(),
+                    call.seconds.into(),
+                    i64::from(call.attempts).into(),
+                    (&call.outcome).into(),
+                    call.detail.as_ref().into(),
+                    call.source_hash.as_ref().into(),
+                    call.at_seconds.into(),
+                ],
+            )?;
+            Ok(())
+        })
     }
 
     /// The run's LLM calls in the order they finished.
-    pub fn llm_calls(&self, run: RunId) -> Result<Vec<LlmCall>, StoreError> {
-        let mut stmt = self.conn.prepare(
+    pub fn llm_calls(&mut self, run: RunId) -> Result<Vec<LlmCall>, StoreError> {
+        let rows = self.db.query(
             "SELECT l.conversation, l.turn, l.prompt_hash, p.text, l.model, l.reply, l.prompt_tokens, l.completion_tokens, l.cost, l.seconds, l.attempts, l.outcome, l.detail, l.source_hash, l.at_seconds
-             FROM llm_calls l JOIN prompts p ON p.hash = l.prompt_hash WHERE l.run = ?1 ORDER BY l.id",
+             FROM llm_calls l JOIN prompts p ON p.hash = l.prompt_hash WHERE l.run = $1 ORDER BY l.id",
+            &[run.0.into()],
         )?;
-        let rows = stmt.query_map([run.0], |r| {
-            Ok(LlmCall {
-                conversation: r.get::<_, i64>(0)? as u64,
-                turn: r.get(1)?,
-                prompt_hash: r.get(2)?,
-                prompt: r.get(3)?,
-                model: r.get(4)?,
-                reply: r.get(5)?,
-                prompt_tokens: r.get::<_, i64>(6)? as u64,
-                completion_tokens: r.get::<_, i64>(7)? as u64,
-                cost: r.get(8)?,
-                seconds: r.get(9)?,
-                attempts: r.get(10)?,
-                outcome: r.get(11)?,
-                detail: r.get(12)?,
-                source_hash: r.get(13)?,
-                at_seconds: r.get(14)?,
+        rows.iter()
+            .map(|r| {
+                Ok(LlmCall {
+                    conversation: r.i64(0)? as u64,
+                    turn: r.i64(1)? as u32,
+                    prompt_hash: r.text(2)?,
+                    prompt: r.text(3)?,
+                    model: r.text(4)?,
+                    reply: r.opt_text(5)?,
+                    prompt_tokens: r.i64(6)? as u64,
+                    completion_tokens: r.i64(7)? as u64,
+                    cost: r.opt_f64(8)?,
+                    seconds: r.f64(9)?,
+                    attempts: r.i64(10)? as u32,
+                    outcome: r.text(11)?,
+                    detail: r.opt_text(12)?,
+                    source_hash: r.opt_text(13)?,
+                    at_seconds: r.f64(14)?,
+                })
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect()
     }
 }

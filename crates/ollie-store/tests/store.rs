@@ -1,6 +1,9 @@
-//! The store keeps what was recorded across reopening, and reads back what it wrote.
+//! The store keeps what was recorded across reopening, and reads back what it wrote, on both
+//! backends: SQLite in a file and a real PostgreSQL server started for the test.
 
-use ollie_store::{Candidate, CandidateId, Counterexample, LlmCall, NewRun, Store, TimingRecord};
+mod support;
+
+use ollie_store::{Candidate, CandidateId, Counterexample, LlmCall, Location, NewRun, Store, TimingRecord};
 
 fn candidate(evaluation: usize, accepted: bool) -> Candidate {
     Candidate {
@@ -23,10 +26,20 @@ fn candidate(evaluation: usize, accepted: bool) -> Candidate {
     }
 }
 
+/// Runs `check` on a new SQLite store and on a new database of a PostgreSQL server.
+fn on_both(check: impl Fn(&Location)) {
+    let dir = tempfile::tempdir().unwrap();
+    check(&Location::Sqlite(dir.path().join("ollie.db")));
+    let server = support::postgres::Server::start();
+    check(&Location::Postgres(server.database("ollie")));
+}
+
 #[test]
 fn runs_and_candidates_survive_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ollie.db");
+    on_both(runs_and_candidates_survive_reopening_at);
+}
+
+fn runs_and_candidates_survive_reopening_at(location: &Location) {
     let run = NewRun {
         spec_path: "softmax.py".into(),
         spec_source: "def softmax(x): ...".into(),
@@ -37,14 +50,14 @@ fn runs_and_candidates_survive_reopening() {
         floor_seconds: 1e-4,
     };
     let (run_id, first) = {
-        let mut store = Store::open(&path).unwrap();
+        let mut store = Store::connect(location).unwrap();
         let id = store.create_run(&run, 1_700_000_000).unwrap();
         let first = store.record(id, &candidate(1, true), None, None, None, 1.5).unwrap();
         let cex = Counterexample { shapes: vec![vec![2, 3], vec![]], data: vec![vec![1.0, -2.0, 3.5, f64::NAN, 0.0, 1e-300], vec![7.0]] };
         store.record(id, &candidate(2, false), Some(&cex), Some(first), Some(first), 2.5).unwrap();
         (id, first)
     };
-    let store = Store::open(&path).unwrap();
+    let mut store = Store::connect(location).unwrap();
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
@@ -58,7 +71,6 @@ fn runs_and_candidates_survive_reopening() {
     assert_eq!(cex[0].shapes, vec![vec![2, 3], vec![]]);
     assert_eq!(cex[0].data[1], vec![7.0]);
     assert!(cex[0].data[0][3].is_nan() && cex[0].data[0][5] == 1e-300);
-    let mut store = store;
     store.finish(run_id, 3.0, "{\"speedup\": 2}").unwrap();
     let r = store.run(run_id).unwrap();
     assert_eq!((r.finished, r.elapsed_seconds, r.summary.as_deref()), (true, 3.0, Some("{\"speedup\": 2}")));
@@ -66,8 +78,10 @@ fn runs_and_candidates_survive_reopening() {
 
 #[test]
 fn llm_calls_keep_each_prompt_once_and_read_back_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ollie.db");
+    on_both(llm_calls_keep_each_prompt_once_at);
+}
+
+fn llm_calls_keep_each_prompt_once_at(location: &Location) {
     let run = NewRun { spec_path: "s.py".into(), spec_source: String::new(), kernel: "k".into(), options: "{}".into(), seed: 1, naive_seconds: 1.0, floor_seconds: 0.1 };
     let call = |turn: u32, prompt: &str, outcome: &str| LlmCall {
         conversation: 7,
@@ -88,16 +102,14 @@ fn llm_calls_keep_each_prompt_once_and_read_back_in_order() {
     };
     let calls = vec![call(0, "[first]", "no-code"), call(1, "[first, repair]", "kernel"), call(0, "[first]", "timeout")];
     let id = {
-        let mut store = Store::open(&path).unwrap();
+        let mut store = Store::connect(location).unwrap();
         let id = store.create_run(&run, 0).unwrap();
         for c in &calls {
             store.record_llm_call(id, c).unwrap();
         }
         id
     };
-    let store = Store::open(&path).unwrap();
+    let mut store = Store::connect(location).unwrap();
     assert_eq!(store.llm_calls(id).unwrap(), calls);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let prompts: i64 = conn.query_row("SELECT COUNT(*) FROM prompts", [], |r| r.get(0)).unwrap();
-    assert_eq!(prompts, 2, "the repeated prompt is kept once");
+    assert_eq!(store.table_rows().unwrap().iter().find(|(t, _)| *t == "prompts").map(|r| r.1), Some(2), "the repeated prompt is kept once");
 }

@@ -1,0 +1,2 @@
+//! What the store's tests share.
+pub mod postgres;
