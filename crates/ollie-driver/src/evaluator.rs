@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use lru::LruCache;
 use ollie_graph::Tensor;
 use ollie_loops::LoopNest;
 use ollie_runner::Compiler;
@@ -138,18 +139,27 @@ impl Drop for Background {
     }
 }
 
+/// Builds kept (each with its source, tens of KiB): a round's, the current and best kernels,
+/// and room for the next few rounds.
+const BUILDS: std::num::NonZeroUsize = std::num::NonZeroUsize::new(256).unwrap();
+
+/// Rejections and times remembered, so that a repeated proposal costs nothing.
+const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(16_384).unwrap();
+
 pub(crate) struct Evaluator<'a> {
     pub naive: &'a LoopNest,
     pub compiler: &'a Compiler,
     pub oracle: Oracle<'a>,
-    builds: HashMap<Kernel, Built>,
+    /// The latest builds (a long search's every source, kept, grew its memory by the store's
+    /// size: 360 MiB in 45 minutes); one evicted is rebuilt from the compiler's cache.
+    builds: LruCache<Kernel, Built>,
     background: Background,
     /// The naive nest, for builds in the background.
     shared_naive: std::sync::Arc<LoopNest>,
-    /// Kernels rejected for a defect of their own, with the reason.
-    rejected: HashMap<Kernel, (Reason, String)>,
-    /// Time of each kernel timed so far, on the chain's scale.
-    seconds: HashMap<Kernel, f64>,
+    /// The latest kernels rejected for a defect of their own, with the reason.
+    rejected: LruCache<Kernel, (Reason, String)>,
+    /// Time of the latest kernels timed, on the chain's scale.
+    seconds: LruCache<Kernel, f64>,
     /// Fitted on those times; ranks each round's proposals.
     model: CostModel,
     /// The search's verification: its input sets, and the counterexamples found so far.
@@ -211,16 +221,22 @@ impl<'a> Evaluator<'a> {
             naive,
             compiler,
             oracle,
-            builds: HashMap::new(),
+            builds: LruCache::new(BUILDS),
             background: Background { running: HashMap::new(), cancel: compiler.stop.as_ref().map(|s| s.cancel.clone()) },
             shared_naive: std::sync::Arc::new(naive.clone()),
-            rejected: HashMap::new(),
+            rejected: LruCache::new(REMEMBERED),
             model: {
                 let mut model = CostModel::default();
                 start.seconds.iter().for_each(|(k, t)| model.add(features(k, naive), t.ln()));
                 model
             },
-            seconds: start.seconds.into_iter().collect(),
+            seconds: {
+                let mut seconds = LruCache::new(REMEMBERED);
+                for (k, t) in start.seconds {
+                    seconds.put(k, t);
+                }
+                seconds
+            },
             verify: start.verify,
             bench_seed: start.bench_seed,
             fastest: start.fastest,
@@ -240,7 +256,7 @@ impl<'a> Evaluator<'a> {
             return b.clone();
         }
         let b = self.background.take(kernel).unwrap_or_else(|| build(self.compiler, self.naive, kernel));
-        self.builds.insert(kernel.clone(), b.clone());
+        self.builds.put(kernel.clone(), b.clone());
         b
     }
 
@@ -298,7 +314,7 @@ impl<'a> Evaluator<'a> {
         };
         match measured {
             Ok((t, estimate, ratio)) => {
-                self.seconds.insert(candidate.clone(), estimate);
+                self.seconds.put(candidate.clone(), estimate);
                 self.model.add(features(candidate, self.naive), estimate.ln());
                 note.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
             }
@@ -335,7 +351,7 @@ impl<'a> Evaluator<'a> {
     /// scale of a prefix-sum search 10¹⁶-fold in 200 steps, until slow kernels ranked first.
     fn chain_estimate(&self, current: &Kernel, candidate: f64, now: f64, ratio: f64) -> f64 {
         let within = |a: f64, b: f64| a > 0.0 && b > 0.0 && (a / b).max(b / a) <= DRIFT;
-        let scale = self.seconds.get(current).copied().filter(|&s| within(s, now)).unwrap_or(now);
+        let scale = self.seconds.peek(current).copied().filter(|&s| within(s, now)).unwrap_or(now);
         let medians = candidate / now;
         scale * if within(ratio, medians) { ratio } else { medians }
     }
@@ -428,7 +444,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         self.prefetch(batch);
         let started = Instant::now();
         for k in batch {
-            if !self.rejected.contains_key(k) {
+            if !self.rejected.contains(k) {
                 self.build(k);
             }
         }
@@ -439,7 +455,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
     /// while kernels are timed: see `ollie_runner`'s `quiet.rs`).
     fn prefetch(&mut self, batch: &[Kernel]) {
         for k in batch {
-            if self.builds.contains_key(k) || self.rejected.contains_key(k) || self.background.running.contains_key(k) {
+            if self.builds.contains(k) || self.rejected.contains(k) || self.background.running.contains_key(k) {
                 continue;
             }
             let (compiler, naive, kernel) = (self.compiler.clone(), self.shared_naive.clone(), k.clone());
@@ -449,9 +465,9 @@ impl Evaluate<Kernel> for Evaluator<'_> {
 
     fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> (Evaluation, Note) {
         // A kernel rejected before is rejected again (proposals repeat), without rerunning.
-        if let Some((reason, detail)) = self.rejected.get(candidate) {
+        if let Some((reason, detail)) = self.rejected.get(candidate).cloned() {
             let (source, flags) = candidate.emit(self.naive).unwrap_or_default();
-            let note = Note { reserve: self.estimate_reserve(self.best_seconds), ..Note::rejected(source, flags, *reason, format!("as before: {detail}")) };
+            let note = Note { reserve: self.estimate_reserve(self.best_seconds), ..Note::rejected(source, flags, reason, format!("as before: {detail}")) };
             return (Evaluation::Rejected, note);
         }
         let computed = self.oracle.costs().compute_seconds;
@@ -461,7 +477,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
         });
         note.computing = self.oracle.costs().compute_seconds - computed;
         if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
-            self.rejected.insert(candidate.clone(), rejected.clone());
+            self.rejected.put(candidate.clone(), rejected.clone());
         }
         let evaluation = match (&note.rejected, &note.timing) {
             (None, Some(t)) => Evaluation::Timed { seconds: t.estimate, ratio: (t.ratio, t.ratio_p10, t.ratio_p90) },
@@ -511,7 +527,7 @@ impl Evaluate<Kernel> for Evaluator<'_> {
             }
         };
         if let Some(rejected) = note.rejected.as_ref().filter(|r| r.0.is_defect()) {
-            self.rejected.insert(candidate.clone(), rejected.clone());
+            self.rejected.put(candidate.clone(), rejected.clone());
         }
         note.computing += self.oracle.costs().compute_seconds - computed;
         match note.timing {

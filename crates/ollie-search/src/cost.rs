@@ -208,6 +208,9 @@ pub const MIN_SAMPLES: usize = 12;
 /// Recent predictions a model is judged on before it is trusted to choose.
 const TRIAL: usize = 24;
 
+/// Timings the model fits on, at most: the latest.
+const WINDOW: usize = 4096;
+
 /// Spearman's ρ over its recent predictions that a model needs to be trusted.
 pub const TRUSTED: f64 = 0.5;
 
@@ -219,8 +222,8 @@ pub const TRUSTED: f64 = 0.5;
 pub struct CostModel {
     samples: Vec<(Vec<f64>, f64)>,
     forest: Option<Forest>,
-    /// Samples the forest was fitted on.
-    fitted_on: usize,
+    /// Samples added since the forest was fitted.
+    since_fit: usize,
     /// (predicted, measured) log times of the latest kernels, predicted before they were measured.
     trial: std::collections::VecDeque<(f64, f64)>,
 }
@@ -238,6 +241,12 @@ impl CostModel {
             }
         }
         self.samples.push((features, log_seconds));
+        self.since_fit += 1;
+        // A long search ranks by its latest timings: the chain's neighbourhood, and a fit that
+        // costs the same in the second hour as in the first.
+        if self.samples.len() > WINDOW {
+            self.samples.drain(..self.samples.len() - WINDOW);
+        }
     }
 
     /// Spearman's ρ of the latest predictions made before the times were known, once there are
@@ -263,12 +272,12 @@ impl CostModel {
         self.samples.len()
     }
 
-    /// Predicted log times, or `None` while there are too few timings to fit on. Refits when
-    /// the timings have grown by a quarter since the last fit.
+    /// Predicted log times, or `None` while there are too few timings to fit on. Refits once a
+    /// fifth of the timings it would fit on are new since the last fit.
     pub fn predict(&mut self, features: &[Vec<f64>]) -> Option<Vec<f64>> {
-        if self.samples.len() >= MIN_SAMPLES && (self.forest.is_none() || 4 * self.samples.len() >= 5 * self.fitted_on) {
+        if self.samples.len() >= MIN_SAMPLES && (self.forest.is_none() || 5 * self.since_fit >= self.samples.len()) {
             self.forest = fit(&self.samples);
-            self.fitted_on = self.samples.len();
+            self.since_fit = 0;
         }
         predict(self.forest.as_ref()?, features)
     }
