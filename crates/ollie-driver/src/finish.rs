@@ -9,7 +9,7 @@ use anyhow::Context;
 use ollie_graph::Graph;
 use ollie_loops::LoopNest;
 use ollie_runner::{Compiler, Floor, Machine};
-use ollie_store::{Candidate, CandidateId, RunId, Store};
+use ollie_store::{Candidate, CandidateId, RunId, Sources, Store};
 use ollie_verify::{BenchConfig, EarlyStop, Oracle, Timing, VerifyConfig, FAR_PAIRS};
 
 use crate::evaluator::{build, Built};
@@ -88,7 +88,7 @@ pub(crate) struct FinishContext<'a> {
 /// search never saw until one is faster and passes, and writes every output. Returns the
 /// result's table and summary.
 pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)) -> Result<(String, report::Summary), Error> {
-    let history = cx.store.candidates(cx.run).context("reading the store")?;
+    let history = cx.store.candidates(cx.run, Sources::Written).context("reading the store")?;
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
     let estimate = |c: &Candidate| c.timing.map_or(f64::INFINITY, |t| t.estimate);
     timed.sort_by(|a, b| estimate(&a.1).total_cmp(&estimate(&b.1)));

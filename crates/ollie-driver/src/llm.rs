@@ -95,6 +95,9 @@ const REJECTIONS: usize = 3;
 const FAILURES: u32 = 3;
 /// Other kernels shown beside the incumbent, at most.
 const OTHERS: usize = 3;
+/// The timed kernels kept to choose them from: the fastest this many, distinct (a long search
+/// times thousands, each source tens of KB).
+const TIMED: usize = 256;
 /// Characters of a compiler log sent back for repair, at most.
 const LOG_LIMIT: usize = 4000;
 
@@ -113,7 +116,7 @@ pub struct LlmProposer<'a> {
     /// conversation.
     pending: HashMap<Kernel, u64>,
     incumbent: Shown,
-    /// Correct kernels timed so far, with their times.
+    /// Correct kernels timed so far, with their times: the fastest few hundred.
     timed: Vec<(f64, Shown)>,
     rejections: VecDeque<Rejected>,
     failures: u32,
@@ -209,14 +212,35 @@ impl<'a> LlmProposer<'a> {
             news,
             options,
         };
+        let mut timed = Vec::new();
         for (_, c) in s.history {
             match (&c.timing, c.reason.as_deref().map(Reason::from_code)) {
-                (Some(t), None) => proposer.timed.push((t.estimate, proposer.scale.shown(c.source.clone(), c.flags.clone(), t.estimate, &c.proposer))),
+                (Some(t), None) => timed.push((t.estimate, c)),
                 (_, Some(Some(reason))) => proposer.remember_rejection(reason, c.detail.as_deref().unwrap_or(""), &c.proposer, &c.source),
                 _ => {}
             }
         }
+        // The fastest, emitted again from what the store kept (a scheduled kernel's source is
+        // not read back).
+        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (seconds, c) in timed.into_iter().take(TIMED) {
+            if let Ok(kernel) = crate::optimize::stored_kernel(c) {
+                let shown = proposer.scale.shown_kernel(naive, &kernel, seconds, &c.proposer);
+                proposer.remember_timed(seconds, shown);
+            }
+        }
         (proposer, watch)
+    }
+
+    /// Keeps a timed kernel among those `others` chooses from: the fastest [`TIMED`] distinct.
+    fn remember_timed(&mut self, seconds: f64, shown: Shown) {
+        self.timed.push((seconds, shown));
+        if self.timed.len() > 2 * TIMED {
+            self.timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut seen = std::collections::HashSet::new();
+            self.timed.retain(|t| seen.insert(t.1.source.clone()));
+            self.timed.truncate(TIMED);
+        }
     }
 
     fn remember_rejection(&mut self, reason: Reason, detail: &str, proposer: &str, source: &str) {
@@ -460,7 +484,7 @@ impl Propose<Kernel, Note> for LlmProposer<'_> {
                 if event.new_best {
                     self.incumbent = shown.clone();
                 }
-                self.timed.push((*seconds, shown));
+                self.remember_timed(*seconds, shown);
                 if let Some(c) = own {
                     self.conversations.remove(&c);
                 }

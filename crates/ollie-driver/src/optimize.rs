@@ -12,7 +12,7 @@ use anyhow::Context;
 use ollie_graph::{Graph, Tensor};
 use ollie_runner::{Compiler, Runner};
 use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Rewrite, Search, SearchConfig, Sketch};
-use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Store, TimingRecord};
+use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Sources, Store, TimingRecord};
 use ollie_verify::{Baseline, VerifyConfig};
 use sha2::Digest;
 
@@ -149,7 +149,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
                 graph.name
             ))
         })?;
-        let history = store.candidates(run.id).context("reading the store")?;
+        let history = store.candidates(run.id, Sources::Written).context("reading the store")?;
         (run, history)
     } else {
         let seed = o.seed.unwrap_or_else(setup::fresh_seed);
@@ -304,6 +304,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
 
     let mut tally = Tally::default();
     history.iter().for_each(|(_, c)| tally.add(c));
+    // What a long run stored is not held through the session.
+    drop(history);
     let progress = Progress::new(o.time, run.elapsed_seconds, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_watch.as_ref().map(|w| w.totals().clone()));
     if o.resume {
         progress.say(&format!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds));

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
-use ollie_store::{Candidate, LlmCall, Run, Store};
+use ollie_store::{Candidate, LlmCall, Run, Sources, Store};
 use ollie_search::cost::{features, held_back, HeldBack};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -585,7 +585,7 @@ pub fn rebuild(dir: &Path) -> Result<String, Error> {
     let options = ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: crate::optimize::stored_dims(&run) };
     let spec = ollie_spec::compile(&run.new.spec_source, &options).map_err(|d| user_error(d.render(&run.new.spec_path, &run.new.spec_source)))?;
     let (machine, floor) = crate::setup::roofline_floor(&spec.graph)?;
-    let history: Vec<Candidate> = store.candidates(run.id).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
+    let history: Vec<Candidate> = store.candidates(run.id, Sources::Written).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
     let calls = store.llm_calls(run.id).context("reading the store")?;
     write(dir, &spec.graph, &machine, &floor, &run, &history, &calls, &summary, None)
 }

@@ -1,6 +1,7 @@
 //! The search's record: runs, candidates (source hash, source, flags, schedule, parent,
-//! proposer), verdicts, timings, counterexamples, and the LLM calls made (prompt by hash, with
-//! each distinct prompt's text once; reply, tokens, outcome). The queries live here, once; the
+//! proposer; a source's blank-line-separated blocks each stored once), verdicts, timings,
+//! counterexamples, and the LLM calls made (prompt by hash, with each distinct prompt's text
+//! once; reply, tokens, outcome). The queries live here, once; the
 //! schema in `schema.rs`; a database behind `backend::Backend`: SQLite in the output directory
 //! (`sqlite.rs`, the default) or a PostgreSQL server (`postgres.rs`).
 //!
@@ -13,6 +14,7 @@ mod postgres;
 mod schema;
 mod sqlite;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub use backend::{Backend, Dialect, Row, Value};
@@ -30,6 +32,8 @@ pub enum StoreError {
     Column { column: usize, wanted: &'static str },
     #[error("the store is at schema version {found}, written by a newer ollie (this one knows up to {known})")]
     Newer { found: i64, known: i64 },
+    #[error("the store lacks the source block {0} a candidate names")]
+    MissingText(String),
 }
 
 /// Where a store lives: `--store` (or `OLLIE_STORE`) as given.
@@ -106,6 +110,32 @@ pub struct Run {
     pub current: Option<CandidateId>,
     /// The outcome written when the run finished (JSON, the driver's own format).
     pub summary: Option<String>,
+}
+
+/// What a candidate's source is cut at into blocks, each stored once per store.
+const BLOCK_SEPARATOR: &str = "\n\n";
+
+/// Stores each of the source's blocks the store lacks; returns their hashes, space-separated, as
+/// the candidate's `blocks` (joined by [`BLOCK_SEPARATOR`] they are the source again, exactly).
+fn store_blocks(db: &mut dyn Backend, source: &str) -> Result<String, StoreError> {
+    let mut hashes = Vec::new();
+    for block in source.split(BLOCK_SEPARATOR) {
+        let hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(block.as_bytes()));
+        db.execute("INSERT INTO texts (hash, text) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[hash.as_str().into(), block.into()])?;
+        hashes.push(hash);
+    }
+    Ok(hashes.join(" "))
+}
+
+/// Which candidates' sources [`Store::candidates`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sources {
+    /// Every candidate's.
+    All,
+    /// Only those of kernels written whole (an empty schedule): one with a schedule is emitted
+    /// again from it, identically, and a long run's sources are most of its store (38 KB a
+    /// candidate on a softmax: 500 MB held in memory by a resumed 13,000-candidate run).
+    Written,
 }
 
 /// A candidate and what became of it.
@@ -281,14 +311,15 @@ impl Store {
         elapsed_seconds: f64,
     ) -> Result<CandidateId, StoreError> {
         self.transaction(|db| {
+            let blocks = store_blocks(db, &candidate.source)?;
             let id = CandidateId(Store::insert(
                 db,
-                "INSERT INTO candidates (run, evaluation, source_hash, source, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                "INSERT INTO candidates (run, evaluation, source_hash, source, blocks, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best) VALUES ($1, $2, $3, '', $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
                 &[
                     run.0.into(),
                     (candidate.evaluation as i64).into(),
                     (&candidate.source_hash).into(),
-                    (&candidate.source).into(),
+                    (&blocks).into(),
                     (&candidate.flags).into(),
                     (&candidate.schedule).into(),
                     (&candidate.graph).into(),
@@ -337,17 +368,27 @@ impl Store {
         rows.first().map(run_of).unwrap_or(Err(StoreError::NoRun(id.0)))
     }
 
-    /// The run's candidates in the order they were evaluated.
-    pub fn candidates(&mut self, run: RunId) -> Result<Vec<(CandidateId, Candidate)>, StoreError> {
+    /// The run's candidates in the order they were evaluated, with the sources `sources` asks for
+    /// (the others' `source` empty).
+    pub fn candidates(&mut self, run: RunId, sources: Sources) -> Result<Vec<(CandidateId, Candidate)>, StoreError> {
+        let (source, blocks) = match sources {
+            Sources::All => ("c.source", "c.blocks"),
+            Sources::Written => ("CASE WHEN c.schedule = '' THEN c.source ELSE '' END", "CASE WHEN c.schedule = '' THEN c.blocks END"),
+        };
         let rows = self.db.query(
-            "SELECT c.id, c.evaluation, c.source_hash, c.source, c.flags, c.schedule, c.parent, c.proposer, c.at_seconds, c.moved, c.new_best,
-                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate, c.graph
+            &format!("SELECT c.id, c.evaluation, c.source_hash, {source}, c.flags, c.schedule, c.parent, c.proposer, c.at_seconds, c.moved, c.new_best,
+                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate, c.graph, {blocks}
              FROM candidates c JOIN verdicts v ON v.candidate = c.id LEFT JOIN timings t ON t.candidate = c.id
-             WHERE c.run = $1 ORDER BY c.id",
+             WHERE c.run = $1 ORDER BY c.id"),
             &[run.0.into()],
         )?;
+        let mut texts = HashMap::new();
         rows.iter()
             .map(|r| {
+                let source = match r.opt_text(22)? {
+                    Some(blocks) => self.assemble(&blocks, &mut texts)?,
+                    None => r.text(3)?,
+                };
                 let timing = match r.opt_f64(14)? {
                     Some(seconds) => Some(TimingRecord { estimate: r.f64(20)?, seconds, p10: r.f64(15)?, p90: r.f64(16)?, ratio: r.f64(17)?, ratio_p10: r.f64(18)?, ratio_p90: r.f64(19)? }),
                     None => None,
@@ -357,7 +398,7 @@ impl Store {
                     Candidate {
                         evaluation: r.i64(1)? as usize,
                         source_hash: r.text(2)?,
-                        source: r.text(3)?,
+                        source,
                         flags: r.text(4)?,
                         schedule: r.text(5)?,
                         graph: r.text(21)?,
@@ -374,6 +415,23 @@ impl Store {
                 ))
             })
             .collect()
+    }
+
+    /// A source from its blocks' hashes, reading each block once per call of `candidates`.
+    fn assemble(&mut self, blocks: &str, texts: &mut HashMap<String, String>) -> Result<String, StoreError> {
+        let mut source = String::new();
+        for (k, hash) in blocks.split(' ').enumerate() {
+            if !texts.contains_key(hash) {
+                let rows = self.db.query("SELECT text FROM texts WHERE hash = $1", &[hash.into()])?;
+                let text = rows.first().ok_or_else(|| StoreError::MissingText(hash.to_string()))?.text(0)?;
+                texts.insert(hash.to_string(), text);
+            }
+            if k > 0 {
+                source.push_str(BLOCK_SEPARATOR);
+            }
+            source.push_str(&texts[hash]);
+        }
+        Ok(source)
     }
 
     /// The run's saved counterexamples, oldest first.

@@ -3,7 +3,7 @@
 
 mod support;
 
-use ollie_store::{Candidate, Location, Store, StoreError, SCHEMA_VERSION};
+use ollie_store::{Candidate, Location, Sources, Store, StoreError, SCHEMA_VERSION};
 
 #[test]
 fn a_store_written_before_schema_versions_opens_with_everything_it_held() {
@@ -16,15 +16,16 @@ fn a_store_written_before_schema_versions_opens_with_everything_it_held() {
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
     assert_eq!((run.new.kernel.as_str(), run.new.seed, run.evaluations, run.elapsed_seconds), ("softmax", 42, 1, 12.5));
-    let candidates = store.candidates(run.id).unwrap();
+    let candidates = store.candidates(run.id, Sources::All).unwrap();
     assert_eq!(candidates.iter().map(|(_, c)| (c.proposer.as_str(), c.accepted, c.reason.as_deref())).collect::<Vec<_>>(), vec![("naive", true, None), ("mutate", false, Some("inaccurate"))]);
+    assert!(candidates[0].1.source.contains("void softmax("), "a version-1 row's source: {:?}", candidates[0].1.source);
     assert_eq!(store.counterexamples(run.id).unwrap()[0].shapes, vec![Vec::<usize>::new()]);
     // And it takes new evaluations as a new store does.
     let next = Candidate { evaluation: 2, source_hash: "cccc".into(), parent: Some(candidates[0].0), ..candidates[1].1.clone() };
     store.record(run.id, &next, None, None, None, 20.0).unwrap();
     drop(store);
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.candidates(run.id).unwrap().len(), 3);
+    assert_eq!(store.candidates(run.id, Sources::All).unwrap().len(), 3);
     assert_eq!(store.run(run.id).unwrap().evaluations, 2);
 }
 

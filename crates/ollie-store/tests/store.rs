@@ -3,7 +3,7 @@
 
 mod support;
 
-use ollie_store::{Candidate, CandidateId, Counterexample, LlmCall, Location, NewRun, Store, TimingRecord};
+use ollie_store::{Candidate, CandidateId, Counterexample, LlmCall, Location, NewRun, Sources, Store, TimingRecord};
 
 fn candidate(evaluation: usize, accepted: bool) -> Candidate {
     Candidate {
@@ -62,7 +62,7 @@ fn runs_and_candidates_survive_reopening_at(location: &Location) {
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
     assert_eq!((r.id, &r.new, r.evaluations, r.elapsed_seconds, r.best, r.current, r.finished), (run_id, &run, 2, 2.5, Some(first), Some(first), false));
-    let candidates = store.candidates(run_id).unwrap();
+    let candidates = store.candidates(run_id, Sources::All).unwrap();
     assert_eq!(candidates.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>(), vec![candidate(1, true), candidate(2, false)]);
     assert_eq!(candidates[0].0, first);
     assert!(candidates[1].0 > CandidateId(first.0));
@@ -71,6 +71,12 @@ fn runs_and_candidates_survive_reopening_at(location: &Location) {
     assert_eq!(cex[0].shapes, vec![vec![2, 3], vec![]]);
     assert_eq!(cex[0].data[1], vec![7.0]);
     assert!(cex[0].data[0][3].is_nan() && cex[0].data[0][5] == 1e-300);
+    // Asked for written kernels' sources only, a scheduled candidate's comes back empty.
+    // Its source in blocks, some shared with the others' and some empty, reads back exactly.
+    let written = Candidate { schedule: String::new(), source: format!("\n\n{}\n\n\n\nint x;\n\n", candidate(1, true).source), ..candidate(3, true) };
+    store.record(run_id, &written, None, None, None, 2.75).unwrap();
+    let sources: Vec<String> = store.candidates(run_id, Sources::Written).unwrap().into_iter().map(|(_, c)| c.source).collect();
+    assert_eq!(sources, vec![String::new(), String::new(), written.source]);
     store.finish(run_id, 3.0, "{\"speedup\": 2}").unwrap();
     let r = store.run(run_id).unwrap();
     assert_eq!((r.finished, r.elapsed_seconds, r.summary.as_deref()), (true, 3.0, Some("{\"speedup\": 2}")));

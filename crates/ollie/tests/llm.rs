@@ -50,9 +50,9 @@ fn optimize(cache: &Path, out: &Path, url: &str, extra: &[&str]) -> Output {
 
 /// (proposer, reason, source) of every candidate, in order.
 fn verdicts(db: &Path) -> Vec<(String, Option<String>, String)> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn.prepare("SELECT c.proposer, v.reason, c.source FROM candidates c JOIN verdicts v ON v.candidate = c.id ORDER BY c.id").unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().collect::<Result<_, _>>().unwrap()
+    let mut store = ollie_store::Store::open(db).unwrap();
+    let run = store.runs().unwrap()[0].id;
+    store.candidates(run, ollie_store::Sources::All).unwrap().into_iter().map(|(_, c)| (c.proposer, c.reason, c.source)).collect()
 }
 
 /// (conversation, turn, outcome, attempts, seconds) of every LLM call, in order.
