@@ -198,7 +198,8 @@ pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)
     let run = cx.store.run(cx.run).context("reading the store")?;
     let history: Vec<Candidate> = history.into_iter().map(|(_, c)| c).collect();
     let calls = cx.store.llm_calls(cx.run).context("reading the store")?;
-    let table = report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &history, &calls, &summary, Some(files))?;
+    let workers = cx.store.workers(cx.run).context("reading the store")?;
+    let table = report::write(cx.out, cx.graph, cx.machine, cx.floor, &run, &workers, &history, &calls, &summary, Some(files))?;
     Ok((table, summary))
 }
 

@@ -17,6 +17,9 @@ pub mod report;
 pub mod setup;
 mod tried;
 mod verdict;
+pub mod workers;
+
+pub use ollie_store::Location;
 
 pub use evaluator::Note;
 pub use verdict::Reason;

@@ -2,8 +2,10 @@
 //! (whole sources), built two at a time, judged by the evaluator's two tiers, every step and LLM
 //! call written to the store as it happens; at the end the final phase (`finish.rs`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +14,7 @@ use anyhow::Context;
 use ollie_graph::{Graph, Tensor};
 use ollie_runner::{Compiler, Runner};
 use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Rewrite, Search, SearchConfig, Sketch};
-use ollie_store::{Candidate, CandidateId, Counterexample, NewRun, Run, Sources, Store, TimingRecord};
+use ollie_store::{Candidate, CandidateId, Counterexample, Location, NewRun, Run, RunId, Sources, Step, Store, TimingRecord, WorkerId};
 use ollie_verify::{Baseline, VerifyConfig};
 use sha2::Digest;
 
@@ -22,6 +24,7 @@ use crate::finish::{final_verification, finish, FinalTiming, FinishContext};
 use crate::naive::{self, NaiveCost};
 use crate::llm::{LlmOptions, LlmProposer, LlmWatch, Setup};
 use crate::progress::Progress;
+use crate::workers::{self, Heartbeat, Held, Leased, Shared};
 use crate::{counterexamples, report, setup, user_error, Error, Note, Reason};
 
 /// The proposers `optimize` knows.
@@ -43,7 +46,14 @@ pub struct Options {
     /// Stop once the best reaches this fraction of the roofline.
     pub roofline_target: Option<f64>,
     pub out: PathBuf,
+    /// Where the store is: `None` for `ollie.db` in the output directory.
+    pub store: Option<Location>,
     pub resume: bool,
+    /// Join this run of the store as another worker (its own chain and seed) instead of starting
+    /// one: `ollie worker`.
+    pub join: Option<RunId>,
+    /// Seconds a lease on a candidate in judgement lasts unless renewed.
+    pub lease: f64,
     /// The seed of the proposals (a fresh one if `None`).
     pub seed: Option<u64>,
     /// Seconds a single call may take, at most (`None`: derived from the naive kernel's time,
@@ -128,16 +138,24 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // A new run's naive kernel is measured before anything is written (on a slice of its rows
     // when it is slow): what it costs decides every time limit and whether its outputs are the
     // accuracy rule's baseline.
-    let measured = if o.resume { None } else { Some(naive::measure(graph, &baseline, &compiler, &machine, o.timeout)?) };
+    let measured = if o.resume || o.join.is_some() { None } else { Some(naive::measure(graph, &baseline, &compiler, &machine, o.timeout)?) };
     std::fs::create_dir_all(&o.out).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", o.out.display())))?;
-    let mut store = Store::open(&o.out.join(STORE_FILE)).context("opening the store")?;
+    let location = o.store.clone().unwrap_or_else(|| Location::Sqlite(o.out.join(STORE_FILE)));
+    let mut store = Store::connect(&location).with_context(|| format!("opening the store {location}"))?;
+    let host = workers::host_name();
+    let seed = o.seed.unwrap_or_else(setup::fresh_seed);
 
     // The search's input sets are fixed per spec too (others than the final verification's):
     // a later search of the same spec reads their expected outputs from disk. The first tier
     // times on the first of them (the second tier's normal set). The run's seed drives the
     // proposals.
     let sets_seed = setup::spec_seed(graph) ^ SEARCH_SETS;
-    let (run, history) = if o.resume {
+    let (run, worker, history) = if let Some(id) = o.join {
+        let run = store.run(id).context("reading the store")?;
+        let worker = store.join(run.id, &host, seed).context("writing the store")?;
+        let history = store.candidates(run.id, Sources::Written).context("reading the store")?;
+        (run, worker, history)
+    } else if o.resume {
         // The latest run of this kernel searched on the same spec text with the same --dim
         // values (the file may be named differently, relative to another directory).
         let same = |r: &Run| r.new.kernel == graph.name && r.new.spec_source == o.spec_source && stored_dims(r) == o.dims;
@@ -150,9 +168,10 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             ))
         })?;
         let history = store.candidates(run.id, Sources::Written).context("reading the store")?;
-        (run, history)
+        // The chain goes on as the worker it was (the last to join, in a store of several).
+        let worker = store.workers(run.id).context("reading the store")?.last().map(|w| w.id).context("the store's run has no worker")?;
+        (run, worker, history)
     } else {
-        let seed = o.seed.unwrap_or_else(setup::fresh_seed);
         let cost = measured.expect("measured for a new run");
         let against = cost.baseline(&baseline, Some(o.time));
         let llm = o.llm.as_ref().map(|l| serde_json::json!({ "url": l.url, "model": l.model, "calls": l.calls, "tokens": l.tokens, "concurrency": l.concurrency }));
@@ -160,7 +179,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         // the search found what it found.
         let rules = ollie_search::explain(&naive, &target);
         let rewriting = crate::tried::Rewriting::of(&rewritten);
-        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name(), "rules": rules, "rewriting": rewriting });
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name(), "rules": rules, "rewriting": rewriting, "class": workers::machine_class(&machine) });
         let new = NewRun {
             spec_path: o.spec_path.clone(),
             spec_source: o.spec_source.clone(),
@@ -171,6 +190,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             floor_seconds: floor.seconds,
         };
         let id = store.create_run(&new, unix_now()).context("writing the store")?;
+        let worker = store.join(id, &host, seed).context("writing the store")?;
         let initial = Kernel::Scheduled(ollie_search::initial_schedule());
         let (source, flags) = initial.emit(&naive).context("emitting the naive kernel")?;
         let start = Candidate {
@@ -190,9 +210,19 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             moved: true,
             new_best: true,
         };
-        let cid = store.record(id, &start, None, None, None, 0.0).context("writing the store")?;
+        let step = Step { candidate: &start, counterexample: None, lease: None, best: None, current: None, elapsed_seconds: 0.0 };
+        let cid = store.record(id, worker, &step).context("writing the store")?;
         let run = store.run(id).context("reading the store")?;
-        (run, vec![(cid, start)])
+        (run, worker, vec![(cid, start)])
+    };
+    let me = store.worker(worker).context("reading the store")?;
+    // Where the chain stands: a worker that joined starts at the run's best so far (its own
+    // seed takes it elsewhere), and its search time is the run's wall time since it started.
+    let (chain_best, chain_current, evaluations, searched) = if o.join.is_some() {
+        let best = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).min_by(|a, b| a.1.timing.map(|t| t.estimate).unwrap_or(f64::INFINITY).total_cmp(&b.1.timing.map(|t| t.estimate).unwrap_or(f64::INFINITY))).map(|(id, _)| *id);
+        (best, best, 0, (unix_now() - run.started_at).max(0) as f64)
+    } else {
+        (me.best, me.current, me.evaluations, me.elapsed_seconds)
     };
     // The naive kernel's cost and the baseline as the run's first session found them (a run
     // stored before either was recorded: measured whole, the naive kernel's outputs).
@@ -215,8 +245,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         let c = by_id.get(&id).context("the store's run names a missing candidate")?;
         Ok((stored_kernel(c)?, c.timing.map_or(f64::INFINITY, |t| t.estimate), id))
     };
-    let (best, best_seconds, best_id) = kernel_of(run.best)?;
-    let (current, current_seconds, current_id) = kernel_of(run.current)?;
+    let (best, best_seconds, best_id) = kernel_of(chain_best)?;
+    let (current, current_seconds, current_id) = kernel_of(chain_current)?;
     let best_proposer = by_id.get(&best_id).map_or("naive", |c| c.proposer.as_str()).to_string();
     drop(by_id);
     let mut mutate = Mutate::new(naive.clone()).with_tiles(target);
@@ -256,6 +286,11 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     if let Some(l) = llm.as_mut() {
         list.push(l);
     }
+    // What other workers (or this run's earlier sessions) left: candidates whose lease expired
+    // unjudged, and faster kernels found by other chains.
+    let held = Rc::new(RefCell::new(Held::default()));
+    let mut shared = Shared::new(store.reopen().context("opening the store")?, run.id, worker, o.lease, held.clone(), best_seconds);
+    list.push(&mut shared);
     // The bandit's record per proposer (tries, improvements), from the store.
     let table = crate::tried::verdicts(history.iter().map(|(_, c)| c), run.new.naive_seconds);
     let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.proposer == p.name()).map_or((0, 0), |r| (r.evaluations, r.improvements))).collect();
@@ -270,8 +305,9 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // Every kernel timed so far (a resumed run's), for the cost model.
     let mut timed: Vec<(Kernel, f64)> = history.iter().filter_map(|(_, c)| Some((stored_kernel(c).ok()?, c.timing?.estimate))).collect();
     timed.extend([(current.clone(), current_seconds), (best.clone(), best_seconds)]);
-    // This session's share of the budget (a resumed run has spent some already).
-    let deadline = session + Duration::from_secs_f64((o.time - run.elapsed_seconds).max(0.0));
+    // This session's share of the budget (a resumed run has spent some already; a worker that
+    // joined, the run's time since it started).
+    let deadline = session + Duration::from_secs_f64((o.time - searched).max(0.0));
     let timing = FinalTiming::new(cost.seconds, o.time);
     let start = Start {
         seconds: timed,
@@ -300,18 +336,24 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // proposals once the cost model has enough timings to rank them; the next round is drawn
     // ahead and built while this one is measured.
     let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, pool: POOL, ahead: true, ..SearchConfig::default() };
-    let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), run.evaluations, record);
+    let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), evaluations, record);
 
     let mut tally = Tally::default();
     history.iter().for_each(|(_, c)| tally.add(c));
     // What a long run stored is not held through the session.
     drop(history);
-    let progress = Progress::new(o.time, run.elapsed_seconds, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_watch.as_ref().map(|w| w.totals().clone()));
+    let progress = Progress::new(o.time, searched, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_watch.as_ref().map(|w| w.totals().clone()));
     if o.resume {
-        progress.say(&format!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, run.evaluations, run.elapsed_seconds));
+        progress.say(&format!("resuming run {} of `{}`: {} evaluations, {:.1} s searched", run.id.0, graph.name, evaluations, searched));
+    }
+    if o.join.is_some() {
+        progress.say(&format!("joined run {} of `{}` as worker {} on {host}: {} evaluations stored, {:.0} s of {:.0} searched", run.id.0, graph.name, worker.0, run.evaluations, searched, o.time));
     }
     notes.iter().for_each(|n| progress.say(n));
-    let chain = std::cell::RefCell::new(Chain { store, run: &run, session, best_id, current_id, reserve: 0.0, steps: (Instant::now(), Vec::new()), llm: llm_watch, progress, error: None });
+    let heartbeat = Heartbeat::start(&store, worker, o.lease)?;
+    let lease_error = RefCell::new(None);
+    let mut evaluator = Leased { inner: evaluator, store: store.reopen().context("opening the store")?, run: run.id, worker, seconds: o.lease, held: held.clone(), error: &lease_error };
+    let chain = RefCell::new(Chain { store, run: run.id, worker, searched, session, best_id, current_id, held, reserve: 0.0, steps: (Instant::now(), Vec::new()), llm: llm_watch, progress, error: None });
     let target = o.roofline_target;
     let stop_reason = search.run(
         &mut list,
@@ -323,7 +365,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             chain.progress.tick(elapsed);
             // The budget covers the whole command: the search stops early enough for the final
             // verification and timing to fit, and for the evaluation it would begin.
-            chain.error.is_some() || elapsed + chain.reserve + chain.next_step() >= o.time || o.interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
+            chain.error.is_some() || lease_error.borrow().is_some() || elapsed + chain.reserve + chain.next_step() >= o.time || o.interrupted.load(Ordering::SeqCst) || target.is_some_and(|t| floor.seconds / s.best_seconds >= t)
         },
         |event| chain.borrow_mut().record(event),
     );
@@ -338,14 +380,25 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     if let Some(why) = chain.llm.as_ref().and_then(|l| l.totals().gave_up.clone()) {
         chain.progress.say(&format!("the llm proposer stopped early: {why}"));
     }
-    if let Some(e) = chain.error.take() {
+    drop(heartbeat);
+    if let Some(e) = chain.error.take().or(lease_error.take()) {
         return Err(anyhow::Error::from(e).context("writing the store").into());
     }
     tracing::info!(?stop_reason, evaluations = search.evaluations(), "search stopped");
     let elapsed = chain.elapsed();
     let Chain { mut store, progress, .. } = chain;
+    store.leave(worker).context("writing the store")?;
+    // One host runs the final phase: the first worker to claim it (a resumed run's own chain
+    // claims it again). The others say who has it, and stop.
+    let who = format!("worker {} on {host}", worker.0);
+    if let Some(other) = store.claim_finish(run.id, &who).context("writing the store")? {
+        if other != who {
+            return Ok(format!("run {}: this worker ({who}) made {} evaluations; the final phase is {other}'s\n", run.id.0, search.evaluations() - evaluations));
+        }
+    }
+    workers::wait_for_others(&mut store, run.id, worker, o.lease, Duration::from_secs(15))?;
     let cx = FinishContext { graph, naive: &naive, compiler: &compiler, baseline: &baseline, machine: &machine, floor: &floor, out: &o.out, store: &mut store, run: run.id, elapsed, deadline, cost: &cost, timing };
-    let (mut table, summary) = finish(cx, evaluator.into_oracle(), &|message| progress.say(&message))?;
+    let (mut table, summary) = finish(cx, evaluator.inner.into_oracle(), &|message| progress.say(&message))?;
     // The result joins the kernel cache the Python package's `@ollie.kernel` reads; a cache that
     // cannot be written costs the search nothing.
     let found = cache::Found { out: &o.out, graph, spec: &o.spec_path, dims: &o.dims, summary: &summary, floor_seconds: floor.seconds };
@@ -360,12 +413,17 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
 /// The chain's bookkeeping while the search runs: every step into the store (one transaction
 /// each, with the chain's best and current candidates), the LLM's calls as they finish, the
 /// progress display.
-struct Chain<'a> {
+struct Chain {
     store: Store,
-    run: &'a Run,
+    run: RunId,
+    worker: WorkerId,
+    /// The search time before this session.
+    searched: f64,
     session: Instant,
     best_id: CandidateId,
     current_id: CandidateId,
+    /// The leases on candidates being judged.
+    held: Rc<RefCell<Held>>,
     /// What the final phase will take, as the evaluator last estimated.
     reserve: f64,
     /// When the last step was recorded, and how long the last few took (each from the step
@@ -377,7 +435,7 @@ struct Chain<'a> {
     error: Option<ollie_store::StoreError>,
 }
 
-impl Chain<'_> {
+impl Chain {
     /// What the next evaluation will take: the median of the last three (the lesser of two, the
     /// one after the first; nothing before it), each without the expected outputs it computed.
     fn next_step(&self) -> f64 {
@@ -392,7 +450,7 @@ impl Chain<'_> {
 
     /// The run's search time: earlier sessions' and this one's.
     fn elapsed(&self) -> f64 {
-        self.run.elapsed_seconds + self.session.elapsed().as_secs_f64()
+        self.searched + self.session.elapsed().as_secs_f64()
     }
 
     /// The LLM calls finished since the last look, into the store.
@@ -403,7 +461,7 @@ impl Chain<'_> {
         let at = self.elapsed();
         for mut call in calls {
             call.at_seconds = at;
-            if let Err(e) = self.store.record_llm_call(self.run.id, &call) {
+            if let Err(e) = self.store.record_llm_call(self.run, &call) {
                 self.error = Some(e);
             }
         }
@@ -451,11 +509,15 @@ impl Chain<'_> {
         // step without a new best, goes back to the best.
         let next_best = if event.new_best { None } else { Some(self.best_id) };
         let next_current = if event.restarted { Some(self.best_id) } else if event.moved { None } else { Some(self.current_id) };
-        match self.store.record(self.run.id, &candidate, cex.as_ref(), next_best, next_current, self.elapsed()) {
+        let lease = self.held.borrow_mut().settle(&event.candidate);
+        let step = Step { candidate: &candidate, counterexample: cex.as_ref(), lease, best: next_best, current: next_current, elapsed_seconds: self.elapsed() };
+        match self.store.record(self.run, self.worker, &step) {
             Ok(id) => {
                 self.best_id = next_best.unwrap_or(id);
                 self.current_id = next_current.unwrap_or(id);
             }
+            // Judged too late: another worker took the candidate over; its verdict stands.
+            Err(ollie_store::StoreError::LeaseLost(lease)) => tracing::warn!(lease, evaluation = candidate.evaluation, "a verdict came after its lease expired: dropped"),
             Err(e) => self.error = Some(e),
         }
         let best = match (event.new_best, event.outcome) {
@@ -483,6 +545,6 @@ pub fn stored_dims(run: &Run) -> Vec<(String, i64)> {
     stored_option(run, "dims")
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

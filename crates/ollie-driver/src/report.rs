@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
-use ollie_store::{Candidate, LlmCall, Run, Sources, Store};
+use ollie_store::{Candidate, LlmCall, Location, Run, Sources, Store, Worker};
 use ollie_search::cost::{features, held_back, HeldBack};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -190,7 +190,7 @@ impl LlmTally {
 #[allow(clippy::too_many_arguments)]
 /// Writes the report (and the kernel's files, if given) into `out`; returns the result's table
 /// and what was written, for the user.
-pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, history: &[Candidate], calls: &[LlmCall], summary: &Summary, files: Option<Files>) -> Result<String, Error> {
+pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Run, workers: &[Worker], history: &[Candidate], calls: &[LlmCall], summary: &Summary, files: Option<Files>) -> Result<String, Error> {
     let name = &graph.name;
     if let Some(f) = files {
         write_file(&out.join(format!("{name}.c")), f.source.as_bytes())?;
@@ -245,6 +245,8 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "why_naive": why_naive,
         "llm": llm,
         "cost_model": model.map(|m| serde_json::json!({ "spearman": m.spearman, "held_back": m.held_back, "fitted_on": m.fitted_on })),
+        "workers": workers.iter().map(|w| serde_json::json!({ "worker": w.id.0, "host": w.host, "pid": w.pid, "seed": w.seed, "evaluations": w.evaluations, "searched_seconds": w.elapsed_seconds })).collect::<Vec<_>>(),
+        "final_phase": r.finisher,
     });
     write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("serializable").as_bytes())?;
     let table = table(graph, summary, floor, &tally, llm.as_ref(), model, why_naive.as_deref());
@@ -261,6 +263,15 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         machine.measurements
     )
     .unwrap();
+    if let [only] = workers {
+        writeln!(md, "Searched by one chain (worker {} on {}); the final phase ran there.\n", only.id.0, only.host).unwrap();
+    } else {
+        md.push_str("## Workers\n\nEach its own chain and seed, sharing through the store.\n\n| worker | host | pid | seed | evaluations | searched |\n|---|---|---|---|---|---|\n");
+        for w in workers {
+            writeln!(md, "| {} | {} | {} | {} | {} | {:.0} s |", w.id.0, w.host, w.pid, w.seed, w.evaluations, w.elapsed_seconds).unwrap();
+        }
+        writeln!(md, "\nThe final phase ran on {}.\n", r.finisher.as_deref().unwrap_or("an unrecorded worker")).unwrap();
+    }
     if summary.schedule.trim().is_empty() {
         writeln!(md, "## Best kernel (candidate {}, from `{}`)\n\nWritten whole, not a schedule of the naive loop nest: its source is `{name}.c`.\n\nCompiled with `{}`.\n", summary.candidate, summary.proposer, summary.flags).unwrap();
     } else if summary.graph.trim().is_empty() {
@@ -537,8 +548,8 @@ pub fn seconds(s: f64) -> String {
 }
 
 /// `ollie runs [DIR]`: the searches stored in DIR, as a table.
-pub fn runs(dir: &Path) -> Result<String, Error> {
-    let mut store = open(dir)?;
+pub fn runs(dir: &Path, store: Option<Location>) -> Result<String, Error> {
+    let mut store = open(dir, store)?;
     let mut text = format!("{:>4} {:<16} {:<28} {:>6} {:>8} {:>11} {:>9} {:<7} {}\n", "run", "kernel", "spec", "evals", "searched", "best", "speedup", "from", "state");
     for r in store.runs().context("reading the store")? {
         let summary: Option<Summary> = r.summary.as_deref().and_then(|s| serde_json::from_str(s).ok());
@@ -558,25 +569,38 @@ pub fn runs(dir: &Path) -> Result<String, Error> {
             best,
             speedup,
             from,
-            if r.finished { "finished" } else { "interrupted (--resume continues it)" }
+            if r.finished {
+                "finished"
+            } else if store.location().is_shared() {
+                "open (`ollie worker` joins it)"
+            } else {
+                "interrupted (--resume continues it)"
+            }
         )
         .unwrap();
     }
     Ok(text)
 }
 
-fn open(dir: &Path) -> Result<Store, Error> {
-    let path = dir.join(STORE_FILE);
-    if !path.exists() {
-        return Err(user_error(format!("error: `{}` holds no ollie store ({STORE_FILE})", dir.display())));
-    }
-    Ok(Store::open(&path).context("opening the store")?)
+/// The store `--store` names, else the output directory's.
+fn open(dir: &Path, store: Option<Location>) -> Result<Store, Error> {
+    let location = match store {
+        Some(location) => location,
+        None => {
+            let path = dir.join(STORE_FILE);
+            if !path.exists() {
+                return Err(user_error(format!("error: `{}` holds no ollie store ({STORE_FILE})", dir.display())));
+            }
+            Location::Sqlite(path)
+        }
+    };
+    Ok(Store::connect(&location).with_context(|| format!("opening the store {location}"))?)
 }
 
 /// `ollie report DIR`: rebuilds report.md, report.json and the plots from the store; returns
 /// what [`write`] does.
-pub fn rebuild(dir: &Path) -> Result<String, Error> {
-    let mut store = open(dir)?;
+pub fn rebuild(dir: &Path, store: Option<Location>) -> Result<String, Error> {
+    let mut store = open(dir, store)?;
     let run = store.runs().context("reading the store")?.into_iter().rfind(|r| r.finished).ok_or_else(|| {
         user_error(format!("error: `{}` holds no finished search (resume an interrupted one with `ollie optimize ... --resume`)", dir.display()))
     })?;
@@ -587,5 +611,7 @@ pub fn rebuild(dir: &Path) -> Result<String, Error> {
     let (machine, floor) = crate::setup::roofline_floor(&spec.graph)?;
     let history: Vec<Candidate> = store.candidates(run.id, Sources::Written).context("reading the store")?.into_iter().map(|(_, c)| c).collect();
     let calls = store.llm_calls(run.id).context("reading the store")?;
-    write(dir, &spec.graph, &machine, &floor, &run, &history, &calls, &summary, None)
+    let workers = store.workers(run.id).context("reading the store")?;
+    std::fs::create_dir_all(dir).map_err(|e| user_error(format!("error: cannot create `{}`: {e}", dir.display())))?;
+    write(dir, &spec.graph, &machine, &floor, &run, &workers, &history, &calls, &summary, None)
 }

@@ -145,6 +145,15 @@ impl Dialect {
             Dialect::Postgres => "extract(epoch from clock_timestamp())::double precision",
         }
     }
+
+    /// What a `SELECT` picking a row to update ends with, so that concurrent pickers skip a row
+    /// another holds (SQLite has one writer at a time: nothing).
+    pub fn skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
+        }
+    }
 }
 
 /// A database connection the store's queries run on.
@@ -159,5 +168,9 @@ pub trait Backend: Send {
     /// never deadlock upgrading a read lock).
     fn begin(&mut self) -> Result<(), StoreError> {
         self.script("BEGIN")
+    }
+    /// Whether the connection is lost for good (a server that went away): a new one is needed.
+    fn closed(&self) -> bool {
+        false
     }
 }

@@ -34,6 +34,23 @@ pub enum StoreError {
     Newer { found: i64, known: i64 },
     #[error("the store lacks the source block {0} a candidate names")]
     MissingText(String),
+    /// A verdict came after its lease expired (another worker may have taken the candidate up):
+    /// it is not written.
+    #[error("the lease on the candidate judged ({0}) expired before its verdict was written")]
+    LeaseLost(i64),
+    #[error("the store has no worker {0}")]
+    NoWorker(i64),
+}
+
+impl StoreError {
+    /// A failure that the same statements may not meet again: the connection lost (a server
+    /// restarted), a deadlock or serialization failure the server resolved by aborting us.
+    fn transient(&self) -> bool {
+        match self {
+            StoreError::Postgres(e) => e.is_closed() || e.code().is_some_and(|c| *c == ::postgres::error::SqlState::T_R_DEADLOCK_DETECTED || *c == ::postgres::error::SqlState::T_R_SERIALIZATION_FAILURE),
+            _ => false,
+        }
+    }
 }
 
 /// Where a store lives: `--store` (or `OLLIE_STORE`) as given.
@@ -83,6 +100,63 @@ pub struct RunId(pub i64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CandidateId(pub i64);
 
+/// A chain searching a run: the one `ollie optimize` runs, and each `ollie worker` that joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkerId(pub i64);
+
+/// A worker and where its chain stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Worker {
+    pub id: WorkerId,
+    pub host: String,
+    pub pid: u32,
+    pub seed: u64,
+    /// The store server's clock, Unix seconds.
+    pub joined_at: f64,
+    /// Its last heartbeat or recorded evaluation.
+    pub seen_at: f64,
+    /// When it stopped searching (`None`: searching, or killed).
+    pub left_at: Option<f64>,
+    pub evaluations: usize,
+    pub best: Option<CandidateId>,
+    pub current: Option<CandidateId>,
+    /// Its search time, over all sessions.
+    pub elapsed_seconds: f64,
+}
+
+/// A candidate in judgement: held by one worker until `expires_at` (renewed by its heartbeat);
+/// its verdict is written only while the token is still the lease's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Lease {
+    pub id: i64,
+    pub token: i64,
+}
+
+/// What a lease holds: the kernel as a store keeps one, and who proposed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Work {
+    pub schedule: String,
+    pub graph: String,
+    pub flags: String,
+    /// A written kernel's source (empty for a scheduled one: emitted again from its schedule).
+    pub source: String,
+    pub proposer: String,
+}
+
+/// One finished evaluation of a worker's chain, as [`Store::record`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Step<'a> {
+    pub candidate: &'a Candidate,
+    pub counterexample: Option<&'a Counterexample>,
+    /// The lease the candidate was judged under (`None`: the naive kernel, never leased).
+    pub lease: Option<Lease>,
+    /// The chain's best and current candidates after this step (`None`: this candidate).
+    pub best: Option<CandidateId>,
+    pub current: Option<CandidateId>,
+    /// The worker's search time after it.
+    pub elapsed_seconds: f64,
+}
+
 /// What a run was started with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
@@ -106,8 +180,8 @@ pub struct Run {
     pub elapsed_seconds: f64,
     pub evaluations: usize,
     pub finished: bool,
-    pub best: Option<CandidateId>,
-    pub current: Option<CandidateId>,
+    /// Who claimed the final phase: a worker and its host.
+    pub finisher: Option<String>,
     /// The outcome written when the run finished (JSON, the driver's own format).
     pub summary: Option<String>,
 }
@@ -118,13 +192,16 @@ const BLOCK_SEPARATOR: &str = "\n\n";
 /// Stores each of the source's blocks the store lacks; returns their hashes, space-separated, as
 /// the candidate's `blocks` (joined by [`BLOCK_SEPARATOR`] they are the source again, exactly).
 fn store_blocks(db: &mut dyn Backend, source: &str) -> Result<String, StoreError> {
-    let mut hashes = Vec::new();
-    for block in source.split(BLOCK_SEPARATOR) {
-        let hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(block.as_bytes()));
-        db.execute("INSERT INTO texts (hash, text) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[hash.as_str().into(), block.into()])?;
-        hashes.push(hash);
+    let blocks: Vec<(String, &str)> = source.split(BLOCK_SEPARATOR).map(|b| (format!("{:032x}", xxhash_rust::xxh3::xxh3_128(b.as_bytes())), b)).collect();
+    // Inserted in the order of their hashes: two workers' transactions writing blocks in common
+    // take their locks in one order, and never deadlock.
+    let mut sorted: Vec<&(String, &str)> = blocks.iter().collect();
+    sorted.sort();
+    sorted.dedup();
+    for (hash, block) in sorted {
+        db.execute("INSERT INTO texts (hash, text) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[hash.into(), (*block).into()])?;
     }
-    Ok(hashes.join(" "))
+    Ok(blocks.iter().map(|(h, _)| h.as_str()).collect::<Vec<_>>().join(" "))
 }
 
 /// Which candidates' sources [`Store::candidates`] reads.
@@ -213,10 +290,43 @@ pub struct LlmCall {
 
 pub struct Store {
     db: Box<dyn Backend>,
+    location: Location,
 }
 
+/// How long a store that lost its server keeps trying to reach it again before an operation
+/// fails: a restarting server is back well within it.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A run's columns, in the order [`run_of`] reads them.
-const RUN_COLUMNS: &str = "id, spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at, elapsed_seconds, evaluations, finished, best, current, summary";
+const RUN_COLUMNS: &str = "id, spec_path, spec_source, kernel, options, seed, naive_seconds, floor_seconds, started_at, elapsed_seconds, evaluations, finished, finisher, summary";
+
+/// A worker's columns, in the order [`worker_of`] reads them.
+const WORKER_COLUMNS: &str = "id, host, pid, seed, joined_at, seen_at, left_at, evaluations, best, current, elapsed_seconds";
+
+fn worker_of(r: &Row) -> Result<Worker, StoreError> {
+    Ok(Worker {
+        id: WorkerId(r.i64(0)?),
+        host: r.text(1)?,
+        pid: r.i64(2)? as u32,
+        seed: r.i64(3)? as u64,
+        joined_at: r.f64(4)?,
+        seen_at: r.f64(5)?,
+        left_at: r.opt_f64(6)?,
+        evaluations: r.i64(7)? as usize,
+        best: r.opt_i64(8)?.map(CandidateId),
+        current: r.opt_i64(9)?.map(CandidateId),
+        elapsed_seconds: r.f64(10)?,
+    })
+}
+
+/// A lease's token: unguessable enough that no two attempts share one.
+fn token() -> i64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let seed = format!("{nanos} {} {}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    (xxhash_rust::xxh3::xxh3_64(seed.as_bytes()) >> 1) as i64
+}
 
 fn run_of(r: &Row) -> Result<Run, StoreError> {
     Ok(Run {
@@ -234,29 +344,38 @@ fn run_of(r: &Row) -> Result<Run, StoreError> {
         elapsed_seconds: r.f64(9)?,
         evaluations: r.i64(10)? as usize,
         finished: r.bool(11)?,
-        best: r.opt_i64(12)?.map(CandidateId),
-        current: r.opt_i64(13)?.map(CandidateId),
-        summary: r.opt_text(14)?,
+        finisher: r.opt_text(12)?,
+        summary: r.opt_text(13)?,
     })
 }
 
 impl Store {
     /// Opens (creating if needed) the SQLite store at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::on(Box::new(sqlite::Sqlite::open(path)?))
+        Store::connect(&Location::Sqlite(path.to_path_buf()))
     }
 
     /// Opens (creating if needed) the store at `location`.
     pub fn connect(location: &Location) -> Result<Store, StoreError> {
-        match location {
-            Location::Sqlite(path) => Store::open(path),
-            Location::Postgres(url) => Store::on(Box::new(postgres::Postgres::connect(url)?)),
-        }
+        let mut db = Store::backend(location)?;
+        schema::migrate(db.as_mut())?;
+        Ok(Store { db, location: location.clone() })
     }
 
-    fn on(mut db: Box<dyn Backend>) -> Result<Store, StoreError> {
-        schema::migrate(db.as_mut())?;
-        Ok(Store { db })
+    fn backend(location: &Location) -> Result<Box<dyn Backend>, StoreError> {
+        Ok(match location {
+            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
+            Location::Postgres(url) => Box::new(postgres::Postgres::connect(url)?),
+        })
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Another connection to the same store (a heartbeat's own).
+    pub fn reopen(&self) -> Result<Store, StoreError> {
+        Ok(Store { db: Store::backend(&self.location)?, location: self.location.clone() })
     }
 
     /// The schema version the store is at.
@@ -269,8 +388,22 @@ impl Store {
         schema::TABLES.iter().map(|t| Ok((*t, self.db.query(&format!("SELECT COUNT(*) FROM {t}"), &[])?.first().map_or(Ok(0), |r| r.i64(0))?))).collect()
     }
 
-    /// Runs `f` in one transaction: all its writes or none.
-    fn transaction<T>(&mut self, f: impl FnOnce(&mut dyn Backend) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    /// Runs `f` in one transaction: all its writes or none. A transient failure (the server
+    /// restarted, a deadlock) runs it again, reconnecting first for up to [`PATIENCE`].
+    fn transaction<T>(&mut self, mut f: impl FnMut(&mut dyn Backend) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.attempt(&mut f) {
+                Err(e) if e.transient() && started.elapsed() < PATIENCE => {
+                    tracing::warn!(error = %e, store = %self.location, "the store failed; trying again");
+                    self.reconnect(started)?;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn attempt<T>(&mut self, f: &mut impl FnMut(&mut dyn Backend) -> Result<T, StoreError>) -> Result<T, StoreError> {
         self.db.begin()?;
         match f(self.db.as_mut()) {
             Ok(v) => {
@@ -281,6 +414,28 @@ impl Store {
                 // The error that matters is the first; a failed rollback adds nothing to it.
                 let _ = self.db.script("ROLLBACK");
                 Err(e)
+            }
+        }
+    }
+
+    /// A new connection once the old one is lost, tried every second until [`PATIENCE`] since
+    /// `started` is spent.
+    fn reconnect(&mut self, started: std::time::Instant) -> Result<(), StoreError> {
+        if !self.db.closed() {
+            return Ok(());
+        }
+        loop {
+            match Store::backend(&self.location) {
+                Ok(db) => {
+                    tracing::info!(store = %self.location, "reconnected to the store");
+                    self.db = db;
+                    return Ok(());
+                }
+                Err(e) if started.elapsed() < PATIENCE => {
+                    tracing::debug!(error = %e, "the store is still unreachable");
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -299,22 +454,16 @@ impl Store {
         Ok(RunId(id))
     }
 
-    /// Records one finished evaluation and the run's progress after it, atomically. `best` and
-    /// `current` name the chain's state after this evaluation (`None`: this candidate).
-    pub fn record(
-        &mut self,
-        run: RunId,
-        candidate: &Candidate,
-        counterexample: Option<&Counterexample>,
-        best: Option<CandidateId>,
-        current: Option<CandidateId>,
-        elapsed_seconds: f64,
-    ) -> Result<CandidateId, StoreError> {
+    /// Records one finished evaluation of `worker`'s chain and the chain's state after it,
+    /// atomically: nothing if the step's lease is no longer held ([`StoreError::LeaseLost`]).
+    pub fn record(&mut self, run: RunId, worker: WorkerId, step: &Step) -> Result<CandidateId, StoreError> {
+        let Step { candidate, counterexample, lease, best, current, elapsed_seconds } = *step;
+        let now = self.db.dialect().now();
         self.transaction(|db| {
             let blocks = store_blocks(db, &candidate.source)?;
             let id = CandidateId(Store::insert(
                 db,
-                "INSERT INTO candidates (run, evaluation, source_hash, source, blocks, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best) VALUES ($1, $2, $3, '', $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                "INSERT INTO candidates (run, evaluation, source_hash, source, blocks, flags, schedule, graph, parent, proposer, at_seconds, moved, new_best, worker) VALUES ($1, $2, $3, '', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
                 &[
                     run.0.into(),
                     (candidate.evaluation as i64).into(),
@@ -328,6 +477,7 @@ impl Store {
                     candidate.at_seconds.into(),
                     candidate.moved.into(),
                     candidate.new_best.into(),
+                    worker.0.into(),
                 ],
             )?);
             db.execute(
@@ -345,18 +495,142 @@ impl Store {
                 let data: Vec<u8> = c.data.iter().flatten().flat_map(|v| v.to_le_bytes()).collect();
                 db.execute("INSERT INTO counterexamples (run, candidate, shapes, data) VALUES ($1, $2, $3, $4)", &[run.0.into(), id.0.into(), shapes.as_str().into(), data.into()])?;
             }
+            if let Some(lease) = lease {
+                let held = db.execute(&format!("UPDATE leases SET candidate = $3 WHERE id = $1 AND token = $2 AND candidate IS NULL AND expires_at > {now}"), &[lease.id.into(), lease.token.into(), id.0.into()])?;
+                if held == 0 {
+                    return Err(StoreError::LeaseLost(lease.id));
+                }
+            }
             db.execute(
-                "UPDATE runs SET elapsed_seconds = $2, evaluations = CASE WHEN evaluations > $3 THEN evaluations ELSE $3 END, best = $4, current = $5 WHERE id = $1",
-                &[run.0.into(), elapsed_seconds.into(), (candidate.evaluation as i64).into(), best.unwrap_or(id).0.into(), current.unwrap_or(id).0.into()],
+                &format!("UPDATE workers SET elapsed_seconds = $2, evaluations = CASE WHEN evaluations > $3 THEN evaluations ELSE $3 END, best = $4, current = $5, seen_at = {now} WHERE id = $1"),
+                &[worker.0.into(), elapsed_seconds.into(), (candidate.evaluation as i64).into(), best.unwrap_or(id).0.into(), current.unwrap_or(id).0.into()],
+            )?;
+            // The run's elapsed time is its longest-searching worker's; its evaluations all of theirs.
+            db.execute(
+                "UPDATE runs SET elapsed_seconds = CASE WHEN elapsed_seconds > $2 THEN elapsed_seconds ELSE $2 END, evaluations = evaluations + $3 WHERE id = $1",
+                &[run.0.into(), elapsed_seconds.into(), i64::from(candidate.evaluation > 0).into()],
             )?;
             Ok(id)
         })
     }
 
+    /// Registers a worker's chain on `run`, searching from now.
+    pub fn join(&mut self, run: RunId, host: &str, seed: u64) -> Result<WorkerId, StoreError> {
+        let now = self.db.dialect().now();
+        let sql = format!("INSERT INTO workers (run, host, pid, seed, joined_at, seen_at) VALUES ($1, $2, $3, $4, {now}, {now}) RETURNING id");
+        let (pid, seed) = (i64::from(std::process::id()), seed as i64);
+        self.transaction(|db| Ok(WorkerId(Store::insert(db, &sql, &[run.0.into(), host.into(), pid.into(), seed.into()])?)))
+    }
+
+    /// A run's workers, in the order they joined.
+    pub fn workers(&mut self, run: RunId) -> Result<Vec<Worker>, StoreError> {
+        self.db.query(&format!("SELECT {WORKER_COLUMNS} FROM workers WHERE run = $1 ORDER BY id"), &[run.0.into()])?.iter().map(worker_of).collect()
+    }
+
+    pub fn worker(&mut self, id: WorkerId) -> Result<Worker, StoreError> {
+        let rows = self.db.query(&format!("SELECT {WORKER_COLUMNS} FROM workers WHERE id = $1"), &[id.0.into()])?;
+        rows.first().map(worker_of).unwrap_or(Err(StoreError::NoWorker(id.0)))
+    }
+
+    /// Marks the worker gone and gives up the leases it holds on candidates it will not judge
+    /// (a round drawn ahead): they were proposals, not work anyone owes.
+    pub fn leave(&mut self, worker: WorkerId) -> Result<(), StoreError> {
+        let now = self.db.dialect().now();
+        self.transaction(|db| {
+            db.execute("DELETE FROM leases WHERE worker = $1 AND candidate IS NULL", &[worker.0.into()])?;
+            db.execute(&format!("UPDATE workers SET left_at = {now}, seen_at = {now} WHERE id = $1"), &[worker.0.into()])?;
+            Ok(())
+        })
+    }
+
+    /// Leases `work` to `worker` for `seconds`, before it is judged.
+    pub fn lease(&mut self, run: RunId, worker: WorkerId, work: &Work, seconds: f64) -> Result<Lease, StoreError> {
+        let now = self.db.dialect().now();
+        let token = token();
+        let sql = format!("INSERT INTO leases (run, worker, token, expires_at, schedule, graph, flags, source, proposer) VALUES ($1, $2, $3, {now} + $4, $5, $6, $7, $8, $9) RETURNING id");
+        self.transaction(|db| {
+            let id = Store::insert(db, &sql, &[run.0.into(), worker.0.into(), token.into(), seconds.into(), (&work.schedule).into(), (&work.graph).into(), (&work.flags).into(), (&work.source).into(), (&work.proposer).into()])?;
+            Ok(Lease { id, token })
+        })
+    }
+
+    /// Takes over, for `worker`, the oldest lease of `run` that expired before its verdict was
+    /// written (its worker was killed, or lost the store): a new token, so a late verdict of the
+    /// old holder is refused. Leases others are taking over at the same moment are skipped.
+    pub fn take_over(&mut self, run: RunId, worker: WorkerId, seconds: f64) -> Result<Option<(Lease, Work)>, StoreError> {
+        let dialect = self.db.dialect();
+        let now = dialect.now();
+        let skip = dialect.skip_locked();
+        let token = token();
+        let sql = format!(
+            "UPDATE leases SET worker = $2, token = $3, expires_at = {now} + $4, takeovers = takeovers + 1
+             WHERE id = (SELECT id FROM leases WHERE run = $1 AND candidate IS NULL AND expires_at < {now} ORDER BY id LIMIT 1 {skip})
+               AND candidate IS NULL AND expires_at < {now}
+             RETURNING id, schedule, graph, flags, source, proposer"
+        );
+        self.transaction(|db| {
+            let rows = db.query(&sql, &[run.0.into(), worker.0.into(), token.into(), seconds.into()])?;
+            rows.first()
+                .map(|r| Ok((Lease { id: r.i64(0)?, token }, Work { schedule: r.text(1)?, graph: r.text(2)?, flags: r.text(3)?, source: r.text(4)?, proposer: r.text(5)? })))
+                .transpose()
+        })
+    }
+
+    /// The heartbeat: extends by `seconds` every lease `worker` still holds (not one that has
+    /// expired: another worker may have it now); returns how many.
+    pub fn renew(&mut self, worker: WorkerId, seconds: f64) -> Result<u64, StoreError> {
+        let now = self.db.dialect().now();
+        self.transaction(|db| {
+            db.execute(&format!("UPDATE workers SET seen_at = {now} WHERE id = $1"), &[worker.0.into()])?;
+            db.execute(&format!("UPDATE leases SET expires_at = {now} + $2 WHERE worker = $1 AND candidate IS NULL AND expires_at > {now}"), &[worker.0.into(), seconds.into()])
+        })
+    }
+
+    /// The run's leases: (lease, holder, takeovers, the candidate its verdict is), oldest first.
+    pub fn leases(&mut self, run: RunId) -> Result<Vec<(i64, WorkerId, usize, Option<CandidateId>)>, StoreError> {
+        let rows = self.db.query("SELECT id, worker, takeovers, candidate FROM leases WHERE run = $1 ORDER BY id", &[run.0.into()])?;
+        rows.iter().map(|r| Ok((r.i64(0)?, WorkerId(r.i64(1)?), r.i64(2)? as usize, r.opt_i64(3)?.map(CandidateId)))).collect()
+    }
+
+    /// Claims the run's final phase for `who` (a worker and its host), unless another has:
+    /// `None` if claimed now, else who holds it.
+    pub fn claim_finish(&mut self, run: RunId, who: &str) -> Result<Option<String>, StoreError> {
+        self.transaction(|db| {
+            if db.execute("UPDATE runs SET finisher = $2 WHERE id = $1 AND finisher IS NULL", &[run.0.into(), who.into()])? == 1 {
+                return Ok(None);
+            }
+            let rows = db.query("SELECT finisher FROM runs WHERE id = $1", &[run.0.into()])?;
+            Ok(Some(rows.first().ok_or(StoreError::NoRun(run.0))?.opt_text(0)?.unwrap_or_default()))
+        })
+    }
+
+    /// The best kernels other workers of `run` have verified (their chains' new bests), fastest
+    /// by their estimates first, at most `limit`: what a worker's chain may migrate to.
+    pub fn others_best(&mut self, run: RunId, worker: WorkerId, limit: usize) -> Result<Vec<(CandidateId, f64, Work)>, StoreError> {
+        let rows = self.db.query(
+            "SELECT c.id, t.estimate, c.schedule, c.graph, c.flags, CASE WHEN c.schedule = '' THEN c.blocks END, c.proposer, c.source
+             FROM candidates c JOIN timings t ON t.candidate = c.id JOIN verdicts v ON v.candidate = c.id
+             WHERE c.run = $1 AND c.worker <> $2 AND c.new_best = 1 AND v.accepted = 1 ORDER BY t.estimate LIMIT $3",
+            &[run.0.into(), worker.0.into(), (limit as i64).into()],
+        )?;
+        let mut texts = HashMap::new();
+        rows.iter()
+            .map(|r| {
+                let source = match r.opt_text(5)? {
+                    Some(blocks) => self.assemble(&blocks, &mut texts)?,
+                    None => r.text(7)?,
+                };
+                Ok((CandidateId(r.i64(0)?), r.f64(1)?, Work { schedule: r.text(2)?, graph: r.text(3)?, flags: r.text(4)?, source, proposer: r.text(6)? }))
+            })
+            .collect()
+    }
+
     /// Marks the run finished with its total search time and its outcome.
     pub fn finish(&mut self, run: RunId, elapsed_seconds: f64, summary: &str) -> Result<(), StoreError> {
-        self.db.execute("UPDATE runs SET finished = 1, elapsed_seconds = $2, summary = $3 WHERE id = $1", &[run.0.into(), elapsed_seconds.into(), summary.into()])?;
-        Ok(())
+        self.transaction(|db| {
+            db.execute("UPDATE runs SET finished = 1, elapsed_seconds = $2, summary = $3 WHERE id = $1", &[run.0.into(), elapsed_seconds.into(), summary.into()])?;
+            Ok(())
+        })
     }
 
     pub fn runs(&mut self) -> Result<Vec<Run>, StoreError> {

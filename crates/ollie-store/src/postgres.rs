@@ -87,4 +87,8 @@ impl Backend for Postgres {
     fn script(&mut self, sql: &str) -> Result<(), StoreError> {
         Ok(self.client.batch_execute(sql)?)
     }
+
+    fn closed(&self) -> bool {
+        self.client.is_closed()
+    }
 }

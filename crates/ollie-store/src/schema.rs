@@ -95,10 +95,50 @@ CREATE TABLE texts (
 );
 ALTER TABLE candidates ADD COLUMN blocks TEXT;
 ",
+    // 3: workers, each with its own chain (a run's best, current and evaluation count move here
+    // from `runs`, whose columns for them stay unread), and leases on the candidates being
+    // judged; the host that claimed the final phase.
+    "
+CREATE TABLE workers (
+    id {id},
+    run BIGINT NOT NULL REFERENCES runs(id),
+    host TEXT NOT NULL,
+    pid BIGINT NOT NULL,
+    seed BIGINT NOT NULL,
+    joined_at DOUBLE PRECISION NOT NULL,
+    seen_at DOUBLE PRECISION NOT NULL,
+    left_at DOUBLE PRECISION,
+    evaluations BIGINT NOT NULL DEFAULT 0,
+    best BIGINT,
+    current BIGINT,
+    elapsed_seconds DOUBLE PRECISION NOT NULL DEFAULT 0
+);
+INSERT INTO workers (run, host, pid, seed, joined_at, seen_at, left_at, evaluations, best, current, elapsed_seconds)
+    SELECT id, '', 0, seed, started_at, started_at, started_at, evaluations, best, current, elapsed_seconds FROM runs;
+ALTER TABLE candidates ADD COLUMN worker BIGINT REFERENCES workers(id);
+UPDATE candidates SET worker = (SELECT w.id FROM workers w WHERE w.run = candidates.run);
+CREATE INDEX candidates_run ON candidates (run);
+CREATE TABLE leases (
+    id {id},
+    run BIGINT NOT NULL REFERENCES runs(id),
+    worker BIGINT NOT NULL REFERENCES workers(id),
+    token BIGINT NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL,
+    schedule TEXT NOT NULL,
+    graph TEXT NOT NULL,
+    flags TEXT NOT NULL,
+    source TEXT NOT NULL,
+    proposer TEXT NOT NULL,
+    takeovers BIGINT NOT NULL DEFAULT 0,
+    candidate BIGINT REFERENCES candidates(id)
+);
+CREATE INDEX leases_open ON leases (run, candidate);
+ALTER TABLE runs ADD COLUMN finisher TEXT;
+",
 ];
 
 /// Every table, in the order they were created.
-pub(crate) const TABLES: &[&str] = &["ollie_schema", "runs", "candidates", "verdicts", "timings", "counterexamples", "prompts", "llm_calls", "texts"];
+pub(crate) const TABLES: &[&str] = &["ollie_schema", "runs", "candidates", "verdicts", "timings", "counterexamples", "prompts", "llm_calls", "texts", "workers", "leases"];
 
 /// The version a store is at once this ollie has opened it.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

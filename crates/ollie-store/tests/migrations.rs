@@ -3,7 +3,7 @@
 
 mod support;
 
-use ollie_store::{Candidate, Location, Sources, Store, StoreError, SCHEMA_VERSION};
+use ollie_store::{Candidate, Location, Sources, Step, Store, StoreError, SCHEMA_VERSION};
 
 #[test]
 fn a_store_written_before_schema_versions_opens_with_everything_it_held() {
@@ -22,7 +22,10 @@ fn a_store_written_before_schema_versions_opens_with_everything_it_held() {
     assert_eq!(store.counterexamples(run.id).unwrap()[0].shapes, vec![Vec::<usize>::new()]);
     // And it takes new evaluations as a new store does.
     let next = Candidate { evaluation: 2, source_hash: "cccc".into(), parent: Some(candidates[0].0), ..candidates[1].1.clone() };
-    store.record(run.id, &next, None, None, None, 20.0).unwrap();
+    // Its chain became the run's one worker, which goes on.
+    let workers = store.workers(run.id).unwrap();
+    assert_eq!(workers.iter().map(|w| (w.evaluations, w.best, w.current)).collect::<Vec<_>>(), vec![(1, Some(candidates[0].0), Some(candidates[0].0))]);
+    store.record(run.id, workers[0].id, &Step { candidate: &next, counterexample: None, lease: None, best: None, current: None, elapsed_seconds: 20.0 }).unwrap();
     drop(store);
     let mut store = Store::open(&path).unwrap();
     assert_eq!(store.candidates(run.id, Sources::All).unwrap().len(), 3);

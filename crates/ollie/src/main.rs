@@ -201,6 +201,15 @@ enum Command {
         /// The output directory (kernel, loader, report, certificate, and the store ollie.db).
         #[arg(long, default_value = "ollie-out")]
         out: PathBuf,
+        /// Keep the search's record here instead of OUT/ollie.db: a PostgreSQL server
+        /// (`postgresql://user@host/db`), which `ollie worker` on other hosts can join, or an
+        /// SQLite file.
+        #[arg(long, env = "OLLIE_STORE", value_name = "URL")]
+        store: Option<String>,
+        /// Seconds a lease on a candidate being judged lasts unless its worker renews it (a third
+        /// of it apart); a killed worker's candidate is taken up by another once it expires.
+        #[arg(long, default_value = "60s", value_parser = parse_seconds)]
+        lease: f64,
         /// Continue the last search of this spec stored in the output directory.
         #[arg(long)]
         resume: bool,
@@ -235,15 +244,43 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the searches stored in an output directory.
+    /// Join a search kept on a PostgreSQL server (`ollie optimize SPEC --store URL` on any
+    /// host) as one more worker: its own chain and seed, timing on this host's cores. Joins the
+    /// oldest open search started on a host of this machine class (CPU model, ISA, threads);
+    /// refuses one of another class. The first worker done claims the final phase.
+    Worker {
+        /// The PostgreSQL server holding the search.
+        #[arg(long, env = "OLLIE_STORE", value_name = "URL")]
+        store: String,
+        /// Where this worker writes the result if it runs the final phase.
+        #[arg(long, default_value = "ollie-out")]
+        out: PathBuf,
+        /// Wait up to this long for a search to join (`30s`, `10m`).
+        #[arg(long, default_value = "1s", value_parser = parse_seconds)]
+        wait: f64,
+        /// This worker's seed (default: fresh, recorded in the store).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Seconds a lease on a candidate being judged lasts unless renewed.
+        #[arg(long, default_value = "60s", value_parser = parse_seconds)]
+        lease: f64,
+    },
+    /// List the searches stored in an output directory (or a store given by --store).
     Runs {
         /// The output directory of `ollie optimize`.
         #[arg(default_value = "ollie-out")]
         dir: PathBuf,
+        /// Read this store instead of DIR/ollie.db (a PostgreSQL server or an SQLite file).
+        #[arg(long, env = "OLLIE_STORE", value_name = "URL")]
+        store: Option<String>,
     },
-    /// Rebuild report.md, report.json and the plots of the last finished search in DIR from its store.
+    /// Rebuild report.md, report.json and the plots of the last finished search into DIR from
+    /// its store (DIR/ollie.db, or the one --store names).
     Report {
         dir: PathBuf,
+        /// Read this store instead of DIR/ollie.db.
+        #[arg(long, env = "OLLIE_STORE", value_name = "URL")]
+        store: Option<String>,
     },
     /// Run the float64 reference on inputs from .npy files or on seeded random inputs.
     Eval {
@@ -523,12 +560,13 @@ fn main() -> ExitCode {
         Command::Check { spec, kernel, flags, seed, timeout, baseline, certificate, json } => {
             check::run(&check::Options { spec, kernel, flags, seed, timeout, baseline, certificate, json })
         }
-        Command::Optimize { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm } => {
-            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, resume, seed, timeout, proposers, llm, key: key.clone() })
+        Command::Optimize { spec, time, evals, roofline_target, out, store, lease, resume, seed, timeout, proposers, llm } => {
+            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, store, lease, resume, seed, timeout, proposers, llm, key: key.clone() })
         }
+        Command::Worker { store, out, wait, seed, lease } => optimize::worker(&optimize::WorkerOptions { store, out, wait, seed, lease }),
         Command::Kernels { spec, dims, remove, json } => kernels(spec.map(|spec| SpecArgs { spec, dims }), remove, json),
-        Command::Runs { dir } => ollie_driver::report::runs(&dir).map_err(Failure::from).and_then(|t| stdout(&t)),
-        Command::Report { dir } => ollie_driver::report::rebuild(&dir).map_err(Failure::from).and_then(|t| stdout(&t)),
+        Command::Runs { dir, store } => ollie_driver::report::runs(&dir, store.as_deref().map(ollie_driver::Location::parse)).map_err(Failure::from).and_then(|t| stdout(&t)),
+        Command::Report { dir, store } => ollie_driver::report::rebuild(&dir, store.as_deref().map(ollie_driver::Location::parse)).map_err(Failure::from).and_then(|t| stdout(&t)),
         Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)

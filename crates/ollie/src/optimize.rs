@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ollie_driver::llm::LlmOptions;
-use ollie_driver::optimize::PROPOSERS;
+use ollie_driver::optimize::{stored_dims, stored_option, PROPOSERS};
+use ollie_driver::workers;
+use ollie_driver::Location;
 
 use crate::{load, stdout, user_error, Failure, LlmArgs, SpecArgs};
 
@@ -17,6 +19,8 @@ pub struct Options {
     pub evals: usize,
     pub roofline_target: Option<f64>,
     pub out: std::path::PathBuf,
+    pub store: Option<String>,
+    pub lease: f64,
     pub resume: bool,
     pub seed: Option<u64>,
     pub timeout: Option<f64>,
@@ -75,16 +79,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let (proposers, llm) = proposers(o)?;
     let spec = load::load(&o.spec)?;
     let (spec_path, _) = ollie_spec::split_selector(&o.spec.spec);
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        let _ = ctrlc::set_handler(move || {
-            if flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("\nstopping after this evaluation (Ctrl-C again to quit at once)");
-        });
-    }
+    let interrupted = on_ctrl_c();
     let options = ollie_driver::optimize::Options {
         spec_path: spec_path.to_string(),
         spec_source: std::fs::read_to_string(spec_path).unwrap_or_default(),
@@ -93,12 +88,72 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         evals: o.evals,
         roofline_target: o.roofline_target,
         out: o.out.clone(),
+        store: o.store.as_deref().map(Location::parse),
         resume: o.resume,
+        join: None,
+        lease: o.lease,
         seed: o.seed,
         timeout: o.timeout,
         proposers,
         llm,
         interrupted,
+    };
+    let table = ollie_driver::optimize::optimize(&spec.graph, &options)?;
+    stdout(&table)
+}
+
+/// A flag Ctrl-C sets: the search stops after the evaluation in flight (a second Ctrl-C quits
+/// at once).
+fn on_ctrl_c() -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping after this evaluation (Ctrl-C again to quit at once)");
+    });
+    interrupted
+}
+
+pub struct WorkerOptions {
+    pub store: String,
+    pub out: std::path::PathBuf,
+    pub wait: f64,
+    pub seed: Option<u64>,
+    pub lease: f64,
+}
+
+/// `ollie worker`: joins the oldest open search of this machine class in a shared store, with
+/// the options it was started with (its LLM proposer excepted: the endpoint and its budget are
+/// the starting host's).
+pub fn worker(o: &WorkerOptions) -> Result<(), Failure> {
+    let location = Location::parse(&o.store);
+    if !location.is_shared() {
+        return Err(user_error(format!("error: `ollie worker` joins searches in a shared store: --store must be a PostgreSQL server (postgresql://user@host/db), not `{}`", o.store)));
+    }
+    let (machine, _, _) = ollie_driver::setup::machine_ceilings(false, &Default::default())?;
+    let run = workers::choose_run(&location, &workers::machine_class(&machine), o.wait)?;
+    let dims = stored_dims(&run);
+    let spec = load::compile(&run.new.spec_path, &run.new.spec_source, &ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: dims.clone() })?;
+    let proposers: Vec<String> = stored_option::<Vec<String>>(&run, "proposers").into_iter().filter(|p| p != "llm").collect();
+    let options = ollie_driver::optimize::Options {
+        spec_path: run.new.spec_path.clone(),
+        spec_source: run.new.spec_source.clone(),
+        dims,
+        time: stored_option::<f64>(&run, "time_seconds"),
+        evals: stored_option::<Option<usize>>(&run, "evals").unwrap_or(usize::MAX),
+        roofline_target: stored_option(&run, "roofline_target"),
+        out: o.out.clone(),
+        store: Some(location),
+        resume: false,
+        join: Some(run.id),
+        lease: o.lease,
+        seed: o.seed,
+        timeout: stored_option(&run, "timeout_seconds"),
+        proposers: if proposers.is_empty() { vec!["mutate".into()] } else { proposers },
+        llm: None,
+        interrupted: on_ctrl_c(),
     };
     let table = ollie_driver::optimize::optimize(&spec.graph, &options)?;
     stdout(&table)

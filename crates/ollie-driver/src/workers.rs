@@ -1,0 +1,288 @@
+//! Many chains on one run: what a worker shares through the store and how its work is leased.
+//! Each chain (the one `ollie optimize` runs, each `ollie worker` that joined) searches with its
+//! own seed and times on its own cores; a candidate is leased before it is judged (the lease
+//! renewed by a heartbeat thread, the verdict written only while the lease is still held), so a
+//! worker killed mid-evaluation loses only that candidate, which another worker's `shared`
+//! proposer takes up once the lease expires. The same proposer offers the chain other workers'
+//! best kernels (the island model's migration).
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ollie_runner::Machine;
+use ollie_search::{Evaluate, Evaluation, Event, Kernel, Proposal, Propose};
+use ollie_store::{CandidateId, Lease, Location, Run, RunId, Store, Work, WorkerId};
+use rand_chacha::ChaCha8Rng;
+
+use crate::optimize::stored_option;
+use crate::{user_error, Error, Note};
+
+/// How long a lease lasts unless renewed; the heartbeat renews every third of it.
+pub const LEASE_SECONDS: f64 = 60.0;
+
+/// What hosts must share for their timings to be compared: CPU model, ISA and thread count.
+pub fn machine_class(machine: &Machine) -> String {
+    format!("{} ({}, {} threads)", machine.cpu, machine.isa, machine.ceilings.len())
+}
+
+/// This host's name, as the report names a worker's.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).unwrap_or_else(|| "localhost".into())
+}
+
+/// The work a kernel is, as a lease holds it.
+pub(crate) fn work_of(kernel: &Kernel) -> Work {
+    let (source, flags) = match kernel {
+        Kernel::Written { source, flags } => (source.clone(), flags.join(" ")),
+        Kernel::Scheduled(s) | Kernel::Rewritten { schedule: s, .. } => (String::new(), s.flags.join(" ")),
+    };
+    Work { schedule: kernel.schedule_text(), graph: kernel.graph_text(), flags, source, proposer: String::new() }
+}
+
+/// The run a worker joins: the oldest unfinished run in the store whose search time is not
+/// over and whose final phase nobody has claimed, started on a host of this machine class;
+/// polled for `wait` seconds when there is none yet. A run of another class is refused, with
+/// both classes named.
+pub fn choose_run(location: &Location, class: &str, wait: f64) -> Result<Run, Error> {
+    let mut store = Store::connect(location).with_context(|| format!("opening the store {location}"))?;
+    let started = Instant::now();
+    loop {
+        let now = crate::optimize::unix_now() as f64;
+        let open: Vec<Run> = store.runs().context("reading the store")?.into_iter().filter(|r| !r.finished && r.finisher.is_none() && r.started_at as f64 + stored_option::<f64>(r, "time_seconds") > now + 5.0).collect();
+        if let Some(run) = open.iter().find(|r| stored_option::<String>(r, "class") == class) {
+            return Ok(run.clone());
+        }
+        if let Some(other) = open.first() {
+            return Err(user_error(format!(
+                "error: refusing to join run {} of `{}`: it was started on {}, and this host is {}; speedups are only compared between hosts of one machine class (CPU model, ISA, threads)",
+                other.id.0,
+                other.new.kernel,
+                stored_option::<String>(other, "class"),
+                class
+            )));
+        }
+        if started.elapsed().as_secs_f64() >= wait {
+            return Err(user_error(format!("error: the store {location} holds no search to join (none unfinished with search time left; start one with `ollie optimize SPEC --store {location}`)")));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Renews a worker's leases every third of their length, on its own connection, until dropped.
+pub(crate) struct Heartbeat {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    pub fn start(store: &Store, worker: WorkerId, seconds: f64) -> Result<Heartbeat, Error> {
+        let mut own = store.reopen().context("opening the store for the heartbeat")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let every = Duration::from_secs_f64(seconds / 3.0);
+        let thread = std::thread::spawn(move || {
+            let mut last = Instant::now();
+            while !flag.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50).min(every));
+                if last.elapsed() < every {
+                    continue;
+                }
+                last = Instant::now();
+                if let Err(e) = own.renew(worker, seconds) {
+                    tracing::warn!(error = %e, "the heartbeat could not renew the leases");
+                }
+            }
+        });
+        Ok(Heartbeat { stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The leases a chain holds on candidates it is about to judge, oldest first; the `shared`
+/// proposer puts the ones it took over here before proposing them.
+#[derive(Default)]
+pub(crate) struct Held {
+    /// Taken over from another worker, not yet prepared.
+    pub taken: Vec<(Kernel, Lease)>,
+    /// Prepared: leased, awaiting their verdicts.
+    pub pending: Vec<(Kernel, Lease)>,
+}
+
+impl Held {
+    /// The lease a judged candidate was prepared under.
+    pub fn settle(&mut self, kernel: &Kernel) -> Option<Lease> {
+        let k = self.pending.iter().position(|(c, _)| c == kernel)?;
+        Some(self.pending.remove(k).1)
+    }
+}
+
+/// The evaluator with a lease on each candidate before it is judged.
+pub(crate) struct Leased<'s, E> {
+    pub inner: E,
+    pub store: Store,
+    pub run: RunId,
+    pub worker: WorkerId,
+    pub seconds: f64,
+    pub held: Rc<RefCell<Held>>,
+    /// A lease that could not be written (the store unreachable past its patience): the search
+    /// stops on it.
+    pub error: &'s RefCell<Option<ollie_store::StoreError>>,
+}
+
+impl<E: Evaluate<Kernel>> Evaluate<Kernel> for Leased<'_, E> {
+    type Note = E::Note;
+
+    fn rank(&mut self, proposals: &[Kernel]) -> Option<Vec<f64>> {
+        self.inner.rank(proposals)
+    }
+
+    fn prepare(&mut self, batch: &[Kernel]) {
+        for kernel in batch {
+            let mut held = self.held.borrow_mut();
+            let lease = match held.taken.iter().position(|(k, _)| k == kernel) {
+                Some(k) => held.taken.remove(k).1,
+                None => match self.store.lease(self.run, self.worker, &work_of(kernel), self.seconds) {
+                    Ok(lease) => lease,
+                    Err(e) => {
+                        *self.error.borrow_mut() = Some(e);
+                        continue;
+                    }
+                },
+            };
+            held.pending.push((kernel.clone(), lease));
+        }
+        self.inner.prepare(batch);
+    }
+
+    fn prefetch(&mut self, batch: &[Kernel]) {
+        self.inner.prefetch(batch);
+    }
+
+    fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> (Evaluation, Self::Note) {
+        self.inner.evaluate(candidate, current)
+    }
+
+    fn confirm(&mut self, candidate: &Kernel, note: &mut Self::Note) -> bool {
+        self.inner.confirm(candidate, note)
+    }
+}
+
+/// How often the `shared` proposer looks at the store.
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// Other workers' best kernels a look considers, at most.
+const MIGRANTS: usize = 4;
+
+/// The `shared` proposer: candidates whose worker's lease expired before their verdict (taken
+/// over, judged here), and other workers' verified bests faster than this chain's best.
+pub(crate) struct Shared {
+    store: Store,
+    run: RunId,
+    worker: WorkerId,
+    seconds: f64,
+    held: Rc<RefCell<Held>>,
+    queue: Vec<Kernel>,
+    seen: HashSet<CandidateId>,
+    best_seconds: f64,
+    looked: Option<Instant>,
+}
+
+impl Shared {
+    pub fn new(store: Store, run: RunId, worker: WorkerId, seconds: f64, held: Rc<RefCell<Held>>, best_seconds: f64) -> Shared {
+        Shared { store, run, worker, seconds, held, queue: Vec::new(), seen: HashSet::new(), best_seconds, looked: None }
+    }
+
+    /// Takes over what expired and queues the migrants worth measuring; a store that fails is
+    /// left alone until the next look (the chain goes on without it).
+    fn look(&mut self) {
+        if self.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY) {
+            return;
+        }
+        self.looked = Some(Instant::now());
+        if let Err(e) = self.look_now() {
+            tracing::warn!(error = %e, "the shared proposer could not read the store");
+        }
+    }
+
+    fn look_now(&mut self) -> Result<(), ollie_store::StoreError> {
+        while let Some((lease, work)) = self.store.take_over(self.run, self.worker, self.seconds)? {
+            match Kernel::from_stored(&work.schedule, &work.source, &work.flags, &work.graph) {
+                Ok(kernel) => {
+                    tracing::info!(lease = lease.id, "took over a candidate whose worker's lease expired");
+                    self.held.borrow_mut().taken.push((kernel.clone(), lease));
+                    self.queue.push(kernel);
+                }
+                Err(e) => tracing::warn!(lease = lease.id, error = %e, "a leased kernel does not read back"),
+            }
+        }
+        for (id, estimate, work) in self.store.others_best(self.run, self.worker, MIGRANTS)? {
+            if estimate >= self.best_seconds * 0.98 || !self.seen.insert(id) {
+                continue;
+            }
+            if let Ok(kernel) = Kernel::from_stored(&work.schedule, &work.source, &work.flags, &work.graph) {
+                tracing::info!(candidate = id.0, estimate, "another worker's best, offered to this chain");
+                self.queue.push(kernel);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Propose<Kernel, Note> for Shared {
+    fn name(&self) -> &str {
+        "shared"
+    }
+
+    fn propose(&mut self, _current: &Kernel, _rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
+        self.look();
+        match self.queue.pop() {
+            Some(k) => Proposal::Candidate(k),
+            None => Proposal::NotNow,
+        }
+    }
+
+    /// Asked first whenever it has something: a taken-over candidate is owed a verdict, and a
+    /// faster kernel found elsewhere is worth more than a mutation.
+    fn leading(&self, _current: &Kernel) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Looks at the store after a step (at most every [`LOOK_EVERY`]): what it finds leads the
+    /// next round.
+    fn observe(&mut self, event: &Event<Kernel, Note>) {
+        if let (true, Evaluation::Timed { seconds, .. }) = (event.new_best, event.outcome) {
+            self.best_seconds = self.best_seconds.min(seconds);
+        }
+        self.look();
+    }
+}
+
+/// Waits, up to `patience`, for the run's other workers to leave (each stops at the same
+/// deadline): the final phase then sees what they found. A worker not seen for a lease's
+/// length before the latest seen one (both by the store's clock) is taken for dead.
+pub(crate) fn wait_for_others(store: &mut Store, run: RunId, me: WorkerId, lease: f64, patience: Duration) -> Result<(), Error> {
+    let started = Instant::now();
+    while started.elapsed() < patience {
+        let workers = store.workers(run).context("reading the store")?;
+        let latest = workers.iter().map(|w| w.seen_at).fold(f64::NEG_INFINITY, f64::max);
+        if !workers.iter().any(|w| w.id != me && w.left_at.is_none() && latest - w.seen_at < lease) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    tracing::warn!(run = run.0, "other workers still searching when the final phase began");
+    Ok(())
+}
