@@ -335,12 +335,24 @@ impl<'a> Evaluator<'a> {
         let Some(r) = &report.rejection else { return Ok(true) };
         note.rejected = Some((Reason::from(r), r.to_string()));
         if let Some(inputs) = report.counterexample {
-            if self.verify.saved.len() < MAX_SAVED {
-                self.verify.saved.push(inputs.clone());
-            }
+            self.learn(inputs.clone());
             note.counterexample = Some(inputs);
         }
         Ok(false)
+    }
+
+    /// Trains the cost model on a kernel timed elsewhere (by another worker), its time on the
+    /// chain's scale.
+    pub fn learn_timing(&mut self, kernel: &Kernel, estimate: f64) {
+        self.model.add(features(kernel, self.naive), estimate.ln());
+    }
+
+    /// Tries `inputs` first in every later verification (a counterexample found here or by
+    /// another worker), while fewer than [`MAX_SAVED`] are kept.
+    pub fn learn(&mut self, inputs: Vec<Tensor>) {
+        if self.verify.saved.len() < MAX_SAVED {
+            self.verify.saved.push(inputs);
+        }
     }
 
     /// A candidate's time on the chain's scale: the current kernel's estimate times the

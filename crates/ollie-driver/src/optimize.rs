@@ -288,8 +288,8 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     }
     // What other workers (or this run's earlier sessions) left: candidates whose lease expired
     // unjudged, and faster kernels found by other chains.
-    let held = Rc::new(RefCell::new(Held::default()));
-    let mut shared = Shared::new(store.reopen().context("opening the store")?, run.id, worker, o.lease, held.clone(), best_seconds);
+    let held = Rc::new(RefCell::new(Held::new(best_seconds)));
+    let mut shared = Shared { held: held.clone() };
     list.push(&mut shared);
     // The bandit's record per proposer (tries, improvements), from the store.
     let table = crate::tried::verdicts(history.iter().map(|(_, c)| c), run.new.naive_seconds);
@@ -341,6 +341,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let mut tally = Tally::default();
     history.iter().for_each(|(_, c)| tally.add(c));
     // What a long run stored is not held through the session.
+    let seen = history.iter().map(|(id, _)| *id).max().unwrap_or(CandidateId(0));
     drop(history);
     let progress = Progress::new(o.time, searched, tally, (search.best_seconds, run.new.naive_seconds, floor.seconds), llm_watch.as_ref().map(|w| w.totals().clone()));
     if o.resume {
@@ -352,7 +353,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     notes.iter().for_each(|n| progress.say(n));
     let heartbeat = Heartbeat::start(&store, worker, o.lease)?;
     let lease_error = RefCell::new(None);
-    let mut evaluator = Leased { inner: evaluator, store: store.reopen().context("opening the store")?, run: run.id, worker, seconds: o.lease, held: held.clone(), error: &lease_error };
+    let mut evaluator = Leased::new(evaluator, store.reopen().context("opening the store")?, run.id, worker, o.lease, held.clone(), &lease_error, seen).context("reading the store")?;
     let chain = RefCell::new(Chain { store, run: run.id, worker, searched, session, best_id, current_id, held, reserve: 0.0, steps: (Instant::now(), Vec::new()), llm: llm_watch, progress, error: None });
     let target = o.roofline_target;
     let stop_reason = search.run(

@@ -2,12 +2,13 @@
 //! Each chain (the one `ollie optimize` runs, each `ollie worker` that joined) searches with its
 //! own seed and times on its own cores; a candidate is leased before it is judged (the lease
 //! renewed by a heartbeat thread, the verdict written only while the lease is still held), so a
-//! worker killed mid-evaluation loses only that candidate, which another worker's `shared`
-//! proposer takes up once the lease expires. The same proposer offers the chain other workers'
-//! best kernels (the island model's migration).
+//! worker killed mid-evaluation loses only that candidate, which another worker takes over once
+//! the lease expires. Every few seconds a chain takes in what the others stored: their timings
+//! train its cost model, their counterexamples join its verifications, and the `shared`
+//! proposer offers taken-over candidates and their bests faster than its own (the island
+//! model's migration).
 
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,9 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ollie_runner::Machine;
 use ollie_search::{Evaluate, Evaluation, Event, Kernel, Proposal, Propose};
+use ollie_graph::Tensor;
 use ollie_store::{CandidateId, Lease, Location, Run, RunId, Store, Work, WorkerId};
 use rand_chacha::ChaCha8Rng;
 
+use crate::evaluator::Evaluator;
 use crate::optimize::stored_option;
 use crate::{user_error, Error, Note};
 
@@ -111,17 +114,26 @@ impl Drop for Heartbeat {
     }
 }
 
-/// The leases a chain holds on candidates it is about to judge, oldest first; the `shared`
-/// proposer puts the ones it took over here before proposing them.
+/// What a chain's evaluator and its `shared` proposer share: the leases on candidates in
+/// judgement, and what other workers left for the chain.
 #[derive(Default)]
 pub(crate) struct Held {
     /// Taken over from another worker, not yet prepared.
     pub taken: Vec<(Kernel, Lease)>,
     /// Prepared: leased, awaiting their verdicts.
     pub pending: Vec<(Kernel, Lease)>,
+    /// For the `shared` proposer to offer: taken-over candidates and faster kernels found by
+    /// other chains.
+    pub offered: Vec<Kernel>,
+    /// The chain's best time (on its scale), which a migrant must beat.
+    pub best_seconds: f64,
 }
 
 impl Held {
+    pub fn new(best_seconds: f64) -> Held {
+        Held { best_seconds, ..Held::default() }
+    }
+
     /// The lease a judged candidate was prepared under.
     pub fn settle(&mut self, kernel: &Kernel) -> Option<Lease> {
         let k = self.pending.iter().position(|(c, _)| c == kernel)?;
@@ -129,9 +141,18 @@ impl Held {
     }
 }
 
-/// The evaluator with a lease on each candidate before it is judged.
-pub(crate) struct Leased<'s, E> {
-    pub inner: E,
+/// How often a chain looks at what other workers stored.
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// Other workers' timed kernels read per look, at most.
+const TIMED_PER_LOOK: usize = 256;
+
+/// The evaluator with a lease on each candidate before it is judged, which also takes in, every
+/// [`LOOK_EVERY`], what other workers stored: candidates whose lease expired unjudged (taken
+/// over), their timings (the cost model's rows), their new bests faster than the chain's
+/// (migrants), their counterexamples (tried first by every verification).
+pub(crate) struct Leased<'a, 's> {
+    pub inner: Evaluator<'a>,
     pub store: Store,
     pub run: RunId,
     pub worker: WorkerId,
@@ -140,10 +161,71 @@ pub(crate) struct Leased<'s, E> {
     /// A lease that could not be written (the store unreachable past its patience): the search
     /// stops on it.
     pub error: &'s RefCell<Option<ollie_store::StoreError>>,
+    looked: Option<Instant>,
+    /// The last of the others' candidates and counterexamples taken in.
+    seen: (CandidateId, i64),
 }
 
-impl<E: Evaluate<Kernel>> Evaluate<Kernel> for Leased<'_, E> {
-    type Note = E::Note;
+impl<'a, 's> Leased<'a, 's> {
+    /// `seen`: the last candidate the chain's cost model was trained with at its start (the
+    /// counterexamples stored by then were loaded with the verification's configuration).
+    pub fn new(inner: Evaluator<'a>, mut store: Store, run: RunId, worker: WorkerId, seconds: f64, held: Rc<RefCell<Held>>, error: &'s RefCell<Option<ollie_store::StoreError>>, seen: CandidateId) -> Result<Leased<'a, 's>, ollie_store::StoreError> {
+        let counterexamples = store.others_counterexamples(run, worker, 0)?.last().map_or(0, |(id, _)| *id);
+        Ok(Leased { inner, store, run, worker, seconds, held, error, looked: None, seen: (seen, counterexamples) })
+    }
+
+    /// Takes in what other workers stored (at most every [`LOOK_EVERY`]); a store that fails is
+    /// left alone until the next look: the chain goes on without it.
+    fn look(&mut self) {
+        if self.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY) {
+            return;
+        }
+        self.looked = Some(Instant::now());
+        if let Err(e) = self.look_now() {
+            tracing::warn!(error = %e, "could not read what other workers stored");
+        }
+    }
+
+    fn look_now(&mut self) -> Result<(), ollie_store::StoreError> {
+        let mut held = self.held.borrow_mut();
+        while let Some((lease, work)) = self.store.take_over(self.run, self.worker, self.seconds)? {
+            match stored(&work) {
+                Some(kernel) => {
+                    tracing::info!(lease = lease.id, "took over a candidate whose worker's lease expired");
+                    held.taken.push((kernel.clone(), lease));
+                    held.offered.push(kernel);
+                }
+                None => tracing::warn!(lease = lease.id, "a leased kernel does not read back"),
+            }
+        }
+        let mut migrant: Option<(f64, Kernel)> = None;
+        for (id, estimate, new_best, work) in self.store.others_timed(self.run, self.worker, self.seen.0, TIMED_PER_LOOK)? {
+            self.seen.0 = id;
+            let Some(kernel) = stored(&work) else { continue };
+            self.inner.learn_timing(&kernel, estimate);
+            if new_best && estimate < held.best_seconds * 0.98 && migrant.as_ref().is_none_or(|(e, _)| estimate < *e) {
+                migrant = Some((estimate, kernel));
+            }
+        }
+        if let Some((estimate, kernel)) = migrant {
+            tracing::info!(estimate, "another worker's best, offered to this chain");
+            held.offered.push(kernel);
+        }
+        for (id, c) in self.store.others_counterexamples(self.run, self.worker, self.seen.1)? {
+            self.seen.1 = id;
+            self.inner.learn(c.shapes.into_iter().zip(c.data).filter_map(|(s, d)| Tensor::from_shape_vec(s, d).ok()).collect());
+        }
+        Ok(())
+    }
+}
+
+/// A kernel as a lease or a candidate row holds it.
+fn stored(work: &Work) -> Option<Kernel> {
+    Kernel::from_stored(&work.schedule, &work.source, &work.flags, &work.graph).ok()
+}
+
+impl Evaluate<Kernel> for Leased<'_, '_> {
+    type Note = Note;
 
     fn rank(&mut self, proposals: &[Kernel]) -> Option<Vec<f64>> {
         self.inner.rank(proposals)
@@ -165,80 +247,26 @@ impl<E: Evaluate<Kernel>> Evaluate<Kernel> for Leased<'_, E> {
             held.pending.push((kernel.clone(), lease));
         }
         self.inner.prepare(batch);
+        self.look();
     }
 
     fn prefetch(&mut self, batch: &[Kernel]) {
         self.inner.prefetch(batch);
     }
 
-    fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> (Evaluation, Self::Note) {
+    fn evaluate(&mut self, candidate: &Kernel, current: &Kernel) -> (Evaluation, Note) {
         self.inner.evaluate(candidate, current)
     }
 
-    fn confirm(&mut self, candidate: &Kernel, note: &mut Self::Note) -> bool {
+    fn confirm(&mut self, candidate: &Kernel, note: &mut Note) -> bool {
         self.inner.confirm(candidate, note)
     }
 }
 
-/// How often the `shared` proposer looks at the store.
-const LOOK_EVERY: Duration = Duration::from_secs(5);
-
-/// Other workers' best kernels a look considers, at most.
-const MIGRANTS: usize = 4;
-
-/// The `shared` proposer: candidates whose worker's lease expired before their verdict (taken
-/// over, judged here), and other workers' verified bests faster than this chain's best.
+/// The `shared` proposer: offers what the evaluator took in from other workers (see
+/// [`Leased`]), ahead of every other proposal.
 pub(crate) struct Shared {
-    store: Store,
-    run: RunId,
-    worker: WorkerId,
-    seconds: f64,
-    held: Rc<RefCell<Held>>,
-    queue: Vec<Kernel>,
-    seen: HashSet<CandidateId>,
-    best_seconds: f64,
-    looked: Option<Instant>,
-}
-
-impl Shared {
-    pub fn new(store: Store, run: RunId, worker: WorkerId, seconds: f64, held: Rc<RefCell<Held>>, best_seconds: f64) -> Shared {
-        Shared { store, run, worker, seconds, held, queue: Vec::new(), seen: HashSet::new(), best_seconds, looked: None }
-    }
-
-    /// Takes over what expired and queues the migrants worth measuring; a store that fails is
-    /// left alone until the next look (the chain goes on without it).
-    fn look(&mut self) {
-        if self.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY) {
-            return;
-        }
-        self.looked = Some(Instant::now());
-        if let Err(e) = self.look_now() {
-            tracing::warn!(error = %e, "the shared proposer could not read the store");
-        }
-    }
-
-    fn look_now(&mut self) -> Result<(), ollie_store::StoreError> {
-        while let Some((lease, work)) = self.store.take_over(self.run, self.worker, self.seconds)? {
-            match Kernel::from_stored(&work.schedule, &work.source, &work.flags, &work.graph) {
-                Ok(kernel) => {
-                    tracing::info!(lease = lease.id, "took over a candidate whose worker's lease expired");
-                    self.held.borrow_mut().taken.push((kernel.clone(), lease));
-                    self.queue.push(kernel);
-                }
-                Err(e) => tracing::warn!(lease = lease.id, error = %e, "a leased kernel does not read back"),
-            }
-        }
-        for (id, estimate, work) in self.store.others_best(self.run, self.worker, MIGRANTS)? {
-            if estimate >= self.best_seconds * 0.98 || !self.seen.insert(id) {
-                continue;
-            }
-            if let Ok(kernel) = Kernel::from_stored(&work.schedule, &work.source, &work.flags, &work.graph) {
-                tracing::info!(candidate = id.0, estimate, "another worker's best, offered to this chain");
-                self.queue.push(kernel);
-            }
-        }
-        Ok(())
-    }
+    pub held: Rc<RefCell<Held>>,
 }
 
 impl Propose<Kernel, Note> for Shared {
@@ -247,8 +275,7 @@ impl Propose<Kernel, Note> for Shared {
     }
 
     fn propose(&mut self, _current: &Kernel, _rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
-        self.look();
-        match self.queue.pop() {
+        match self.held.borrow_mut().offered.pop() {
             Some(k) => Proposal::Candidate(k),
             None => Proposal::NotNow,
         }
@@ -257,16 +284,14 @@ impl Propose<Kernel, Note> for Shared {
     /// Asked first whenever it has something: a taken-over candidate is owed a verdict, and a
     /// faster kernel found elsewhere is worth more than a mutation.
     fn leading(&self, _current: &Kernel) -> bool {
-        !self.queue.is_empty()
+        !self.held.borrow().offered.is_empty()
     }
 
-    /// Looks at the store after a step (at most every [`LOOK_EVERY`]): what it finds leads the
-    /// next round.
     fn observe(&mut self, event: &Event<Kernel, Note>) {
         if let (true, Evaluation::Timed { seconds, .. }) = (event.new_best, event.outcome) {
-            self.best_seconds = self.best_seconds.min(seconds);
+            let mut held = self.held.borrow_mut();
+            held.best_seconds = held.best_seconds.min(seconds);
         }
-        self.look();
     }
 }
 

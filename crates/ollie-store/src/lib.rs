@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 pub use backend::{Backend, Dialect, Row, Value};
 pub use schema::LATEST as SCHEMA_VERSION;
 
+use ::postgres::error::SqlState;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the store (SQLite): {0}")]
@@ -46,8 +48,17 @@ impl StoreError {
     /// A failure that the same statements may not meet again: the connection lost (a server
     /// restarted), a deadlock or serialization failure the server resolved by aborting us.
     fn transient(&self) -> bool {
+        self.lost_connection() || matches!(self, StoreError::Postgres(e) if e.code().is_some_and(|c| *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE))
+    }
+
+    /// The server went away: the connection closed or failed, or the server is shutting down
+    /// (class 57: operator intervention) or unreachable (class 08).
+    fn lost_connection(&self) -> bool {
         match self {
-            StoreError::Postgres(e) => e.is_closed() || e.code().is_some_and(|c| *c == ::postgres::error::SqlState::T_R_DEADLOCK_DETECTED || *c == ::postgres::error::SqlState::T_R_SERIALIZATION_FAILURE),
+            StoreError::Postgres(e) => {
+                let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+                e.is_closed() || io || e.code().is_some_and(|c| c.code().starts_with("57") || c.code().starts_with("08"))
+            }
             _ => false,
         }
     }
@@ -319,6 +330,20 @@ fn worker_of(r: &Row) -> Result<Worker, StoreError> {
     })
 }
 
+/// A counterexample row (id, shapes, data) read back.
+fn counterexample_of(row: &Row) -> Result<(i64, Counterexample), StoreError> {
+    let (id, shapes, bytes) = (row.i64(0)?, row.text(1)?, row.blob(2)?);
+    // `[64x4096][]`: one bracketed shape per input, `[]` for a scalar.
+    let shapes: Vec<Vec<usize>> = shapes
+        .split(']')
+        .filter_map(|s| s.strip_prefix('['))
+        .map(|s| s.split('x').filter(|d| !d.is_empty()).filter_map(|d| d.parse().ok()).collect())
+        .collect();
+    let mut values = bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")));
+    let data = shapes.iter().map(|s| values.by_ref().take(s.iter().product()).collect()).collect();
+    Ok((id, Counterexample { shapes, data }))
+}
+
 /// A lease's token: unguessable enough that no two attempts share one.
 fn token() -> i64 {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -396,7 +421,9 @@ impl Store {
             match self.attempt(&mut f) {
                 Err(e) if e.transient() && started.elapsed() < PATIENCE => {
                     tracing::warn!(error = %e, store = %self.location, "the store failed; trying again");
-                    self.reconnect(started)?;
+                    if e.lost_connection() || self.db.closed() {
+                        self.reconnect(started)?;
+                    }
                 }
                 result => return result,
             }
@@ -421,9 +448,6 @@ impl Store {
     /// A new connection once the old one is lost, tried every second until [`PATIENCE`] since
     /// `started` is spent.
     fn reconnect(&mut self, started: std::time::Instant) -> Result<(), StoreError> {
-        if !self.db.closed() {
-            return Ok(());
-        }
         loop {
             match Store::backend(&self.location) {
                 Ok(db) => {
@@ -604,23 +628,24 @@ impl Store {
         })
     }
 
-    /// The best kernels other workers of `run` have verified (their chains' new bests), fastest
-    /// by their estimates first, at most `limit`: what a worker's chain may migrate to.
-    pub fn others_best(&mut self, run: RunId, worker: WorkerId, limit: usize) -> Result<Vec<(CandidateId, f64, Work)>, StoreError> {
+    /// The kernels other workers of `run` timed after candidate `after`, oldest first, at most
+    /// `limit`: (candidate, its estimate, whether it was its chain's new best, the kernel).
+    /// Their timings train this worker's cost model; their bests are migrants to its chain.
+    pub fn others_timed(&mut self, run: RunId, worker: WorkerId, after: CandidateId, limit: usize) -> Result<Vec<(CandidateId, f64, bool, Work)>, StoreError> {
         let rows = self.db.query(
-            "SELECT c.id, t.estimate, c.schedule, c.graph, c.flags, CASE WHEN c.schedule = '' THEN c.blocks END, c.proposer, c.source
-             FROM candidates c JOIN timings t ON t.candidate = c.id JOIN verdicts v ON v.candidate = c.id
-             WHERE c.run = $1 AND c.worker <> $2 AND c.new_best = 1 AND v.accepted = 1 ORDER BY t.estimate LIMIT $3",
-            &[run.0.into(), worker.0.into(), (limit as i64).into()],
+            "SELECT c.id, t.estimate, c.new_best, c.schedule, c.graph, c.flags, c.proposer, CASE WHEN c.schedule = '' THEN c.source ELSE '' END, CASE WHEN c.schedule = '' THEN c.blocks END
+             FROM candidates c JOIN timings t ON t.candidate = c.id
+             WHERE c.run = $1 AND c.worker <> $2 AND c.id > $3 ORDER BY c.id LIMIT $4",
+            &[run.0.into(), worker.0.into(), after.0.into(), (limit as i64).into()],
         )?;
         let mut texts = HashMap::new();
         rows.iter()
             .map(|r| {
-                let source = match r.opt_text(5)? {
+                let source = match r.opt_text(8)? {
                     Some(blocks) => self.assemble(&blocks, &mut texts)?,
                     None => r.text(7)?,
                 };
-                Ok((CandidateId(r.i64(0)?), r.f64(1)?, Work { schedule: r.text(2)?, graph: r.text(3)?, flags: r.text(4)?, source, proposer: r.text(6)? }))
+                Ok((CandidateId(r.i64(0)?), r.f64(1)?, r.bool(2)?, Work { schedule: r.text(3)?, graph: r.text(4)?, flags: r.text(5)?, source, proposer: r.text(6)? }))
             })
             .collect()
     }
@@ -710,21 +735,18 @@ impl Store {
 
     /// The run's saved counterexamples, oldest first.
     pub fn counterexamples(&mut self, run: RunId) -> Result<Vec<Counterexample>, StoreError> {
-        let rows = self.db.query("SELECT shapes, data FROM counterexamples WHERE run = $1 ORDER BY id", &[run.0.into()])?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (shapes, bytes) = (row.text(0)?, row.blob(1)?);
-            // `[64x4096][]`: one bracketed shape per input, `[]` for a scalar.
-            let shapes: Vec<Vec<usize>> = shapes
-                .split(']')
-                .filter_map(|s| s.strip_prefix('['))
-                .map(|s| s.split('x').filter(|d| !d.is_empty()).filter_map(|d| d.parse().ok()).collect())
-                .collect();
-            let mut values = bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")));
-            let data = shapes.iter().map(|s| values.by_ref().take(s.iter().product()).collect()).collect();
-            out.push(Counterexample { shapes, data });
-        }
-        Ok(out)
+        let rows = self.db.query("SELECT id, shapes, data FROM counterexamples WHERE run = $1 ORDER BY id", &[run.0.into()])?;
+        rows.iter().map(|r| Ok(counterexample_of(r)?.1)).collect()
+    }
+
+    /// The counterexamples other workers of `run` found after the one numbered `after`, with
+    /// their numbers, oldest first.
+    pub fn others_counterexamples(&mut self, run: RunId, worker: WorkerId, after: i64) -> Result<Vec<(i64, Counterexample)>, StoreError> {
+        let rows = self.db.query(
+            "SELECT x.id, x.shapes, x.data FROM counterexamples x JOIN candidates c ON c.id = x.candidate WHERE x.run = $1 AND x.id > $2 AND c.worker <> $3 ORDER BY x.id",
+            &[run.0.into(), after.into(), worker.0.into()],
+        )?;
+        rows.iter().map(counterexample_of).collect()
     }
 
     /// Records one LLM call (its prompt's text once per distinct prompt).

@@ -34,7 +34,7 @@ fn candidates(db: &Path) -> Vec<Row> {
 
 fn best_estimate(db: &Path) -> f64 {
     let conn = rusqlite::Connection::open(db).unwrap();
-    conn.query_row("SELECT t.estimate FROM runs r JOIN timings t ON t.candidate = r.best ORDER BY r.id DESC LIMIT 1", [], |r| r.get(0)).unwrap()
+    conn.query_row("SELECT t.estimate FROM workers w JOIN timings t ON t.candidate = w.best ORDER BY w.id DESC LIMIT 1", [], |r| r.get(0)).unwrap()
 }
 
 /// Waits until the store holds at least `n` candidates.
