@@ -143,8 +143,9 @@ impl Drop for Background {
 /// and room for the next few rounds.
 const BUILDS: std::num::NonZeroUsize = std::num::NonZeroUsize::new(256).unwrap();
 
-/// Rejections and times remembered, so that a repeated proposal costs nothing.
-const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(16_384).unwrap();
+/// Rejections and times remembered, so that a repeated proposal costs nothing: the latest
+/// ten minutes' or so (a soak's memory grew for an hour with room for 16,384).
+const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(2048).unwrap();
 
 pub(crate) struct Evaluator<'a> {
     pub naive: &'a LoopNest,

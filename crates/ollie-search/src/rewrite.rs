@@ -34,11 +34,14 @@ pub struct Rewrite {
     /// The first sketches of the variants far cheaper than the spec.
     leads: Vec<Kernel>,
     /// Kernels the search has measured (or rejected): the carried-over schedules not to offer
-    /// again.
-    measured: Vec<Kernel>,
+    /// again; the latest [`MEASURED`], so that a day-long search's memory stays flat.
+    measured: (std::collections::HashSet<Kernel>, std::collections::VecDeque<Kernel>),
     /// The carried-over kernel offered in this round (a round offers it once).
     carried: Option<Kernel>,
 }
+
+/// Measured kernels remembered, at most.
+const MEASURED: usize = 2048;
 
 impl Rewrite {
     /// Proposes kernels for `variants` (cheapest first, each with its cost as a share of the
@@ -62,7 +65,7 @@ impl Rewrite {
         }
         let leads = per_variant.iter().zip(&shares).filter(|(_, &share)| share <= FAR_CHEAPER).filter_map(|(ks, _)| ks.first().cloned()).collect();
         tracing::debug!(variants = variants.len(), kernels = pending.len(), "rewrite proposer ready");
-        Rewrite { naive, variants, offers: Offers::new(pending), leads, measured: Vec::new(), carried: None }
+        Rewrite { naive, variants, offers: Offers::new(pending), leads, measured: Default::default(), carried: None }
     }
 
     /// The variants [`ollie_rewrite::variants`] found, lowered (one that does not lower is left
@@ -91,7 +94,7 @@ impl Rewrite {
             return None;
         }
         let next = self.on_graph(Some(self.variants.first()?), schedule, &self.naive)?;
-        (!self.measured.contains(&next) && self.carried.as_ref() != Some(&next)).then_some(next)
+        (!self.measured.0.contains(&next) && self.carried.as_ref() != Some(&next)).then_some(next)
     }
 
     /// `current`'s schedule on another graph, where it replays.
@@ -160,8 +163,12 @@ impl<N> Propose<Kernel, N> for Rewrite {
     fn observe(&mut self, event: &Event<Kernel, N>) {
         self.offers.seen(&event.candidate);
         self.carried = None;
-        if matches!(event.candidate, Kernel::Rewritten { .. }) && !self.measured.contains(&event.candidate) {
-            self.measured.push(event.candidate.clone());
+        if matches!(event.candidate, Kernel::Rewritten { .. }) && self.measured.0.insert(event.candidate.clone()) {
+            self.measured.1.push_back(event.candidate.clone());
+            if self.measured.1.len() > MEASURED {
+                let oldest = self.measured.1.pop_front().expect("longer than MEASURED");
+                self.measured.0.remove(&oldest);
+            }
         }
     }
 
