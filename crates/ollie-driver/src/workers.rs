@@ -169,6 +169,7 @@ pub(crate) struct Leased<'a, 's> {
 impl<'a, 's> Leased<'a, 's> {
     /// `seen`: the last candidate the chain's cost model was trained with at its start (the
     /// counterexamples stored by then were loaded with the verification's configuration).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(inner: Evaluator<'a>, mut store: Store, run: RunId, worker: WorkerId, seconds: f64, held: Rc<RefCell<Held>>, error: &'s RefCell<Option<ollie_store::StoreError>>, seen: CandidateId) -> Result<Leased<'a, 's>, ollie_store::StoreError> {
         let counterexamples = store.others_counterexamples(run, worker, 0)?.last().map_or(0, |(id, _)| *id);
         Ok(Leased { inner, store, run, worker, seconds, held, error, looked: None, seen: (seen, counterexamples) })

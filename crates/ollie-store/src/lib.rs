@@ -143,6 +143,16 @@ pub struct Lease {
     pub token: i64,
 }
 
+/// A lease as the store keeps it: who holds it, how often it was taken over, and the candidate
+/// its verdict is (`None`: not judged yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseRecord {
+    pub id: i64,
+    pub worker: WorkerId,
+    pub takeovers: usize,
+    pub candidate: Option<CandidateId>,
+}
+
 /// What a lease holds: the kernel as a store keeps one, and who proposed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Work {
@@ -610,10 +620,10 @@ impl Store {
         })
     }
 
-    /// The run's leases: (lease, holder, takeovers, the candidate its verdict is), oldest first.
-    pub fn leases(&mut self, run: RunId) -> Result<Vec<(i64, WorkerId, usize, Option<CandidateId>)>, StoreError> {
+    /// The run's leases, oldest first.
+    pub fn leases(&mut self, run: RunId) -> Result<Vec<LeaseRecord>, StoreError> {
         let rows = self.db.query("SELECT id, worker, takeovers, candidate FROM leases WHERE run = $1 ORDER BY id", &[run.0.into()])?;
-        rows.iter().map(|r| Ok((r.i64(0)?, WorkerId(r.i64(1)?), r.i64(2)? as usize, r.opt_i64(3)?.map(CandidateId)))).collect()
+        rows.iter().map(|r| Ok(LeaseRecord { id: r.i64(0)?, worker: WorkerId(r.i64(1)?), takeovers: r.i64(2)? as usize, candidate: r.opt_i64(3)?.map(CandidateId) })).collect()
     }
 
     /// Claims the run's final phase for `who` (a worker and its host), unless another has:

@@ -171,8 +171,8 @@ fn a_lease_is_taken_over_at(location: &Location) {
     assert!(matches!(store.record(run, b, &Step { lease: Some(taken), ..step(&judged, None, None, 1.0) }), Err(StoreError::LeaseLost(_))));
     store.record(run, a, &Step { lease: Some(held), ..step(&candidate(2, false), None, None, 2.0) }).unwrap();
     let leases = store.leases(run).unwrap();
-    assert_eq!(leases.iter().map(|l| (l.1, l.2, l.3.is_some())).collect::<Vec<_>>(), vec![(a, 0, true), (b, 1, true)]);
-    assert_eq!(leases[1].3, Some(id));
+    assert_eq!(leases.iter().map(|l| (l.worker, l.takeovers, l.candidate.is_some())).collect::<Vec<_>>(), vec![(a, 0, true), (b, 1, true)]);
+    assert_eq!(leases[1].candidate, Some(id));
     // A worker that leaves gives up the leases it holds unjudged.
     store.lease(run, a, &work(3), 60.0).unwrap();
     store.leave(a).unwrap();

@@ -61,7 +61,7 @@ fn check_nothing_lost(url: &str) -> Store {
     let run = store.run(RunId(1)).unwrap();
     assert!(run.finished, "the run is not finished");
     let leases = store.leases(run.id).unwrap();
-    let verdicts: Vec<_> = leases.iter().filter_map(|l| l.3).collect();
+    let verdicts: Vec<_> = leases.iter().filter_map(|l| l.candidate).collect();
     let mut unique = verdicts.clone();
     unique.sort();
     unique.dedup();
@@ -70,7 +70,7 @@ fn check_nothing_lost(url: &str) -> Store {
     // The naive kernel is recorded without a lease; every other candidate settled one.
     assert_eq!(candidates.len(), verdicts.len() + 1, "candidates without a lease, or leases judged twice");
     for w in store.workers(run.id).unwrap() {
-        let mut numbers: Vec<usize> = candidates.iter().filter(|(id, _)| leases.iter().any(|l| l.3 == Some(*id) && l.1 == w.id)).map(|(_, c)| c.evaluation).collect();
+        let mut numbers: Vec<usize> = candidates.iter().filter(|(id, _)| leases.iter().any(|l| l.candidate == Some(*id) && l.worker == w.id)).map(|(_, c)| c.evaluation).collect();
         numbers.sort();
         assert_eq!(numbers, (1..=numbers.len()).collect::<Vec<_>>(), "worker {}'s evaluations have a gap or a repeat", w.id.0);
     }
@@ -124,8 +124,8 @@ fn a_sigkilled_workers_candidate_is_taken_up_by_another() {
     let mut held = None;
     wait_until(&url, "worker 2 to hold a lease after 3 verdicts", |store| {
         let leases = store.leases(RunId(1)).unwrap_or_default();
-        let judged = leases.iter().filter(|l| l.1 == WorkerId(2) && l.3.is_some()).count();
-        held = leases.iter().find(|l| l.1 == WorkerId(2) && l.3.is_none()).map(|l| l.0);
+        let judged = leases.iter().filter(|l| l.worker == WorkerId(2) && l.candidate.is_some()).count();
+        held = leases.iter().find(|l| l.worker == WorkerId(2) && l.candidate.is_none()).map(|l| l.id);
         judged >= 3 && held.is_some()
     });
     b.kill().unwrap(); // SIGKILL
@@ -136,9 +136,8 @@ fn a_sigkilled_workers_candidate_is_taken_up_by_another() {
     // The killed worker's lease was taken over, once, and judged by the survivor; (a round it had
     // drawn ahead may be among them too).
     let leases = store.leases(RunId(1)).unwrap();
-    let lease = leases.iter().find(|l| l.0 == held);
-    let Some((_, by, takeovers, verdict)) = lease else { panic!("the killed worker's lease {held} is gone: {leases:?}") };
-    assert_eq!((*by, *takeovers, verdict.is_some()), (WorkerId(1), 1, true), "{leases:?}");
+    let Some(lease) = leases.iter().find(|l| l.id == held) else { panic!("the killed worker's lease {held} is gone: {leases:?}") };
+    assert_eq!((lease.worker, lease.takeovers, lease.candidate.is_some()), (WorkerId(1), 1, true), "{leases:?}");
     let killed = store.worker(WorkerId(2)).unwrap();
     assert!(killed.left_at.is_none(), "a SIGKILLed worker never leaves");
     assert_eq!(store.run(RunId(1)).unwrap().finisher.as_deref().map(|f| f.starts_with("worker 1 ")), Some(true));
@@ -151,7 +150,7 @@ fn a_server_restart_mid_search_loses_nothing() {
     let cache = cache();
     let dir = tempfile::tempdir().unwrap();
     let a = optimize(cache.path(), &url, &dir.path().join("a"), &["--time", "40"]);
-    wait_until(&url, "5 verdicts", |store| store.leases(RunId(1)).is_ok_and(|l| l.iter().filter(|l| l.3.is_some()).count() >= 5));
+    wait_until(&url, "5 verdicts", |store| store.leases(RunId(1)).is_ok_and(|l| l.iter().filter(|l| l.candidate.is_some()).count() >= 5));
     server.stop();
     std::thread::sleep(Duration::from_secs(3));
     server.start_again();
