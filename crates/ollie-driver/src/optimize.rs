@@ -270,7 +270,12 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         }
         None => (None, None),
     };
-    let mut list: Vec<&mut dyn Propose<Kernel, Note>> = Vec::new();
+    // What other workers (or this run's earlier sessions) left first: candidates whose lease
+    // expired unjudged (owed a verdict: when it leads, its proposal heads the round), and faster
+    // kernels found by other chains.
+    let held = Rc::new(RefCell::new(Held::new(best_seconds)));
+    let mut shared = Shared { held: held.clone() };
+    let mut list: Vec<&mut dyn Propose<Kernel, Note>> = vec![&mut shared];
     if o.proposers.iter().any(|n| n == "mutate") {
         list.push(&mut mutate);
     }
@@ -286,11 +291,6 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     if let Some(l) = llm.as_mut() {
         list.push(l);
     }
-    // What other workers (or this run's earlier sessions) left: candidates whose lease expired
-    // unjudged, and faster kernels found by other chains.
-    let held = Rc::new(RefCell::new(Held::new(best_seconds)));
-    let mut shared = Shared { held: held.clone() };
-    list.push(&mut shared);
     // The bandit's record per proposer (tries, improvements), from the store.
     let table = crate::tried::verdicts(history.iter().map(|(_, c)| c), run.new.naive_seconds);
     let record: Vec<(usize, usize)> = list.iter().map(|p| table.iter().find(|r| r.proposer == p.name()).map_or((0, 0), |r| (r.evaluations, r.improvements))).collect();

@@ -189,6 +189,9 @@ impl<'a, 's> Leased<'a, 's> {
 
     fn look_now(&mut self) -> Result<(), ollie_store::StoreError> {
         let mut held = self.held.borrow_mut();
+        // A taken-over candidate not yet judged is offered again until it is.
+        let unjudged: Vec<Kernel> = held.taken.iter().map(|(k, _)| k.clone()).filter(|k| !held.offered.contains(k)).collect();
+        held.offered.extend(unjudged);
         while let Some((lease, work)) = self.store.take_over(self.run, self.worker, self.seconds)? {
             match stored(&work) {
                 Some(kernel) => {
@@ -287,7 +290,6 @@ impl Propose<Kernel, Note> for Shared {
     fn leading(&self, _current: &Kernel) -> bool {
         !self.held.borrow().offered.is_empty()
     }
-
     fn observe(&mut self, event: &Event<Kernel, Note>) {
         if let (true, Evaluation::Timed { seconds, .. }) = (event.new_best, event.outcome) {
             let mut held = self.held.borrow_mut();

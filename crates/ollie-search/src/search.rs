@@ -273,7 +273,7 @@ impl<C: Clone> Search<C> {
     }
 
     /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
-    /// proposals (a leading proposer's), then the most promising by the evaluator's ranking (in
+    /// proposals (leading proposers', in their order), then the most promising by the evaluator's ranking (in
     /// the order proposed while it cannot rank).
     fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<(usize, C)> {
         // A costly proposal is never dropped: the round grows to hold them all.
@@ -283,8 +283,9 @@ impl<C: Clone> Search<C> {
         }
         let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
         let predicted = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len());
-        // Costly first, then leading, then by predicted time (or as proposed).
-        let class = |i: usize| if proposers[proposed[i].0].costly() { 0 } else { usize::from(i >= leads) + 1 };
+        // Costly first, then leading ones in the order they were asked (the order of the
+        // proposers), then the rest by predicted time (or as proposed).
+        let class = |i: usize| if proposers[proposed[i].0].costly() { 0 } else { i.min(leads) + 1 };
         let mut order: Vec<usize> = (0..proposed.len()).collect();
         order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
         let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();
