@@ -90,7 +90,7 @@ pub(crate) struct FinishContext<'a> {
 pub(crate) fn finish(cx: FinishContext, mut oracle: Oracle, say: &dyn Fn(String)) -> Result<(String, report::Summary), Error> {
     let history = cx.store.candidates(cx.run, Sources::Written).context("reading the store")?;
     let mut timed: Vec<&(CandidateId, Candidate)> = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).collect();
-    let estimate = |c: &Candidate| c.timing.map_or(f64::INFINITY, |t| t.estimate);
+    let estimate = Candidate::estimate;
     timed.sort_by(|a, b| estimate(&a.1).total_cmp(&estimate(&b.1)));
     let config = VerifyConfig { deadline: Some(cx.deadline), ..final_verification(cx.graph, cx.floor) };
     let seed = config.seed;

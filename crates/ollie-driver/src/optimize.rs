@@ -215,13 +215,13 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         let run = store.run(id).context("reading the store")?;
         (run, worker, vec![(cid, start)])
     };
-    let me = store.worker(worker).context("reading the store")?;
     // Where the chain stands: a worker that joined starts at the run's best so far (its own
     // seed takes it elsewhere), and its search time is the run's wall time since it started.
     let (chain_best, chain_current, evaluations, searched) = if o.join.is_some() {
-        let best = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).min_by(|a, b| a.1.timing.map(|t| t.estimate).unwrap_or(f64::INFINITY).total_cmp(&b.1.timing.map(|t| t.estimate).unwrap_or(f64::INFINITY))).map(|(id, _)| *id);
+        let best = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).min_by(|a, b| a.1.estimate().total_cmp(&b.1.estimate())).map(|(id, _)| *id);
         (best, best, 0, (unix_now() - run.started_at).max(0) as f64)
     } else {
+        let me = store.worker(worker).context("reading the store")?;
         (me.best, me.current, me.evaluations, me.elapsed_seconds)
     };
     // The naive kernel's cost and the baseline as the run's first session found them (a run
@@ -243,7 +243,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let kernel_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Error> {
         let id = id.context("the store's run has no candidate")?;
         let c = by_id.get(&id).context("the store's run names a missing candidate")?;
-        Ok((stored_kernel(c)?, c.timing.map_or(f64::INFINITY, |t| t.estimate), id))
+        Ok((stored_kernel(c)?, c.estimate(), id))
     };
     let (best, best_seconds, best_id) = kernel_of(chain_best)?;
     let (current, current_seconds, current_id) = kernel_of(chain_current)?;

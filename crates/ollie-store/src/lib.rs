@@ -261,6 +261,13 @@ pub struct Candidate {
     pub new_best: bool,
 }
 
+impl Candidate {
+    /// Its time on its chain's scale; infinite where it was not timed.
+    pub fn estimate(&self) -> f64 {
+        self.timing.map_or(f64::INFINITY, |t| t.estimate)
+    }
+}
+
 /// The candidate's median call time and its interleaved ratio against the chain's current
 /// candidate (median, p10, p90), and its time on the chain's scale: the current candidate's
 /// estimate times the ratio (interleaved ratios are steadier than times measured minutes apart

@@ -6,10 +6,7 @@ mod support;
 use ollie_store::{Candidate, CandidateId, Counterexample, LlmCall, Location, NewRun, RunId, Sources, Step, Store, StoreError, TimingRecord, Work, WorkerId};
 
 /// A step of a chain without a lease, its best and current as given.
-fn step(candidate: &Candidate, cex: Option<&Counterexample>, best: Option<CandidateId>, elapsed_seconds: f64) -> Step<'static> {
-    // Leaked: tests only, a few small values.
-    let candidate: &'static Candidate = Box::leak(Box::new(candidate.clone()));
-    let counterexample = cex.map(|c| &*Box::leak(Box::new(c.clone())));
+fn step<'a>(candidate: &'a Candidate, counterexample: Option<&'a Counterexample>, best: Option<CandidateId>, elapsed_seconds: f64) -> Step<'a> {
     Step { candidate, counterexample, lease: None, best, current: best, elapsed_seconds }
 }
 

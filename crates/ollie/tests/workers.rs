@@ -14,6 +14,13 @@ mod postgres;
 use common::{cache, root};
 use ollie_store::{Location, RunId, Store, WorkerId};
 
+/// A server with one new database (its URL), a private ollie cache and a directory for outputs.
+fn setup(database: &str) -> (postgres::Server, String, tempfile::TempDir, tempfile::TempDir) {
+    let server = postgres::Server::start();
+    let url = server.database(database);
+    (server, url, cache(), tempfile::tempdir().unwrap())
+}
+
 fn ollie(cache: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ollie"));
     c.args(args).env("XDG_CACHE_HOME", cache).env_remove("OLLIE_STORE").current_dir(root());
@@ -79,10 +86,7 @@ fn check_nothing_lost(url: &str) -> Store {
 
 #[test]
 fn two_workers_search_one_run_and_one_of_them_finishes_it() {
-    let server = postgres::Server::start();
-    let url = server.database("two");
-    let cache = cache();
-    let dir = tempfile::tempdir().unwrap();
+    let (_server, url, cache, dir) = setup("two");
     let (a_out, b_out) = (dir.path().join("a"), dir.path().join("b"));
     let a = optimize(cache.path(), &url, &a_out, &["--time", "30"]);
     let b = worker(cache.path(), &url, &b_out, &[]);
@@ -114,10 +118,7 @@ fn two_workers_search_one_run_and_one_of_them_finishes_it() {
 
 #[test]
 fn a_sigkilled_workers_candidate_is_taken_up_by_another() {
-    let server = postgres::Server::start();
-    let url = server.database("kill");
-    let cache = cache();
-    let dir = tempfile::tempdir().unwrap();
+    let (_server, url, cache, dir) = setup("kill");
     let a = optimize(cache.path(), &url, &dir.path().join("a"), &["--time", "45", "--lease", "3"]);
     let mut b = worker(cache.path(), &url, &dir.path().join("b"), &["--lease", "3"]);
     // Killed while it holds a lease on a candidate it is judging, after a few verdicts.
@@ -145,10 +146,7 @@ fn a_sigkilled_workers_candidate_is_taken_up_by_another() {
 
 #[test]
 fn a_server_restart_mid_search_loses_nothing() {
-    let server = postgres::Server::start();
-    let url = server.database("restart");
-    let cache = cache();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, url, cache, dir) = setup("restart");
     let a = optimize(cache.path(), &url, &dir.path().join("a"), &["--time", "40"]);
     wait_until(&url, "5 verdicts", |store| store.leases(RunId(1)).is_ok_and(|l| l.iter().filter(|l| l.candidate.is_some()).count() >= 5));
     server.stop();
@@ -163,9 +161,7 @@ fn a_server_restart_mid_search_loses_nothing() {
 
 #[test]
 fn a_worker_of_another_machine_class_refuses_to_join() {
-    let server = postgres::Server::start();
-    let url = server.database("class");
-    let cache = cache();
+    let (_server, url, cache, _dir) = setup("class");
     let mut store = Store::connect(&Location::Postgres(url.clone())).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let options = r#"{"time_seconds": 3600, "class": "Some Other CPU (avx512f, 64 threads)"}"#;
