@@ -44,7 +44,7 @@ pub(crate) fn work_of(kernel: &Kernel) -> Work {
         Kernel::Written { source, flags } => (source.clone(), flags.join(" ")),
         Kernel::Scheduled(s) | Kernel::Rewritten { schedule: s, .. } => (String::new(), s.flags.join(" ")),
     };
-    Work { schedule: kernel.schedule_text(), graph: kernel.graph_text(), flags, source, proposer: String::new() }
+    Work { schedule: kernel.schedule_text(), graph: kernel.graph_text(), flags, source }
 }
 
 /// The run a worker joins: the oldest unfinished run in the store whose search time is not

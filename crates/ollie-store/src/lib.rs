@@ -153,7 +153,7 @@ pub struct LeaseRecord {
     pub candidate: Option<CandidateId>,
 }
 
-/// What a lease holds: the kernel as a store keeps one, and who proposed it.
+/// What a lease holds: the kernel as a store keeps one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Work {
     pub schedule: String,
@@ -161,7 +161,6 @@ pub struct Work {
     pub flags: String,
     /// A written kernel's source (empty for a scheduled one: emitted again from its schedule).
     pub source: String,
-    pub proposer: String,
 }
 
 /// One finished evaluation of a worker's chain, as [`Store::record`] writes it.
@@ -588,9 +587,9 @@ impl Store {
     pub fn lease(&mut self, run: RunId, worker: WorkerId, work: &Work, seconds: f64) -> Result<Lease, StoreError> {
         let now = self.db.dialect().now();
         let token = token();
-        let sql = format!("INSERT INTO leases (run, worker, token, expires_at, schedule, graph, flags, source, proposer) VALUES ($1, $2, $3, {now} + $4, $5, $6, $7, $8, $9) RETURNING id");
+        let sql = format!("INSERT INTO leases (run, worker, token, expires_at, schedule, graph, flags, source) VALUES ($1, $2, $3, {now} + $4, $5, $6, $7, $8) RETURNING id");
         self.transaction(|db| {
-            let id = Store::insert(db, &sql, &[run.0.into(), worker.0.into(), token.into(), seconds.into(), (&work.schedule).into(), (&work.graph).into(), (&work.flags).into(), (&work.source).into(), (&work.proposer).into()])?;
+            let id = Store::insert(db, &sql, &[run.0.into(), worker.0.into(), token.into(), seconds.into(), (&work.schedule).into(), (&work.graph).into(), (&work.flags).into(), (&work.source).into()])?;
             Ok(Lease { id, token })
         })
     }
@@ -607,12 +606,12 @@ impl Store {
             "UPDATE leases SET worker = $2, token = $3, expires_at = {now} + $4, takeovers = takeovers + 1
              WHERE id = (SELECT id FROM leases WHERE run = $1 AND candidate IS NULL AND expires_at < {now} ORDER BY id LIMIT 1 {skip})
                AND candidate IS NULL AND expires_at < {now}
-             RETURNING id, schedule, graph, flags, source, proposer"
+             RETURNING id, schedule, graph, flags, source"
         );
         self.transaction(|db| {
             let rows = db.query(&sql, &[run.0.into(), worker.0.into(), token.into(), seconds.into()])?;
             rows.first()
-                .map(|r| Ok((Lease { id: r.i64(0)?, token }, Work { schedule: r.text(1)?, graph: r.text(2)?, flags: r.text(3)?, source: r.text(4)?, proposer: r.text(5)? })))
+                .map(|r| Ok((Lease { id: r.i64(0)?, token }, Work { schedule: r.text(1)?, graph: r.text(2)?, flags: r.text(3)?, source: r.text(4)? })))
                 .transpose()
         })
     }
@@ -650,7 +649,7 @@ impl Store {
     /// Their timings train this worker's cost model; their bests are migrants to its chain.
     pub fn others_timed(&mut self, run: RunId, worker: WorkerId, after: CandidateId, limit: usize) -> Result<Vec<(CandidateId, f64, bool, Work)>, StoreError> {
         let rows = self.db.query(
-            "SELECT c.id, t.estimate, c.new_best, c.schedule, c.graph, c.flags, c.proposer, CASE WHEN c.schedule = '' THEN c.source ELSE '' END, CASE WHEN c.schedule = '' THEN c.blocks END
+            "SELECT c.id, t.estimate, c.new_best, c.schedule, c.graph, c.flags, CASE WHEN c.schedule = '' THEN c.source ELSE '' END, CASE WHEN c.schedule = '' THEN c.blocks END
              FROM candidates c JOIN timings t ON t.candidate = c.id
              WHERE c.run = $1 AND c.worker <> $2 AND c.id > $3 ORDER BY c.id LIMIT $4",
             &[run.0.into(), worker.0.into(), after.0.into(), (limit as i64).into()],
@@ -658,11 +657,11 @@ impl Store {
         let mut texts = HashMap::new();
         rows.iter()
             .map(|r| {
-                let source = match r.opt_text(8)? {
+                let source = match r.opt_text(7)? {
                     Some(blocks) => self.assemble(&blocks, &mut texts)?,
-                    None => r.text(7)?,
+                    None => r.text(6)?,
                 };
-                Ok((CandidateId(r.i64(0)?), r.f64(1)?, r.bool(2)?, Work { schedule: r.text(3)?, graph: r.text(4)?, flags: r.text(5)?, source, proposer: r.text(6)? }))
+                Ok((CandidateId(r.i64(0)?), r.f64(1)?, r.bool(2)?, Work { schedule: r.text(3)?, graph: r.text(4)?, flags: r.text(5)?, source }))
             })
             .collect()
     }

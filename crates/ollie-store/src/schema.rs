@@ -128,7 +128,6 @@ CREATE TABLE leases (
     graph TEXT NOT NULL,
     flags TEXT NOT NULL,
     source TEXT NOT NULL,
-    proposer TEXT NOT NULL,
     takeovers BIGINT NOT NULL DEFAULT 0,
     candidate BIGINT REFERENCES candidates(id)
 );

@@ -136,7 +136,7 @@ fn new_run(store: &mut Store) -> RunId {
 }
 
 fn work(n: usize) -> Work {
-    Work { schedule: format!("unroll i{n} 2\n"), graph: String::new(), flags: "-O3".into(), source: String::new(), proposer: "mutate".into() }
+    Work { schedule: format!("unroll i{n} 2\n"), graph: String::new(), flags: "-O3".into(), source: String::new() }
 }
 
 #[test]

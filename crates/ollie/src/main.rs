@@ -208,7 +208,7 @@ enum Command {
         store: Option<String>,
         /// Seconds a lease on a candidate being judged lasts unless its worker renews it (a third
         /// of it apart); a killed worker's candidate is taken up by another once it expires.
-        #[arg(long, default_value = "60s", value_parser = parse_seconds)]
+        #[arg(long, default_value_t = ollie_driver::workers::LEASE_SECONDS, value_parser = parse_seconds)]
         lease: f64,
         /// Continue the last search of this spec stored in the output directory.
         #[arg(long)]
@@ -262,7 +262,7 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
         /// Seconds a lease on a candidate being judged lasts unless renewed.
-        #[arg(long, default_value = "60s", value_parser = parse_seconds)]
+        #[arg(long, default_value_t = ollie_driver::workers::LEASE_SECONDS, value_parser = parse_seconds)]
         lease: f64,
     },
     /// List the searches stored in an output directory (or a store given by --store).
