@@ -2,7 +2,6 @@
 //! output element stored, no read of a temporary element before it is written, temporaries
 //! used only inside the loop they live in, inputs never written, loop variables bound once.
 
-use crate::emit::var_name;
 use crate::ir::{Affine, BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -68,10 +67,10 @@ impl Checker<'_> {
         match s {
             Stmt::Loop { var, extent, body, kind } => {
                 if self.bound.iter().any(|(v, _)| v == var) {
-                    return Err(LoopError::ShadowedVar { var: var_name(*var) });
+                    return Err(LoopError::ShadowedVar { var: var.to_string() });
                 }
                 if kind.sorts() {
-                    let bad = |reason| Err(LoopError::BadSort { var: var_name(*var), reason });
+                    let bad = |reason| Err(LoopError::BadSort { var: var.to_string(), reason });
                     let [Stmt::Store { buffer, offset, value }] = body.as_slice() else {
                         return bad("its body is not one store");
                     };
@@ -212,7 +211,7 @@ impl Checker<'_> {
 
     fn vars_bound(&self, a: &Affine) -> Result<(), LoopError> {
         match a.terms.iter().find(|(v, _)| !self.bound.iter().any(|(w, _)| w == v)) {
-            Some((v, _)) => Err(LoopError::UnboundVar { var: var_name(*v) }),
+            Some((v, _)) => Err(LoopError::UnboundVar { var: v.to_string() }),
             None => Ok(()),
         }
     }
@@ -227,7 +226,7 @@ impl Checker<'_> {
         self.vars_bound(offset)?;
         let b = self.nest.buffer(buffer);
         if let Some(scope) = b.scope.filter(|s| !self.bound.iter().any(|(v, _)| v == s)) {
-            return Err(LoopError::OutOfScope { buffer: b.name.clone(), scope: var_name(scope) });
+            return Err(LoopError::OutOfScope { buffer: b.name.clone(), scope: scope.to_string() });
         }
         let (mut min, mut max) = (offset.constant + spread.0, offset.constant + spread.1);
         for (v, c) in &offset.terms {
@@ -293,7 +292,7 @@ pub(crate) fn register_access(lanes: u32, vector: Option<(VarId, usize, u32)>, o
         (1, None, []) => Ok(()),
         (1, Some(_), []) if !store => Ok(()),
         (w, Some((v, extent, lanes)), [(u, 1)]) if w > 1 && *u == v && lanes == w && extent == w as usize && offset.constant % w as i64 == 0 => Ok(()),
-        _ if lanes > 1 => Err(format!("an access at `{}` is not a whole vector of {lanes} lanes in a vectorized loop of {lanes} iterations", crate::emit::affine(offset))),
-        _ => Err(format!("an access at `{}` is not a scalar at a constant element", crate::emit::affine(offset))),
+        _ if lanes > 1 => Err(format!("an access at `{}` is not a whole vector of {lanes} lanes in a vectorized loop of {lanes} iterations", offset)),
+        _ => Err(format!("an access at `{}` is not a scalar at a constant element", offset)),
     }
 }

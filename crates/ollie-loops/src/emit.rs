@@ -4,8 +4,7 @@ use std::fmt::Write;
 
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
-use crate::ir::{Affine, BufferId, BufferKind, Dynamic, Expr, Keep, LoopKind, LoopNest, Stmt, VarId};
-use crate::schedule::FOLD_LIMIT;
+use crate::ir::{Affine, BufferId, BufferKind, Dynamic, Expr, Keep, LoopKind, LoopNest, Stmt, VarId, STACK_BYTES};
 
 /// Names C reserves, which a spec parameter might still use.
 const C_KEYWORDS: &[&str] = &[
@@ -77,7 +76,7 @@ impl<'a> Emitter<'a> {
             names.push(name);
         }
         let wide = nest.computes_in_f64();
-        Emitter { nest, names, wide, read: crate::schedule::buffers_read(&nest.body), clamped: std::cell::Cell::new(false) }
+        Emitter { nest, names, wide, read: crate::ir::buffers_read(&nest.body), clamped: std::cell::Cell::new(false) }
     }
 
     fn scalar(&self) -> &'static str {
@@ -110,7 +109,7 @@ impl<'a> Emitter<'a> {
 
     /// The offset a gather reads at: its affine part plus each index's, clamped into its axis.
     fn gather_offset(&self, offset: &Affine, indices: &[Dynamic]) -> String {
-        let mut at = affine(offset);
+        let mut at = offset.to_string();
         for d in indices {
             write!(at, " + {} * ollie_ix((long)({}), {})", d.stride, self.expr(&d.value), d.extent).unwrap();
         }
@@ -276,7 +275,7 @@ impl<'a> Emitter<'a> {
                 if let (LoopKind::Serial | LoopKind::Unrolled(_), Some(block)) = (kind, self.transposed(*var, *extent, body)) {
                     return self.transposed_loop(out, &block, depth);
                 }
-                let v = var_name(*var);
+                let v = var.to_string();
                 match kind {
                     // A joined loop outside `joined_loop` cannot be: `join` makes them there.
                     LoopKind::Serial | LoopKind::Joined => {}
@@ -304,11 +303,11 @@ impl<'a> Emitter<'a> {
 
     /// A sort loop (see [`LoopKind::Sort`]): its body's values made items (`sort.c`), sorted,
     /// and the values (or indices) stored in order. The items and the sort's spare room are
-    /// on the stack up to [`FOLD_LIMIT`], else on the heap.
+    /// on the stack up to [`STACK_BYTES`], else on the heap.
     fn sort_loop(&self, out: &mut String, var: VarId, n: usize, kind: LoopKind, body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
         let [Stmt::Store { buffer, offset, value }] = body else { unreachable!("a sort loop's body is one store (`check`)") };
-        let v = var_name(var);
+        let v = var.to_string();
         let item_bytes = if self.wide { 16 } else { 8 };
         let (LoopKind::Sort(keep) | LoopKind::ArgSort(keep)) = kind else { unreachable!("a sort loop") };
         let sorted = match kind {
@@ -344,7 +343,7 @@ impl<'a> Emitter<'a> {
             return;
         }
         writeln!(out, "{pad}{{").unwrap();
-        if 2 * n * item_bytes <= FOLD_LIMIT {
+        if 2 * n * item_bytes <= STACK_BYTES {
             writeln!(out, "{pad}    ollie_sort_item ollie_items[{}];", 2 * n).unwrap();
         } else {
             writeln!(out, "{pad}    ollie_sort_item *ollie_items = (ollie_sort_item *)malloc(sizeof(ollie_sort_item) * {});", 2 * n).unwrap();
@@ -353,7 +352,7 @@ impl<'a> Emitter<'a> {
         writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) ollie_items[{v}] = ollie_sort_item_of({}, {v});", self.expr(value)).unwrap();
         writeln!(out, "{pad}    ollie_sort(ollie_items, ollie_items + {n}, {n});").unwrap();
         writeln!(out, "{pad}    for (long {v} = 0; {v} < {n}; {v}++) {{ long ollie_k = {v}; {store} }}").unwrap();
-        if 2 * n * item_bytes > FOLD_LIMIT {
+        if 2 * n * item_bytes > STACK_BYTES {
             writeln!(out, "{pad}    free(ollie_items);").unwrap();
         }
         writeln!(out, "{pad}}}").unwrap();
@@ -363,12 +362,12 @@ impl<'a> Emitter<'a> {
     /// threads nor inside a loop that is): then one allocation serves every iteration.
     fn hoisted(&self, id: BufferId) -> bool {
         let b = self.nest.buffer(id);
-        b.registers.is_none() && b.bytes() > FOLD_LIMIT && b.scope.is_some_and(|s| !on_threads(&self.nest.body, s, false))
+        b.registers.is_none() && b.bytes() > STACK_BYTES && b.scope.is_some_and(|s| !on_threads(&self.nest.body, s, false))
     }
 
     /// The body of a loop over `vars` (one, or a parallel loop and those joined to it): the
     /// temporaries living there declared at its start — local variables for those held in
-    /// registers, an array on the stack up to [`FOLD_LIMIT`], else on the heap, freed at its end
+    /// registers, an array on the stack up to [`STACK_BYTES`], else on the heap, freed at its end
     /// (on one thread, allocated once with the kernel's own: see [`Self::hoisted`]).
     fn scoped_temps(&self, out: &mut String, vars: &[VarId], body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
@@ -380,7 +379,7 @@ impl<'a> Emitter<'a> {
                 let t = if w > 1 { format!("ollie_v{w}") } else { self.scalar().to_string() };
                 let locals: Vec<String> = (0..b.len() / w as usize).map(|k| format!("{name}_{k}")).collect();
                 writeln!(out, "{pad}{t} {};", locals.join(", ")).unwrap();
-            } else if b.bytes() <= FOLD_LIMIT {
+            } else if b.bytes() <= STACK_BYTES {
                 writeln!(out, "{pad}{t} {name}[{}] __attribute__((aligned(64)));", b.len().max(1)).unwrap();
             } else {
                 // A failed allocation cannot be reported through the ABI: the call aborts.
@@ -402,8 +401,8 @@ impl<'a> Emitter<'a> {
         let name = &self.names[buffer.0 as usize];
         match self.nest.buffer(buffer).registers {
             Some(w) => format!("{name}_{}", offset.constant / w as i64),
-            None if self.clamped.get() => format!("{name}[ollie_ix({}, {})]", affine(offset), self.nest.buffer(buffer).len()),
-            None => format!("{name}[{}]", affine(offset)),
+            None if self.clamped.get() => format!("{name}[ollie_ix({}, {})]", offset, self.nest.buffer(buffer).len()),
+            None => format!("{name}[{}]", offset),
         }
     }
 
@@ -422,7 +421,7 @@ impl<'a> Emitter<'a> {
         let mut stride = total;
         for (v, n) in &chain {
             stride /= n;
-            writeln!(out, "{pad}    long {} = ollie_j / {stride} % {n};", var_name(*v)).unwrap();
+            writeln!(out, "{pad}    long {} = ollie_j / {stride} % {n};", v).unwrap();
         }
         let vars: Vec<VarId> = chain.iter().map(|(v, _)| *v).collect();
         self.scoped_temps(out, &vars, body, depth + 1);
@@ -436,7 +435,7 @@ impl<'a> Emitter<'a> {
             Expr::Const(v) => self.literal(*v),
             Expr::Load { buffer, offset } => self.read(*buffer, offset),
             Expr::Gather { buffer, offset, indices } => self.converted(*buffer, format!("{}[{}]", self.names[buffer.0 as usize], self.gather_offset(offset, indices))),
-            Expr::Index(a) => format!("({s})({})", affine(a)),
+            Expr::Index(a) => format!("({s})({})", a),
             Expr::Unary(op, a) => {
                 let a = self.expr(a);
                 // The C library's function of the operation's name (`fabs` for `abs`).
@@ -545,7 +544,7 @@ impl<'a> Emitter<'a> {
     /// caches, then a fence.
     fn vector_loop(&self, out: &mut String, var: VarId, extent: usize, w: u32, stream: bool, body: &[Stmt], depth: usize) {
         let pad = "    ".repeat(depth);
-        let v = var_name(var);
+        let v = var.to_string();
         let main = extent - extent % w as usize;
         if main > 0 {
             writeln!(out, "{pad}for (long {v} = 0; {v} < {main}; {v} += {w}) {{").unwrap();
@@ -603,14 +602,14 @@ impl<'a> Emitter<'a> {
             1 if self.nest.buffer(*buffer).registers.is_some() => writeln!(out, "{pad}{} = {value};", self.element(*buffer, offset)).unwrap(),
             1 if half.is_some() => {
                 let how = if streamed { "stream" } else { "store" };
-                writeln!(out, "{pad}ollie_v{how}_{}{w}(&{name}[{}], {value});", half.expect("checked"), affine(offset)).unwrap()
+                writeln!(out, "{pad}ollie_v{how}_{}{w}(&{name}[{}], {value});", half.expect("checked"), offset).unwrap()
             }
-            1 if streamed && !double_half => writeln!(out, "{pad}ollie_vstream{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
-            1 if !double_half => writeln!(out, "{pad}ollie_store{w}(&{name}[{}], {value});", affine(offset)).unwrap(),
+            1 if streamed && !double_half => writeln!(out, "{pad}ollie_vstream{w}(&{name}[{}], {value});", offset).unwrap(),
+            1 if !double_half => writeln!(out, "{pad}ollie_store{w}(&{name}[{}], {value});", offset).unwrap(),
             c => {
                 writeln!(out, "{pad}{{ ollie_v{w} ollie_lanes = {value};").unwrap();
                 for lane in 0..w as i64 {
-                    let lvalue = format!("{name}[{}]", affine(&offset.add_scaled(&Affine::constant(c * lane), 1)));
+                    let lvalue = format!("{name}[{}]", offset.add_scaled(&Affine::constant(c * lane), 1));
                     writeln!(out, "{pad}  {}", self.assign(*buffer, &lvalue, &format!("ollie_lanes[{lane}]"))).unwrap();
                 }
                 writeln!(out, "{pad}}}").unwrap();
@@ -680,7 +679,7 @@ impl<'a> Emitter<'a> {
     fn transposed_loop(&self, out: &mut String, block: &TransposedBlock, depth: usize) {
         let pad = "    ".repeat(depth);
         let TransposedBlock { outer, outer_extent, var, extent, w, stream, body, loads } = block;
-        let (o, v) = (var_name(*outer), var_name(*var));
+        let (o, v) = (outer.to_string(), var.to_string());
         let main = extent - extent % *w as usize;
         let vectors = main / *w as usize;
         writeln!(out, "{pad}for (long ollie_{o} = 0; ollie_{o} < {outer_extent}; ollie_{o} += {w}) {{").unwrap();
@@ -692,7 +691,7 @@ impl<'a> Emitter<'a> {
         for t in loads {
             for lane in 0..*w as i64 {
                 let row = t.offset.substitute(*var, &Affine::var(*var).add_scaled(&Affine::constant(lane), 1));
-                writeln!(out, "{pad}        {}[{v} / {w}][{lane}] = {};", t.name, self.vector_load(t.buffer, &affine(&row), *w)).unwrap();
+                writeln!(out, "{pad}        {}[{v} / {w}][{lane}] = {};", t.name, self.vector_load(t.buffer, &row.to_string(), *w)).unwrap();
             }
             writeln!(out, "{pad}        ollie_transpose{w}({}[{v} / {w}]);", t.name).unwrap();
         }
@@ -740,7 +739,7 @@ impl<'a> Emitter<'a> {
         match e {
             Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && self.nest.buffer(*buffer).registers.is_some() => self.element(*buffer, offset),
             // 16-bit floats in a double kernel, and integers, are read lane by lane (below).
-            Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && (self.half(*buffer).is_none() || !self.wide) && !self.integer(*buffer) => self.vector_load(*buffer, &affine(offset), w),
+            Expr::Load { buffer, offset } if offset.coefficient(var) == 1 && (self.half(*buffer).is_none() || !self.wide) && !self.integer(*buffer) => self.vector_load(*buffer, &offset.to_string(), w),
             // A row gathered at indices that do not move with the lanes (an embedding's row):
             // contiguous.
             Expr::Gather { buffer, offset, indices }
@@ -750,7 +749,7 @@ impl<'a> Emitter<'a> {
             }
             // Every other element (a 2 x 2 pool's columns, interleaved pairs): two loads and a
             // shuffle, not a lane-by-lane gather.
-            Expr::Load { buffer, offset } if offset.coefficient(var) == 2 && w >= 2 && self.nest.buffer(*buffer).registers.is_none() && self.half(*buffer).is_none() => format!("ollie_even{w}(&{}[{}])", self.names[buffer.0 as usize], affine(offset)),
+            Expr::Load { buffer, offset } if offset.coefficient(var) == 2 && w >= 2 && self.nest.buffer(*buffer).registers.is_none() && self.half(*buffer).is_none() => format!("ollie_even{w}(&{}[{}])", self.names[buffer.0 as usize], offset),
             // An index (`arange`, an argmax's position) as integer lanes converted at once: the
             // scalar form's value in each lane.
             Expr::Index(_) => format!("__builtin_convertvector({}, ollie_v{w})", self.vector_integral(e, var, w).expect("an index is integral")),
@@ -831,7 +830,7 @@ impl<'a> Emitter<'a> {
         match e {
             Expr::Index(a) => {
                 let steps: Vec<String> = (0..w as i64).map(|l| (l * a.coefficient(var)).to_string()).collect();
-                Some(format!("((ollie_m{w}){{{}}} + ({int})({}))", steps.join(", "), affine(a)))
+                Some(format!("((ollie_m{w}){{{}}} + ({int})({}))", steps.join(", "), a))
             }
             Expr::Const(c) if c.fract() == 0.0 && c.abs() < 1e9 => Some(format!("((ollie_m{w}){{0}} + ({int})({}))", *c as i64)),
             Expr::Unary(UnaryOp::Neg, a) => Some(format!("(-{})", vi(a)?)),
@@ -991,28 +990,11 @@ fn is_generated_name(name: &str) -> bool {
         || name.strip_prefix("out").is_some_and(|r| r.bytes().all(|b| b.is_ascii_digit()))
 }
 
-pub(crate) fn var_name(v: VarId) -> String {
-    v.to_string()
-}
-
-/// `4096 * i0 + i1 + 3`, as C and as the IR's text form.
-pub(crate) fn affine(a: &Affine) -> String {
-    let mut parts: Vec<String> = a
-        .terms
-        .iter()
-        .map(|&(v, c)| if c == 1 { var_name(v) } else { format!("{c} * {}", var_name(v)) })
-        .collect();
-    if a.constant != 0 || parts.is_empty() {
-        parts.push(a.constant.to_string());
-    }
-    parts.join(" + ").replace("+ -", "- ")
-}
-
 /// `e` as a C expression of type `long`, when its value is an integer computed exactly from
 /// indices and integral constants (no overflow: indices and constants stay far below 2⁵³).
 fn integral(e: &Expr) -> Option<String> {
     match e {
-        Expr::Index(a) => Some(format!("({})", affine(a))),
+        Expr::Index(a) => Some(format!("({})", a)),
         Expr::Const(c) if c.fract() == 0.0 && c.abs() < 1e15 => Some(format!("{}L", *c as i64)),
         Expr::Unary(UnaryOp::Neg, a) => Some(format!("(-{})", integral(a)?)),
         Expr::Binary(op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul), a, b) => {

@@ -2,6 +2,10 @@
 
 use ollie_graph::{BinaryOp, CmpOp, DType, UnaryOp};
 
+/// The largest temporary the emitted C keeps on the (thread's) stack, in bytes; a larger one lives
+/// on the heap. Folding refuses a temporary that would outgrow it.
+pub const STACK_BYTES: usize = 64 << 10;
+
 /// A loop variable. Its name in text and C is `i{n}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VarId(pub u32);
@@ -66,6 +70,17 @@ pub struct Affine {
     /// Terms sorted by variable, without zero coefficients.
     pub terms: Vec<(VarId, i64)>,
     pub constant: i64,
+}
+
+/// `4096 * i0 + i1 + 3`: the IR's text form, and C.
+impl std::fmt::Display for Affine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts: Vec<String> = self.terms.iter().map(|&(v, c)| if c == 1 { v.to_string() } else { format!("{c} * {v}") }).collect();
+        if self.constant != 0 || parts.is_empty() {
+            parts.push(self.constant.to_string());
+        }
+        f.write_str(&parts.join(" + ").replace("+ -", "- "))
+    }
 }
 
 impl Affine {
@@ -383,7 +398,7 @@ impl LoopNest {
 
     /// The first loop variable the nest does not use: the one a step's new loop gets.
     pub fn fresh_var(&self) -> VarId {
-        crate::schedule::max_var(&self.body).map_or(VarId(0), |v| VarId(v.0 + 1))
+        max_var(&self.body).map_or(VarId(0), |v| VarId(v.0 + 1))
     }
 
     /// Whether the kernel computes in double: when any parameter or result is f64 (else float).
@@ -406,4 +421,33 @@ impl LoopNest {
     fn with_kind(&self, keep: impl Fn(BufferKind) -> bool) -> impl Iterator<Item = (BufferId, &Buffer)> {
         self.buffers.iter().enumerate().filter(move |(_, b)| keep(b.kind)).map(|(i, b)| (BufferId(i as u32), b))
     }
+}
+
+/// The largest loop variable `body` uses.
+pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
+    body.iter()
+        .filter_map(|s| match s {
+            Stmt::Loop { var, body, .. } => Some(max_var(body).map_or(*var, |m| m.max(*var))),
+            Stmt::Store { .. } | Stmt::Prefetch { .. } => None,
+        })
+        .max()
+}
+
+/// Every buffer some statement of `body` reads, sorted.
+pub(crate) fn buffers_read(body: &[Stmt]) -> Vec<BufferId> {
+    fn walk(body: &[Stmt], loads: &mut Vec<(BufferId, Affine)>) {
+        for s in body {
+            match s {
+                Stmt::Loop { body, .. } => walk(body, loads),
+                Stmt::Store { value, .. } => value.every_load(loads),
+                Stmt::Prefetch { .. } => {}
+            }
+        }
+    }
+    let mut loads = Vec::new();
+    walk(body, &mut loads);
+    let mut read: Vec<BufferId> = loads.into_iter().map(|(b, _)| b).collect();
+    read.sort_unstable();
+    read.dedup();
+    read
 }

@@ -19,7 +19,6 @@ use std::fmt;
 
 use ollie_graph::{BinaryOp, CmpOp, DType, TensorType, UnaryOp};
 
-use crate::emit::{affine, var_name};
 use crate::ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 impl fmt::Display for LoopNest {
@@ -29,7 +28,7 @@ impl fmt::Display for LoopNest {
                 .iter()
                 .filter(|b| kind(b.kind))
                 .map(|b| {
-                    let scope = b.scope.map(|v| format!(" in {}", var_name(v))).unwrap_or_default();
+                    let scope = b.scope.map(|v| format!(" in {}", v)).unwrap_or_default();
                     let registers = b.registers.map(|w| format!(" registers {w}")).unwrap_or_default();
                     format!("{}: {}{scope}{registers}", b.name, TensorType::new(b.dtype, b.shape.clone()))
                 })
@@ -54,16 +53,16 @@ impl LoopNest {
         match stmt {
             Stmt::Loop { var, extent, kind, body } => {
                 let kind = kind.word().map(|w| format!(" {w}")).unwrap_or_default();
-                writeln!(f, "{pad}for{kind} {} in 0..{extent} {{", var_name(*var))?;
+                writeln!(f, "{pad}for{kind} {} in 0..{extent} {{", var)?;
                 for s in body {
                     self.fmt_stmt(f, s, depth + 1)?;
                 }
                 writeln!(f, "{pad}}}")
             }
             Stmt::Store { buffer, offset, value } => {
-                writeln!(f, "{pad}{}[{}] = {}", self.buffer(*buffer).name, affine(offset), self.fmt_expr(value))
+                writeln!(f, "{pad}{}[{}] = {}", self.buffer(*buffer).name, offset, self.fmt_expr(value))
             }
-            Stmt::Prefetch { buffer, offset, indices } if indices.is_empty() => writeln!(f, "{pad}prefetch {}[{}]", self.buffer(*buffer).name, affine(offset)),
+            Stmt::Prefetch { buffer, offset, indices } if indices.is_empty() => writeln!(f, "{pad}prefetch {}[{}]", self.buffer(*buffer).name, offset),
             Stmt::Prefetch { buffer, offset, indices } => {
                 writeln!(f, "{pad}prefetch {}", self.fmt_expr(&Expr::Gather { buffer: *buffer, offset: offset.clone(), indices: indices.clone() }))
             }
@@ -73,15 +72,15 @@ impl LoopNest {
     fn fmt_expr(&self, e: &Expr) -> String {
         match e {
             Expr::Const(v) => format!("{v:?}"),
-            Expr::Load { buffer, offset } => format!("{}[{}]", self.buffer(*buffer).name, affine(offset)),
-            Expr::Index(a) => format!("index({})", affine(a)),
+            Expr::Load { buffer, offset } => format!("{}[{}]", self.buffer(*buffer).name, offset),
+            Expr::Index(a) => format!("index({})", a),
             Expr::Unary(op, a) => format!("{}({})", op.name(), self.fmt_expr(a)),
             Expr::Binary(op, a, b) => format!("{}({}, {})", op.name(), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Compare(op, a, b) => format!("{}({}, {})", op.name(), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Select(c, a, b) => format!("select({}, {}, {})", self.fmt_expr(c), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Cast(d, a) => format!("cast<{d}>({})", self.fmt_expr(a)),
             Expr::Gather { buffer, offset, indices } => {
-                let mut text = format!("gather({}[{}]", self.buffer(*buffer).name, affine(offset));
+                let mut text = format!("gather({}[{}]", self.buffer(*buffer).name, offset);
                 for d in indices {
                     text.push_str(&format!(", {}, {}, {}", d.stride, d.extent, self.fmt_expr(&d.value)));
                 }

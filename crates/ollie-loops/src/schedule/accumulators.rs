@@ -8,7 +8,6 @@
 use ollie_graph::BinaryOp;
 
 use super::{ScheduleError, Site};
-use crate::emit::var_name;
 use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
 
 /// A reduction loop's one statement, `buffer[offset] = op(buffer[offset], value)`, with the
@@ -103,7 +102,7 @@ pub(crate) fn accumulators(site: &mut Site, f: usize) -> Result<(), ScheduleErro
     let fresh = site.fresh;
     let (var, extent, _, _) = site.loop_ref();
     if f < 2 || extent % f != 0 {
-        return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: f });
+        return Err(ScheduleError::NotDivisible { var: var.to_string(), extent, factor: f });
     }
     let all = reductions(site)?;
     let (k0, k1, k2) = (VarId(fresh), VarId(fresh + 1), VarId(fresh + 2));

@@ -128,15 +128,6 @@ pub(crate) fn collect(body: &[Stmt], inner: &mut Vec<(VarId, usize)>, stores: &m
 }
 
 
-pub(crate) fn max_var(body: &[Stmt]) -> Option<VarId> {
-    body.iter()
-        .filter_map(|s| match s {
-            Stmt::Loop { var, body, .. } => Some(max_var(body).map_or(*var, |m| m.max(*var))),
-            Stmt::Store { .. } | Stmt::Prefetch { .. } => None,
-        })
-        .max()
-}
-
 /// Whether `a` and `b` may run in either order, or interleaved, and compute the same values:
 /// neither reads or writes a buffer the other writes. Else why not.
 pub(crate) fn apart(a: &[Stmt], b: &[Stmt], buffers: &[crate::ir::Buffer]) -> Result<(), String> {
@@ -159,14 +150,4 @@ pub(crate) fn shared(a: &[Stmt], b: &[Stmt]) -> Vec<BufferId> {
     let mut out: Vec<BufferId> = wa.iter().filter(|x| wb.contains(x) || rb.contains(x)).chain(wb.iter().filter(|x| ra.contains(x))).copied().collect();
     out.dedup();
     out
-}
-
-/// Every buffer some statement of `body` reads.
-pub(crate) fn buffers_read(body: &[Stmt]) -> Vec<BufferId> {
-    let (mut stores, mut loads) = (Vec::new(), Vec::new());
-    collect(body, &mut Vec::new(), &mut stores, &mut loads);
-    let mut read: Vec<BufferId> = loads.into_iter().map(|(b, _)| b).collect();
-    read.sort_unstable();
-    read.dedup();
-    read
 }

@@ -12,10 +12,7 @@
 use std::collections::HashMap;
 
 use super::{ScheduleError, Site};
-use crate::ir::{Affine, Buffer, BufferId, Expr, Stmt, VarId};
-
-/// The largest folded temporary, in bytes: it lives on the (thread's) stack.
-pub const FOLD_LIMIT: usize = 64 << 10;
+use crate::ir::{Affine, Buffer, BufferId, Expr, Stmt, VarId, STACK_BYTES};
 
 /// All folded temporaries of a kernel together, in bytes, at most (a thread's stack holds them).
 pub const STACK_LIMIT: usize = 256 << 10;
@@ -23,7 +20,7 @@ pub const STACK_LIMIT: usize = 256 << 10;
 /// Refuses a step that would put more than [`STACK_LIMIT`] of folded temporaries on the stack
 /// with `more` bytes (larger temporaries living in a loop are on the heap, registers nowhere).
 pub(crate) fn fits_stack(site: &Site, more: usize) -> Result<(), ScheduleError> {
-    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some() && b.registers.is_none() && b.bytes() <= FOLD_LIMIT).map(|b| b.bytes()).sum();
+    let scoped: usize = site.buffers.iter().filter(|b| b.scope.is_some() && b.registers.is_none() && b.bytes() <= STACK_BYTES).map(|b| b.bytes()).sum();
     if scoped + more > STACK_LIMIT {
         return Err(site.illegal(&format!("the kernel's folded temporaries would hold {} bytes on the stack, more than {} KiB", scoped + more, STACK_LIMIT >> 10)));
     }
@@ -77,8 +74,8 @@ pub(crate) fn fold(site: &mut Site, name: &str, uses: usize) -> Result<(), Sched
     }
     let len = (hi - lo + 1) as usize;
     let bytes = Buffer { shape: vec![len], ..site.buffers[id.0 as usize].clone() }.bytes();
-    if bytes > FOLD_LIMIT {
-        return Err(site.illegal(&format!("one iteration's {bytes} bytes of `{name}` exceed the {} KiB a temporary may hold on the stack", FOLD_LIMIT >> 10)));
+    if bytes > STACK_BYTES {
+        return Err(site.illegal(&format!("one iteration's {bytes} bytes of `{name}` exceed the {} KiB a temporary may hold on the stack", STACK_BYTES >> 10)));
     }
     fits_stack(site, bytes)?;
     let shift = |a: &Affine| Affine { terms: a.terms.iter().filter(|(v, _)| inner.contains(v)).copied().collect(), constant: a.constant - lo };

@@ -10,7 +10,6 @@
 
 use super::deps::{independent_in, shared};
 use super::{ScheduleError, Site};
-use crate::emit::var_name;
 use crate::ir::{Affine, LoopKind, Stmt, VarId};
 
 pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> {
@@ -19,7 +18,7 @@ pub(crate) fn fuse(site: &mut Site, second: VarId) -> Result<(), ScheduleError> 
         return Err(site.illegal("no loop follows it"));
     };
     if *v2 != second {
-        return Err(site.illegal(&format!("the loop after it is `{}`", var_name(*v2))));
+        return Err(site.illegal(&format!("the loop after it is `{}`", (*v2))));
     }
     if *e2 != extent || *k2 != LoopKind::Serial {
         return Err(site.illegal("the loops differ in extent or kind"));

@@ -28,7 +28,6 @@
 
 use std::fmt;
 
-use crate::emit::var_name;
 use crate::ir::{Buffer, BufferId, BufferKind, LoopKind, LoopNest, Stmt, VarId};
 
 mod accumulators;
@@ -53,10 +52,7 @@ mod stream;
 mod unroll;
 mod vectorize;
 
-pub(crate) use deps::buffers_read;
-pub(crate) use fold::FOLD_LIMIT;
 use deps::contains_kind;
-pub(crate) use deps::max_var;
 
 /// One transformation of a loop, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -172,7 +168,7 @@ pub enum ScheduleError {
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = |v: &VarId| var_name(*v);
+        let v = |v: &VarId| v.to_string();
         match self {
             Step::Split { var, factor } => write!(f, "split {} {factor}", v(var)),
             Step::Reorder { outer, inner } => write!(f, "reorder {} {}", v(outer), v(inner)),
@@ -349,7 +345,7 @@ impl Site<'_> {
     /// move that loop inside another.
     pub fn no_temporary_lives_in(&self, var: VarId) -> Result<(), ScheduleError> {
         match self.buffers.iter().find(|b| b.scope == Some(var)) {
-            Some(b) => Err(self.illegal(&format!("temporary `{}` lives in `{}`", b.name, var_name(var)))),
+            Some(b) => Err(self.illegal(&format!("temporary `{}` lives in `{}`", b.name, var))),
             None => Ok(()),
         }
     }
@@ -388,7 +384,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
     };
     let (mut path, mut enclosing) = (Vec::new(), Vec::new());
     if !locate(&nest.body, var, &mut path, &mut enclosing) {
-        return Err(ScheduleError::NoLoop(var_name(var)));
+        return Err(ScheduleError::NoLoop(var.to_string()));
     }
     let fresh = nest.fresh_var().0;
     let wide = nest.computes_in_f64();
@@ -400,7 +396,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
     let at = *path.last().expect("located");
     // Buffers the kernel reads anywhere (an output it reads back is not written once).
     let nest_reads = match step {
-        Step::Stream { .. } => deps::buffers_read(&nest.body),
+        Step::Stream { .. } => crate::ir::buffers_read(&nest.body),
         _ => Vec::new(),
     };
     let uses = match step {

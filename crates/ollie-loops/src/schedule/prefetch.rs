@@ -8,7 +8,6 @@
 //! offsets clamped into their buffers (`Stmt::Prefetch`).
 
 use super::{ScheduleError, Site};
-use crate::emit::var_name;
 use crate::ir::{Affine, BufferId, BufferKind, Dynamic, Expr, LoopKind, Stmt, VarId};
 
 /// Every gather in `e`: its buffer, offset and indices.
@@ -28,7 +27,7 @@ pub(crate) fn prefetch(site: &mut Site, along: VarId) -> Result<(), ScheduleErro
         return Err(site.illegal("the loop is not vectorized"));
     }
     if !site.enclosing.iter().any(|(v, _)| *v == along) {
-        return Err(site.illegal(&format!("`{}` is not a loop around it", var_name(along))));
+        return Err(site.illegal(&format!("`{}` is not a loop around it", along)));
     }
     let mut loads = Vec::new();
     for s in body {
@@ -65,7 +64,7 @@ pub(crate) fn prefetch(site: &mut Site, along: VarId) -> Result<(), ScheduleErro
         }
     }
     if prefetches.is_empty() {
-        return Err(site.illegal(&format!("no contiguous load or gathered row of an input moves with `{}`", var_name(along))));
+        return Err(site.illegal(&format!("no contiguous load or gathered row of an input moves with `{}`", along)));
     }
     let body = site.the_loop().3;
     body.splice(0..0, prefetches);

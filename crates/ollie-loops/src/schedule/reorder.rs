@@ -5,14 +5,13 @@
 
 use super::deps::independent;
 use super::{ScheduleError, Site};
-use crate::emit::var_name;
 use crate::ir::{Affine, LoopKind, Stmt, VarId};
 
 pub(crate) fn reorder(site: &mut Site, inner: VarId) -> Result<(), ScheduleError> {
     let fresh = site.fresh;
     let (var, extent, _, body) = site.loop_ref();
     let Some(k) = body.iter().position(|s| matches!(s, Stmt::Loop { var, .. } if *var == inner)) else {
-        return Err(site.illegal(&format!("`{}` is not a loop directly inside it", var_name(inner))));
+        return Err(site.illegal(&format!("`{}` is not a loop directly inside it", inner)));
     };
     if !matches!(&body[k], Stmt::Loop { kind: LoopKind::Serial, .. }) {
         return Err(site.illegal("the inner loop is not serial"));

@@ -6,14 +6,13 @@
 
 use super::accumulators::{partials, reduction, Reduction};
 use super::{ScheduleError, Site};
-use crate::emit::var_name;
 use crate::ir::{Affine, BufferId, Expr, LoopKind, Stmt, VarId};
 
 pub(crate) fn rfactor(site: &mut Site, chunks: usize) -> Result<(), ScheduleError> {
     let fresh = site.fresh;
     let (var, extent, _, _) = site.loop_ref();
     if chunks < 2 || extent % chunks != 0 || chunks == extent {
-        return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: chunks });
+        return Err(ScheduleError::NotDivisible { var: var.to_string(), extent, factor: chunks });
     }
     let Reduction { op, identity, buffer, offset, value } = reduction(site)?;
     let partials = partials(site, buffer, chunks)?;

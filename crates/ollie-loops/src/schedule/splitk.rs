@@ -11,7 +11,6 @@
 use ollie_graph::BinaryOp;
 
 use super::{ScheduleError, Site};
-use crate::emit::var_name;
 use crate::ir::{Affine, Buffer, BufferId, BufferKind, Expr, LoopKind, Stmt, VarId};
 
 pub(crate) fn splitk(site: &mut Site, var: VarId, chunks: usize) -> Result<(), ScheduleError> {
@@ -45,7 +44,7 @@ pub(crate) fn splitk(site: &mut Site, var: VarId, chunks: usize) -> Result<(), S
     }
     let extent = reduce[0].1;
     if chunks < 2 || extent % chunks != 0 || chunks == extent {
-        return Err(ScheduleError::NotDivisible { var: var_name(var), extent, factor: chunks });
+        return Err(ScheduleError::NotDivisible { var: var.to_string(), extent, factor: chunks });
     }
     let out = &site.buffers[buffer.0 as usize];
     if out.scope.is_some() {
