@@ -14,9 +14,11 @@ mod offers;
 mod rewrite;
 mod search;
 mod sketch;
+mod space;
 
 pub use kernel::{EmitError, Form, Kernel, StoredError, Variant};
-pub use mutate::{initial_schedule, Mutate, BASE_FLAGS};
+pub use mutate::Mutate;
 pub use rewrite::Rewrite;
-pub use sketch::{explain, sketches, Caches, Rule, RuleNote, RuleVerdict, Sketch, Target};
+pub use sketch::{explain, sketches, Rule, RuleNote, RuleVerdict, Sketch};
+pub use space::{initial_schedule, Caches, Target, BASE_FLAGS};
 pub use search::{Evaluation, Event, Evaluate, Proposal, Propose, Search, SearchConfig, StopReason};

@@ -7,13 +7,11 @@ use ollie_loops::{apply_step, BufferKind, LoopKind, LoopNest, Schedule, Step, St
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use crate::sketch::Target;
+use crate::space::Target;
 use crate::{Form, Kernel, Proposal, Propose};
 
-/// Compiler flags the proposer chooses among; every schedule starts from [`BASE_FLAGS`].
-pub const BASE_FLAGS: &[&str] = &["-O3", "-march=native"];
-/// Flags switched on and off together. "Vector math" defines `__FAST_MATH__` only for glibc's
-/// headers, which then declare the SIMD variants of `expf`, `logf`, ... in libmvec: loops calling
+/// Compiler flags the proposer adds to [`crate::BASE_FLAGS`] and takes away, each group together.
+/// "Vector math" defines `__FAST_MATH__` only for glibc's headers, which then declare the SIMD variants of `expf`, `logf`, ... in libmvec: loops calling
 /// them vectorize without any of `-ffast-math`'s value-changing optimizations (the verifier
 /// judges libmvec's accuracy like any other kernel's). `-ffast-math` itself is not offered: it
 /// flushes subnormals and assumes no NaN or infinity, so its kernels pass some input sets and
@@ -45,11 +43,6 @@ impl Mutate {
     pub fn with_tiles(self, target: Target) -> Mutate {
         Mutate { target: Some(target), ..self }
     }
-}
-
-/// The schedule every search starts from: the naive nest at the base flags.
-pub fn initial_schedule() -> Schedule {
-    Schedule { steps: Vec::new(), flags: BASE_FLAGS.iter().map(|f| f.to_string()).collect() }
 }
 
 /// A loop of the scheduled nest, with what the proposer needs to pick a step for it.
@@ -308,6 +301,7 @@ impl<N> Propose<Kernel, N> for Mutate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::initial_schedule;
     use rand::SeedableRng;
 
     /// The naive nest of an `n` × `n` × `n` matmul.

@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use ollie_loops::{BufferKind, LoopNest, Schedule, Step};
 
 use crate::offers::Offers;
-use crate::sketch::{sketches, Target};
+use crate::sketch::sketches;
+use crate::space::Target;
 use crate::{initial_schedule, Event, Kernel, Proposal, Propose, Variant};
 
 /// Sketches offered per variant, besides its naive nest.

@@ -15,7 +15,7 @@ use ollie_loops::{apply_step, BufferId, BufferKind, Expr, LoopKind, LoopNest, Sc
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::mutate::initial_schedule;
+use crate::space::{initial_schedule, Caches, Target};
 use crate::{Event, Kernel, Proposal, Propose};
 
 mod tile;
@@ -69,21 +69,6 @@ enum Demote {
     Values,
     /// All.
     All,
-}
-
-/// What sketches are built for: the floats in a vector register, and the data caches that size
-/// the cache blocks of contractions (none: no blocked variant).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Target {
-    pub lanes: u32,
-    pub caches: Option<Caches>,
-}
-
-/// Per-core data cache sizes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Caches {
-    pub l1d_bytes: usize,
-    pub l2_bytes: usize,
 }
 
 /// A structural rule of the sketches, as [`explain`] reports it.
