@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::inputs::InputSet;
 use crate::oracle::{Baseline, Expected, Oracle};
-use crate::verify::{checked_call, rejection, Rejection, TestId, VerifyError};
+use crate::error::VerifyError;
+use crate::verify::{checked_call, rejection, Rejection, TestId};
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@
 
 mod accuracy;
 mod bench;
+mod error;
 mod family;
 mod index;
 mod inputs;
@@ -21,4 +22,5 @@ pub use index::IndexTarget;
 pub use inputs::InputSet;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
 pub use oracle::{memory_needed, Baseline, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};
-pub use verify::{verify, verify_with, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig, VerifyError};
+pub use error::VerifyError;
+pub use verify::{verify, verify_with, Certificate, Rejection, Report, TestId, TestRecord, VerifyConfig};

@@ -21,7 +21,7 @@ use crate::index::IndexTarget;
 use crate::order::{OrderParts, OrderTarget};
 use crate::inputs::InputSet;
 use crate::values::{cast, Values};
-use crate::verify::VerifyError;
+use crate::error::VerifyError;
 
 /// What the oracle keeps in memory at most, in bytes, unless told otherwise: each input set
 /// costs 8 bytes per float32 output element (the reference and the elementwise bound), 16 per

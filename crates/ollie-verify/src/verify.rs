@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ollie_graph::{Graph, Tensor};
-use ollie_runner::{BufferSpec, Call, OutputData, Outcome, Runner, RunnerError, Session};
+use ollie_runner::{BufferSpec, Call, OutputData, Outcome, Runner, Session};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::accuracy::{Figures, Inaccuracy, Tolerance};
+use crate::error::VerifyError;
 use crate::family::Family;
 use crate::inputs::{Change, InputSet};
 use crate::oracle::{Baseline, Expected, Fetched, Oracle};
@@ -196,30 +197,6 @@ pub struct Report {
     /// The inputs of the failing call, to save as a counterexample.
     #[serde(skip)]
     pub counterexample: Option<Vec<Tensor>>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum VerifyError {
-    #[error(transparent)]
-    Runner(#[from] RunnerError),
-    #[error("the naive kernel failed, which is a bug in ollie: {0}")]
-    Baseline(String),
-    /// The naive kernel outlived the runner's time limit: the problem is larger than the limit
-    /// allows, not a bug.
-    #[error("the naive kernel did not return within the time limit of {limit:.3} s a call")]
-    BaselineTimeout { limit: f64 },
-    #[error("the reference failed: {0}")]
-    Reference(#[from] ollie_graph::GraphError),
-}
-
-impl VerifyError {
-    /// The naive kernel's call ended in `outcome`.
-    pub(crate) fn baseline(outcome: &Outcome) -> VerifyError {
-        match outcome {
-            Outcome::Timeout { limit } => VerifyError::BaselineTimeout { limit: limit.as_secs_f64() },
-            other => VerifyError::Baseline(other.summary()),
-        }
-    }
 }
 
 /// Verifies the kernel in `candidate` against `graph`, with `baseline`.
