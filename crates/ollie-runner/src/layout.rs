@@ -6,7 +6,38 @@
 //! lie (the C library's allocation header before them), so that kernels are timed on inputs
 //! placed as a user's are (a kernel that assumes more alignment of them faults).
 
-use crate::run::BufferSpec;
+use ollie_graph::DType;
+
+/// A buffer of the kernel ABI: element type and shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferSpec {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl From<&ollie_graph::TensorType> for BufferSpec {
+    fn from(ty: &ollie_graph::TensorType) -> BufferSpec {
+        BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() }
+    }
+}
+
+impl BufferSpec {
+    /// The ABI's buffers of `graph`: its inputs, then its outputs.
+    pub fn of(graph: &ollie_graph::Graph) -> (Vec<BufferSpec>, Vec<BufferSpec>) {
+        let inputs = graph.params.iter().map(|p| BufferSpec::from(&p.ty)).collect();
+        // Integer and boolean results are float32 in the ABI.
+        let outputs = graph.outputs.iter().map(|&o| BufferSpec { dtype: graph.ty(o).dtype.result(), shape: graph.ty(o).shape.clone() }).collect();
+        (inputs, outputs)
+    }
+
+    pub(crate) fn element_size(&self) -> usize {
+        self.dtype.size()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.element_size()
+    }
+}
 
 pub(crate) const PAGE: usize = 4096;
 /// Output alignment: the ABI promises at least 64 bytes.

@@ -15,5 +15,6 @@ mod worker;
 pub use compile::{cache_root, CompileStop, Compiler, Compiled};
 pub use machine::{available_memory, data_cache_bytes, native_float_lanes, CacheBandwidth, Ceiling, Floor, Machine, MachineConfig, Probe, Source, PROBE_MARGIN};
 pub use outcome::{first_compile_error, syscall_name, Outcome};
-pub use run::{checksum, checksum128, evicted_bytes, eviction_seconds, BufferSpec, Call, OutputData, Runner, RunnerError, Session, POISON_BF16, POISON_F16, POISON_F32, POISON_F64};
+pub use layout::BufferSpec;
+pub use run::{checksum, checksum128, evicted_bytes, eviction_seconds, Call, OutputData, Runner, RunnerError, Session, POISON_BF16, POISON_F16, POISON_F32, POISON_F64};
 pub use worker::{worker_main, WORKER_COMMAND};

@@ -12,7 +12,7 @@ use ndarray::{ArrayD, IxDyn};
 use ollie_graph::{DType, Tensor};
 use wait_timeout::ChildExt;
 
-use crate::layout::{header, Layout, CANARY, RETURNED};
+use crate::layout::{header, BufferSpec, Layout, CANARY, RETURNED};
 use crate::outcome::Outcome;
 use crate::worker::{EXIT_FAULT, EXIT_FORBIDDEN, EXIT_SIGNAL_BASE, SHARED_FD};
 
@@ -24,37 +24,6 @@ pub const POISON_F64: u64 = 0x7ff8_0000_dead_beef;
 /// arithmetic or conversion produces (they come out quieted).
 pub const POISON_F16: u16 = 0x7d5a;
 pub const POISON_BF16: u16 = 0x7fa5;
-
-/// A buffer of the kernel ABI: element type and shape.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BufferSpec {
-    pub dtype: DType,
-    pub shape: Vec<usize>,
-}
-
-impl From<&ollie_graph::TensorType> for BufferSpec {
-    fn from(ty: &ollie_graph::TensorType) -> BufferSpec {
-        BufferSpec { dtype: ty.dtype, shape: ty.shape.clone() }
-    }
-}
-
-impl BufferSpec {
-    /// The ABI's buffers of `graph`: its inputs, then its outputs.
-    pub fn of(graph: &ollie_graph::Graph) -> (Vec<BufferSpec>, Vec<BufferSpec>) {
-        let inputs = graph.params.iter().map(|p| BufferSpec::from(&p.ty)).collect();
-        // Integer and boolean results are float32 in the ABI.
-        let outputs = graph.outputs.iter().map(|&o| BufferSpec { dtype: graph.ty(o).dtype.result(), shape: graph.ty(o).shape.clone() }).collect();
-        (inputs, outputs)
-    }
-
-    pub(crate) fn element_size(&self) -> usize {
-        self.dtype.size()
-    }
-
-    pub(crate) fn bytes(&self) -> usize {
-        self.shape.iter().product::<usize>() * self.element_size()
-    }
-}
 
 /// ollie's own failures while running a kernel (as opposed to the kernel's, which are outcomes).
 #[derive(Debug, thiserror::Error)]
