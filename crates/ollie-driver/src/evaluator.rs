@@ -17,7 +17,7 @@ use ollie_search::{Evaluate, Evaluation, Kernel};
 use ollie_store::TimingRecord;
 use ollie_verify::{BenchConfig, EarlyStop, Oracle, Timing, VerifyConfig, FAR_PAIRS};
 
-use crate::finish::FinalTiming;
+use crate::timing::FinalTiming;
 use crate::Reason;
 
 /// What the evaluator learned about a candidate, carried by the search's step to the store and

@@ -15,6 +15,8 @@ pub mod optimize;
 pub mod progress;
 pub mod report;
 pub mod setup;
+pub mod stored;
+mod timing;
 mod tried;
 mod verdict;
 pub mod workers;

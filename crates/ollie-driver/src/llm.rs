@@ -17,7 +17,7 @@ use ollie_store::{Candidate, CandidateId, LlmCall};
 use rand_chacha::ChaCha8Rng;
 use sha2::Digest;
 
-use crate::optimize::hash;
+use crate::stored::hash;
 use crate::{report, Note, Reason};
 
 /// What the command line says about the LLM.
@@ -224,7 +224,7 @@ impl<'a> LlmProposer<'a> {
         // not read back).
         timed.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (seconds, c) in timed.into_iter().take(TIMED) {
-            if let Ok(kernel) = crate::optimize::stored_kernel(c) {
+            if let Ok(kernel) = crate::stored::kernel(c) {
                 let shown = proposer.scale.shown_kernel(naive, &kernel, seconds, &c.proposer);
                 proposer.remember_timed(seconds, shown);
             }

@@ -16,22 +16,20 @@ use ollie_runner::{Compiler, Runner};
 use ollie_search::{Evaluation, Event, Kernel, Mutate, Propose, Rewrite, Search, SearchConfig, Sketch};
 use ollie_store::{Candidate, CandidateId, Counterexample, Location, NewRun, Run, RunId, Sources, Step, Store, TimingRecord, WorkerId};
 use ollie_verify::{Baseline, VerifyConfig};
-use sha2::Digest;
 
 use crate::cache;
 use crate::evaluator::{Evaluator, Start};
-use crate::finish::{final_verification, finish, FinalTiming, FinishContext};
+use crate::finish::{final_verification, finish, FinishContext};
+use crate::timing::FinalTiming;
 use crate::naive::{self, NaiveCost};
 use crate::llm::{LlmOptions, LlmProposer, LlmWatch, Setup};
 use crate::progress::Progress;
 use crate::workers::{self, Heartbeat, Held, Leased, Shared};
+use crate::stored::{self, Tally, STORE_FILE};
 use crate::{counterexamples, report, setup, user_error, Error, Note, Reason};
 
 /// The proposers `optimize` knows.
 pub const PROPOSERS: &[&str] = &["mutate", "sketch", "rewrite", "llm"];
-
-/// The store's file in the output directory.
-pub const STORE_FILE: &str = "ollie.db";
 
 /// What a search is asked to do.
 pub struct Options {
@@ -75,40 +73,6 @@ const SEARCH_SETS: u64 = 0x5ea7_c4ed_0f5e_75e7;
 /// Counterexamples tried first by every verification, at most: half from `ollie check`, half
 /// this run's own.
 const SAVED: usize = 4;
-
-/// A candidate's identity in the store: its flags and source, hashed.
-pub(crate) fn hash(source: &str, flags: &[String]) -> String {
-    let digest = sha2::Sha256::digest(format!("{}\n{source}", flags.join(" ")).as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-/// Running totals for the progress line and the final table.
-#[derive(Default)]
-pub struct Tally {
-    pub evaluations: usize,
-    pub accepted: usize,
-    pub rejected: std::collections::BTreeMap<String, usize>,
-}
-
-impl Tally {
-    pub fn add(&mut self, c: &Candidate) {
-        if c.proposer == "naive" {
-            return;
-        }
-        self.evaluations += 1;
-        match &c.reason {
-            None => self.accepted += 1,
-            Some(r) => *self.rejected.entry(r.clone()).or_default() += 1,
-        }
-    }
-
-    pub fn rejected_text(&self) -> String {
-        if self.rejected.is_empty() {
-            return "none".into();
-        }
-        self.rejected.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
-    }
-}
 
 /// Runs a search of `graph`'s kernel as `o` asks (a new one, or the latest of this spec in the
 /// output directory with `resume`), then the final phase; returns the result's table, the files
@@ -158,7 +122,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     } else if o.resume {
         // The latest run of this kernel searched on the same spec text with the same --dim
         // values (the file may be named differently, relative to another directory).
-        let same = |r: &Run| r.new.kernel == graph.name && r.new.spec_source == o.spec_source && stored_dims(r) == o.dims;
+        let same = |r: &Run| r.new.kernel == graph.name && r.new.spec_source == o.spec_source && stored::dims(r) == o.dims;
         let runs = store.runs().context("reading the store")?;
         let run = runs.into_iter().rfind(|r| same(r)).ok_or_else(|| {
             user_error(format!(
@@ -189,13 +153,13 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             naive_seconds: cost.seconds,
             floor_seconds: floor.seconds,
         };
-        let id = store.create_run(&new, unix_now()).context("writing the store")?;
+        let id = store.create_run(&new, stored::unix_now()).context("writing the store")?;
         let worker = store.join(id, &host, seed).context("writing the store")?;
         let initial = Kernel::Scheduled(ollie_search::initial_schedule());
         let (source, flags) = initial.emit(&naive).context("emitting the naive kernel")?;
         let start = Candidate {
             evaluation: 0,
-            source_hash: hash(&source, &flags),
+            source_hash: stored::hash(&source, &flags),
             source,
             flags: flags.join(" "),
             schedule: initial.schedule_text(),
@@ -219,15 +183,15 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // seed takes it elsewhere), and its search time is the run's wall time since it started.
     let (chain_best, chain_current, evaluations, searched) = if o.join.is_some() {
         let best = history.iter().filter(|(_, c)| c.accepted && c.timing.is_some()).min_by(|a, b| a.1.estimate().total_cmp(&b.1.estimate())).map(|(id, _)| *id);
-        (best, best, 0, (unix_now() - run.started_at).max(0) as f64)
+        (best, best, 0, (stored::unix_now() - run.started_at).max(0) as f64)
     } else {
         let me = store.worker(worker).context("reading the store")?;
         (me.best, me.current, me.evaluations, me.elapsed_seconds)
     };
     // The naive kernel's cost and the baseline as the run's first session found them (a run
     // stored before either was recorded: measured whole, the naive kernel's outputs).
-    let cost = stored_option::<Option<NaiveCost>>(&run, "naive").unwrap_or(NaiveCost { seconds: run.new.naive_seconds, measured: naive::Measured::Whole { calls: 7 }, worst: run.new.naive_seconds });
-    let against = if stored_option::<String>(&run, "baseline") == Baseline::Rounded.name() { Baseline::Rounded } else { Baseline::Naive(baseline.clone()) };
+    let cost = stored::option::<Option<NaiveCost>>(&run, "naive").unwrap_or(NaiveCost { seconds: run.new.naive_seconds, measured: naive::Measured::Whole { calls: 7 }, worst: run.new.naive_seconds });
+    let against = if stored::option::<String>(&run, "baseline") == Baseline::Rounded.name() { Baseline::Rounded } else { Baseline::Naive(baseline.clone()) };
     let mut notes = Vec::new();
     if cost.estimated() || against == Baseline::Rounded {
         notes.push(format!("the naive kernel takes {} a call ({})", report::seconds(cost.seconds), cost.how()));
@@ -243,7 +207,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     let kernel_of = |id: Option<CandidateId>| -> Result<(Kernel, f64, CandidateId), Error> {
         let id = id.context("the store's run has no candidate")?;
         let c = by_id.get(&id).context("the store's run names a missing candidate")?;
-        Ok((stored_kernel(c)?, c.estimate(), id))
+        Ok((stored::kernel(c)?, c.estimate(), id))
     };
     let (best, best_seconds, best_id) = kernel_of(chain_best)?;
     let (current, current_seconds, current_id) = kernel_of(chain_current)?;
@@ -303,7 +267,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         verify.saved.push(c.shapes.into_iter().zip(c.data).map(|(s, d)| Tensor::from_shape_vec(s, d).expect("stored with its shape")).collect());
     }
     // Every kernel timed so far (a resumed run's), for the cost model.
-    let mut timed: Vec<(Kernel, f64)> = history.iter().filter_map(|(_, c)| Some((stored_kernel(c).ok()?, c.timing?.estimate))).collect();
+    let mut timed: Vec<(Kernel, f64)> = history.iter().filter_map(|(_, c)| Some((stored::kernel(c).ok()?, c.timing?.estimate))).collect();
     timed.extend([(current.clone(), current_seconds), (best.clone(), best_seconds)]);
     // This session's share of the budget (a resumed run has spent some already; a worker that
     // joined, the run's time since it started).
@@ -490,7 +454,7 @@ impl Chain {
         };
         let candidate = Candidate {
             evaluation: event.evaluation,
-            source_hash: hash(&note.source, &note.flags),
+            source_hash: stored::hash(&note.source, &note.flags),
             source: note.source,
             flags: note.flags.join(" "),
             schedule: event.candidate.schedule_text(),
@@ -530,22 +494,3 @@ impl Chain {
     }
 }
 
-/// The kernel a stored candidate is.
-pub(crate) fn stored_kernel(c: &Candidate) -> Result<Kernel, Error> {
-    Ok(Kernel::from_stored(&c.schedule, &c.source, &c.flags, &c.graph).context("a stored kernel does not read back")?)
-}
-
-/// An option a run was started with, as stored in its options (the default where it is missing
-/// or of another shape).
-pub fn stored_option<T: serde::de::DeserializeOwned + Default>(run: &Run, key: &str) -> T {
-    serde_json::from_str::<serde_json::Value>(&run.new.options).ok().and_then(|v| serde_json::from_value(v[key].clone()).ok()).unwrap_or_default()
-}
-
-/// The `--dim` values a run was started with.
-pub fn stored_dims(run: &Run) -> Vec<(String, i64)> {
-    stored_option(run, "dims")
-}
-
-pub(crate) fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ollie_store::Candidate;
 
 use crate::llm::LlmTotals;
-use crate::optimize::Tally;
+use crate::stored::Tally;
 use crate::report;
 
 pub(crate) struct Progress {

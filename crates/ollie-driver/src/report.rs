@@ -14,7 +14,7 @@ use ollie_search::cost::{features, held_back, HeldBack};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::optimize::{Tally, STORE_FILE};
+use crate::stored::{Tally, STORE_FILE};
 use crate::tried;
 use crate::{user_error, Error};
 
@@ -208,15 +208,15 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     history.iter().for_each(|c| tally.add(c));
     let cost = graph.cost();
     // Every proposer the run asked for has its row, those that produced no candidate too.
-    let requested: Vec<String> = crate::optimize::stored_option(r, "proposers");
+    let requested: Vec<String> = crate::stored::option(r, "proposers");
     let mut proposers = tried::verdicts(history, r.new.naive_seconds);
     for p in &requested {
         if !proposers.iter().any(|row| &row.proposer == p) {
             proposers.push(tried::Verdicts { proposer: p.clone(), ..tried::Verdicts::default() });
         }
     }
-    let rules: Vec<ollie_search::RuleNote> = crate::optimize::stored_option(r, "rules");
-    let rewriting: Option<tried::Rewriting> = crate::optimize::stored_option(r, "rewriting");
+    let rules: Vec<ollie_search::RuleNote> = crate::stored::option(r, "rules");
+    let rewriting: Option<tried::Rewriting> = crate::stored::option(r, "rewriting");
     let why_naive = summary.naive_is_best.then(|| tried::why_naive(&rules, rewriting.as_ref(), &proposers));
     let llm = LlmTally::of(calls).or_else(|| requested.iter().any(|p| p == "llm").then(LlmTally::default));
     let model = cost_model(graph, history);
@@ -353,7 +353,7 @@ fn cost_model(graph: &Graph, history: &[Candidate]) -> Option<HeldBack> {
     let samples: Vec<(Vec<f64>, f64)> = history
         .iter()
         .filter_map(|c| {
-            let kernel = crate::optimize::stored_kernel(c).ok()?;
+            let kernel = crate::stored::kernel(c).ok()?;
             Some((features(&kernel, &naive), c.timing?.estimate.ln()))
         })
         .collect();
@@ -606,7 +606,7 @@ pub fn rebuild(dir: &Path, store: Option<Location>) -> Result<String, Error> {
     })?;
     let summary: Summary = serde_json::from_str(run.summary.as_deref().unwrap_or_default()).context("the stored summary does not parse")?;
     // The spec as it was searched, from the store (the file may have changed since).
-    let options = ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: crate::optimize::stored_dims(&run) };
+    let options = ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: crate::stored::dims(&run) };
     let spec = ollie_spec::compile(&run.new.spec_source, &options).map_err(|d| user_error(d.render(&run.new.spec_path, &run.new.spec_source)))?;
     let (machine, floor) = crate::setup::roofline_floor(&spec.graph)?;
     let history: Vec<Candidate> = store.candidates(run.id, Sources::Written).context("reading the store")?.into_iter().map(|(_, c)| c).collect();

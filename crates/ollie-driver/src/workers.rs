@@ -22,7 +22,7 @@ use ollie_store::{CandidateId, Lease, Location, Run, RunId, Store, Work, WorkerI
 use rand_chacha::ChaCha8Rng;
 
 use crate::evaluator::Evaluator;
-use crate::optimize::stored_option;
+use crate::stored;
 use crate::{user_error, Error, Note};
 
 /// How long a lease lasts unless renewed; the heartbeat renews every third of it.
@@ -55,9 +55,9 @@ pub fn choose_run(location: &Location, class: &str, wait: f64) -> Result<Run, Er
     let mut store = Store::connect(location).with_context(|| format!("opening the store {location}"))?;
     let started = Instant::now();
     loop {
-        let now = crate::optimize::unix_now() as f64;
-        let open: Vec<Run> = store.runs().context("reading the store")?.into_iter().filter(|r| !r.finished && r.finisher.is_none() && r.started_at as f64 + stored_option::<f64>(r, "time_seconds") > now + 5.0).collect();
-        if let Some(run) = open.iter().find(|r| stored_option::<String>(r, "class") == class) {
+        let now = stored::unix_now() as f64;
+        let open: Vec<Run> = store.runs().context("reading the store")?.into_iter().filter(|r| !r.finished && r.finisher.is_none() && r.started_at as f64 + stored::option::<f64>(r, "time_seconds") > now + 5.0).collect();
+        if let Some(run) = open.iter().find(|r| stored::option::<String>(r, "class") == class) {
             return Ok(run.clone());
         }
         if let Some(other) = open.first() {
@@ -65,7 +65,7 @@ pub fn choose_run(location: &Location, class: &str, wait: f64) -> Result<Run, Er
                 "error: refusing to join run {} of `{}`: it was started on {}, and this host is {}; speedups are only compared between hosts of one machine class (CPU model, ISA, threads)",
                 other.id.0,
                 other.new.kernel,
-                stored_option::<String>(other, "class"),
+                stored::option::<String>(other, "class"),
                 class
             )));
         }

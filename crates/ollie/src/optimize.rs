@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ollie_driver::llm::LlmOptions;
-use ollie_driver::optimize::{stored_dims, stored_option, PROPOSERS};
+use ollie_driver::optimize::PROPOSERS;
+use ollie_driver::stored;
 use ollie_driver::workers;
 use ollie_driver::Location;
 
@@ -134,23 +135,23 @@ pub fn worker(o: &WorkerOptions) -> Result<(), Failure> {
     }
     let (machine, _, _) = ollie_driver::setup::machine_ceilings(false, &Default::default())?;
     let run = workers::choose_run(&location, &workers::machine_class(&machine), o.wait)?;
-    let dims = stored_dims(&run);
+    let dims = stored::dims(&run);
     let spec = load::compile(&run.new.spec_path, &run.new.spec_source, &ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: dims.clone() })?;
-    let proposers: Vec<String> = stored_option::<Vec<String>>(&run, "proposers").into_iter().filter(|p| p != "llm").collect();
+    let proposers: Vec<String> = stored::option::<Vec<String>>(&run, "proposers").into_iter().filter(|p| p != "llm").collect();
     let options = ollie_driver::optimize::Options {
         spec_path: run.new.spec_path.clone(),
         spec_source: run.new.spec_source.clone(),
         dims,
-        time: stored_option::<f64>(&run, "time_seconds"),
-        evals: stored_option::<Option<usize>>(&run, "evals").unwrap_or(usize::MAX),
-        roofline_target: stored_option(&run, "roofline_target"),
+        time: stored::option::<f64>(&run, "time_seconds"),
+        evals: stored::option::<Option<usize>>(&run, "evals").unwrap_or(usize::MAX),
+        roofline_target: stored::option(&run, "roofline_target"),
         out: o.out.clone(),
         store: Some(location),
         resume: false,
         join: Some(run.id),
         lease: o.lease,
         seed: o.seed,
-        timeout: stored_option(&run, "timeout_seconds"),
+        timeout: stored::option(&run, "timeout_seconds"),
         proposers: if proposers.is_empty() { vec!["mutate".into()] } else { proposers },
         llm: None,
         interrupted: on_ctrl_c(),
