@@ -27,7 +27,7 @@ pub fn save(graph: &Graph, inputs: &[Tensor]) -> anyhow::Result<Option<PathBuf>>
     let at = base.join(n.to_string());
     std::fs::create_dir_all(&at)?;
     for (p, t) in graph.params.iter().zip(inputs) {
-        crate::inputs::write_npy(&at.join(format!("{}.npy", p.name)), t, p.ty.dtype)?;
+        crate::npy::write_npy(&at.join(format!("{}.npy", p.name)), t, p.ty.dtype)?;
     }
     Ok(Some(at))
 }
@@ -40,7 +40,7 @@ pub fn load(graph: &Graph) -> Vec<Vec<Tensor>> {
     dirs.iter()
         .filter_map(|d| {
             let files: Vec<(String, PathBuf)> = graph.params.iter().map(|p| (p.name.clone(), d.join(format!("{}.npy", p.name)))).collect();
-            crate::inputs::from_files(&graph.params, &files).ok()
+            crate::npy::from_files(&graph.params, &files).ok()
         })
         .collect()
 }

@@ -12,12 +12,12 @@ use lru::LruCache;
 use ollie_graph::Tensor;
 use ollie_loops::LoopNest;
 use ollie_runner::Compiler;
-use ollie_search::cost::{features, CostModel};
+use ollie_search::cost_model::{features, CostModel};
 use ollie_search::{Evaluate, Evaluation, Kernel};
 use ollie_store::TimingRecord;
 use ollie_verify::{BenchConfig, EarlyStop, Oracle, Timing, VerifyConfig, FAR_PAIRS};
 
-use crate::timing::FinalTiming;
+use crate::final_timing::FinalTiming;
 use crate::Reason;
 
 /// What the evaluator learned about a candidate, carried by the search's step to the store and

@@ -15,7 +15,7 @@ use ollie_verify::{BenchConfig, Oracle, Timing, VerifyConfig};
 use crate::evaluator::{build, Built};
 use crate::naive::NaiveCost;
 use crate::stored;
-use crate::timing::FinalTiming;
+use crate::final_timing::FinalTiming;
 use crate::{report, setup, Error};
 
 /// The final verification: every family, two input sets each, from the spec's seed (inputs the

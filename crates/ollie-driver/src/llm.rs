@@ -161,7 +161,7 @@ impl<'a> LlmProposer<'a> {
         let graph = s.graph;
         let mut buffers: Vec<String> = graph.params.iter().map(|p| format!("{}: {} (input)", p.name, p.ty)).collect();
         buffers.extend((0..graph.outputs.len()).map(|k| format!("{}: {} (output)", graph.output_name(k), graph.ty(graph.outputs[k]))));
-        let cost = graph.cost();
+        let cost = graph.work();
         let m = s.machine;
         let task = Task {
             kernel: graph.name.clone(),

@@ -147,7 +147,7 @@ impl NaiveCost {
 
 /// The a-priori worst case of `graph`'s naive kernel on `machine` (see [`NaiveCost::worst`]).
 pub fn worst_case(graph: &Graph, machine: &Machine) -> f64 {
-    let cost = graph.cost();
+    let cost = graph.work();
     let Some(one) = machine.ceiling(1) else { return 1.0 };
     cost.flops / (SCALAR_SHARE * one.peak_gflops * 1e9) + cost.min_bytes / (one.bandwidth_gbs * 1e9)
 }

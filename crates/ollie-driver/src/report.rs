@@ -10,7 +10,7 @@ use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
 use ollie_store::{Candidate, LlmCall, Location, Run, Sources, Store, Worker};
-use ollie_search::cost::{features, held_back, HeldBack};
+use ollie_search::cost_model::{features, held_back, HeldBack};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -206,7 +206,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     }
     let mut tally = Tally::default();
     history.iter().for_each(|c| tally.add(c));
-    let cost = graph.cost();
+    let cost = graph.work();
     // Every proposer the run asked for has its row, those that produced no candidate too.
     let requested: Vec<String> = crate::stored::option(r, "proposers");
     let mut proposers = tried::verdicts(history, r.new.naive_seconds);
@@ -315,7 +315,7 @@ const BASELINE: &str = "not re-verified, as its outputs are the baseline every c
 
 /// The short table printed at the end and placed in the report.
 fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<HeldBack>, why_naive: Option<&str>) -> String {
-    let cost = graph.cost();
+    let cost = graph.work();
     let mut t = String::new();
     writeln!(t, "{:<10} {:>11} {:>23} {:>9} {:>9}", "kernel", "median", "p10..p90", "GFLOP/s", "roofline").unwrap();
     let naive = if s.naive.as_ref().is_some_and(|n| n.estimated) { "estimated".to_string() } else { String::new() };

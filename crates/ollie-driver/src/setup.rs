@@ -30,8 +30,8 @@ pub fn roofline_floor(graph: &Graph) -> Result<(Machine, Floor), Error> {
 /// [`roofline_floor`] with the variants rewriting found already at hand.
 pub fn roofline_floor_of(graph: &Graph, rewritten: &ollie_rewrite::Rewritten) -> Result<(Machine, Floor), Error> {
     let (machine, _, _) = machine_ceilings(false, &MachineConfig::default())?;
-    let cost = graph.cost();
-    let flops = rewritten.variants.iter().map(|v| v.graph.cost().flops).fold(cost.flops, f64::min);
+    let cost = graph.work();
+    let flops = rewritten.variants.iter().map(|v| v.graph.work().flops).fold(cost.flops, f64::min);
     let floor = machine.floor(flops, cost.min_bytes).context("no machine ceilings")?;
     Ok((machine, floor))
 }

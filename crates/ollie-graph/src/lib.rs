@@ -1,9 +1,7 @@
 //! ollie's tensor graph IR: typed ids, ops with type rules, a text form that reads back, an
 //! invariant checker, and the float64 reference interpreter that serves as the oracle.
 
-mod check;
 mod chunk;
-mod cost;
 mod einsum;
 mod error_bound;
 mod graph;
@@ -12,10 +10,12 @@ mod op;
 mod reference;
 mod text;
 mod ty;
+mod wellformed;
+mod work;
 
-pub use check::check;
+pub use wellformed::check;
 pub use chunk::{evaluate_with_error_bounds_chunked, Chunks, CHUNK_ELEMENTS};
-pub use cost::{bytes, flops, Cost};
+pub use work::{bytes, flops, Work};
 pub use einsum::EinsumSpec;
 pub use graph::{Graph, GraphError, Node, NodeId, Param};
 pub use index_range::{IndexRange, PLAIN_INTS};

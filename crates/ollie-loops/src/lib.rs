@@ -1,14 +1,14 @@
 //! Loop nests: the IR between the tensor graph and C, the naive lowering that produces the
 //! baseline kernel, and C emission.
 
-mod check;
 mod emit;
+mod invariants;
 mod ir;
 mod lower;
 mod schedule;
 mod text;
 
-pub use check::{check, LoopError};
+pub use invariants::{check, LoopError};
 pub use emit::{emit_c, half_conversions, prototype, vector_math};
 pub use ir::{Affine, Buffer, BufferId, BufferKind, Dynamic, Expr, Keep, LoopKind, LoopNest, Stmt, VarId};
 pub use lower::{lower, strides, LowerError};

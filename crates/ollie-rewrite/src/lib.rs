@@ -7,7 +7,7 @@
 //! A variant is only a proposal: the search judges the kernels made from it by the same
 //! verifier, against the original spec.
 
-mod cost;
+mod extraction;
 mod lang;
 pub mod rules;
 
@@ -16,7 +16,7 @@ use std::time::Duration;
 use egg::{Extractor, Id, Runner};
 use ollie_graph::Graph;
 
-pub use cost::graph_cost;
+pub use extraction::graph_cost;
 pub use lang::{ENode, Fact};
 pub use rules::{Rule, Topic};
 
@@ -138,7 +138,7 @@ pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> 
     let roots: Vec<Id> = roots.iter().map(|&r| egraph.find(r)).collect();
     let original_cost = graph_cost(graph);
     let original = graph.to_string();
-    let extractor = Extractor::new(egraph, cost::Model { egraph });
+    let extractor = Extractor::new(egraph, extraction::Model { egraph });
     let best = |c: Id| Some(extractor.find_best_node(c).clone());
     let mut found: Vec<Variant> = Vec::new();
     let mut seen = std::collections::HashSet::from([original]);

@@ -7,7 +7,7 @@
 //! `mutate`, the proposer over schedules, `sketch`, whole schedules from structural rules, and
 //! `rewrite`, kernels for the graphs algebraic rewriting finds, live here.
 
-pub mod cost;
+pub mod cost_model;
 mod kernel;
 mod mutate;
 mod offers;

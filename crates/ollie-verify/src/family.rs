@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::inputs::InputSet;
+use crate::input_sets::InputSet;
 
 /// A family of test inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,9 +192,9 @@ impl Row {
         }
         let inner = shape[axis + 1..].iter().product::<usize>();
         let n = shape.iter().product::<usize>() / extent;
-        let values = crate::inputs::fill(n, |block, out: &mut [f64]| {
+        let values = crate::input_sets::fill(n, |block, out: &mut [f64]| {
             // Streams of their own: not those of the parameter's elements.
-            let mut rng = crate::inputs::stream(seed ^ ROWS, param, block);
+            let mut rng = crate::input_sets::stream(seed ^ ROWS, param, block);
             out.iter_mut().for_each(|x| *x = StandardNormal.sample(&mut rng));
         });
         Some(Row { values, extent, inner })

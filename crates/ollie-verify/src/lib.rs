@@ -4,22 +4,22 @@
 //! outside ollie passes before it is compiled.
 
 mod accuracy;
-mod bench;
 mod error;
 mod family;
 mod index;
-mod inputs;
+mod input_sets;
 mod oracle;
 mod order;
 mod screen;
+mod timing;
 mod values;
 mod verify;
 
 pub use accuracy::{judge, Figures, Inaccuracy, Storage, Target, Tolerance};
-pub use bench::{bench, bench_with, prepare, median_interval, BenchConfig, BenchReport, EarlyStop, Timing, FAR_PAIRS};
+pub use timing::{bench, bench_with, prepare, median_interval, BenchConfig, BenchReport, EarlyStop, Timing, FAR_PAIRS};
 pub use family::Family;
 pub use index::IndexTarget;
-pub use inputs::InputSet;
+pub use input_sets::InputSet;
 pub use screen::{flag_allowed, screen, screen_preprocessed, Screened};
 pub use oracle::{memory_needed, Baseline, Costs, Oracle, DISK_BYTES, ORACLE_BYTES};
 pub use error::VerifyError;

@@ -19,7 +19,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::accuracy::{Figures, Inaccuracy, Special, Target, Tolerance};
 use crate::index::IndexTarget;
 use crate::order::{OrderParts, OrderTarget};
-use crate::inputs::InputSet;
+use crate::input_sets::InputSet;
 use crate::values::{cast, Values};
 use crate::error::VerifyError;
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::accuracy::{Figures, Inaccuracy, Tolerance};
 use crate::error::VerifyError;
 use crate::family::Family;
-use crate::inputs::{Change, InputSet};
+use crate::input_sets::{Change, InputSet};
 use crate::oracle::{Baseline, Expected, Fetched, Oracle};
 use crate::values::cast;
 

@@ -44,7 +44,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         }
     }
     let (machine, roofline) = setup::roofline_floor(graph)?;
-    let (cost, ceiling, floor) = (graph.cost(), &roofline.ceiling, roofline.seconds);
+    let (cost, ceiling, floor) = (graph.work(), &roofline.ceiling, roofline.seconds);
     let naive = ollie_driver::naive::measure(graph, &baseline, &compiler, &machine, o.timeout)?;
     let runner = Runner::current_exe(crate::check::check_limit(&naive, o.timeout)).context("locating ollie's executable")?;
     let config = BenchConfig { seed: setup::spec_seed(graph), warmups: o.warmups, calls: o.calls, floor: Some(roofline.fastest), ..BenchConfig::default() };

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use ollie_driver::inputs;
+use ollie_driver::npy;
 use ollie_graph::DType;
 
 use crate::{load, user_error, Failure, SpecArgs};
@@ -12,8 +12,8 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
     let spec = load::load(args)?;
     let graph = &spec.graph;
     let inputs = match seed {
-        Some(seed) => inputs::random(graph, seed),
-        None => inputs::from_files(&graph.params, files)?,
+        Some(seed) => npy::random(graph, seed),
+        None => npy::from_files(&graph.params, files)?,
     };
     let start = std::time::Instant::now();
     let outputs = match ollie_graph::evaluate(graph, &inputs) {
@@ -30,7 +30,7 @@ pub fn run(args: &SpecArgs, files: &[(String, PathBuf)], seed: Option<u64>, out:
         let ty = graph.ty(graph.outputs[k]);
         if let Some(dir) = out {
             let path = dir.join(format!("{name}.npy"));
-            inputs::write_npy(&path, value, if keep_f64 { DType::F64 } else { ty.dtype }).with_context(|| format!("writing {}", path.display()))?;
+            npy::write_npy(&path, value, if keep_f64 { DType::F64 } else { ty.dtype }).with_context(|| format!("writing {}", path.display()))?;
         }
         crate::stdout(&format!("{name}: {ty} sum={:.12e} abs_sum={:.12e}\n", value.sum(), value.mapv(f64::abs).sum()))?;
     }

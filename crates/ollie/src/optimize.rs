@@ -1,13 +1,13 @@
 //! `ollie optimize`: the command line's side of a search — the proposers and the LLM's options
 //! checked, the spec loaded, Ctrl-C turned into a stop after the evaluation in flight — over
-//! `ollie_driver::optimize`.
+//! `ollie_driver::pipeline`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ollie_driver::llm::LlmOptions;
-use ollie_driver::optimize::PROPOSERS;
+use ollie_driver::pipeline::PROPOSERS;
 use ollie_driver::stored;
 use ollie_driver::workers;
 use ollie_driver::Location;
@@ -81,7 +81,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let spec = load::load(&o.spec)?;
     let (spec_path, _) = ollie_spec::split_selector(&o.spec.spec);
     let interrupted = on_ctrl_c();
-    let options = ollie_driver::optimize::Options {
+    let options = ollie_driver::pipeline::Options {
         spec_path: spec_path.to_string(),
         spec_source: std::fs::read_to_string(spec_path).unwrap_or_default(),
         dims: o.spec.dims.clone(),
@@ -99,7 +99,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         llm,
         interrupted,
     };
-    let table = ollie_driver::optimize::optimize(&spec.graph, &options)?;
+    let table = ollie_driver::pipeline::optimize(&spec.graph, &options)?;
     stdout(&table)
 }
 
@@ -138,7 +138,7 @@ pub fn worker(o: &WorkerOptions) -> Result<(), Failure> {
     let dims = stored::dims(&run);
     let spec = load::compile(&run.new.spec_path, &run.new.spec_source, &ollie_spec::Options { kernel: Some(run.new.kernel.clone()), dims: dims.clone() })?;
     let proposers: Vec<String> = stored::option::<Vec<String>>(&run, "proposers").into_iter().filter(|p| p != "llm").collect();
-    let options = ollie_driver::optimize::Options {
+    let options = ollie_driver::pipeline::Options {
         spec_path: run.new.spec_path.clone(),
         spec_source: run.new.spec_source.clone(),
         dims,
@@ -156,6 +156,6 @@ pub fn worker(o: &WorkerOptions) -> Result<(), Failure> {
         llm: None,
         interrupted: on_ctrl_c(),
     };
-    let table = ollie_driver::optimize::optimize(&spec.graph, &options)?;
+    let table = ollie_driver::pipeline::optimize(&spec.graph, &options)?;
     stdout(&table)
 }

@@ -736,7 +736,7 @@ fn eval_reads_and_writes_float16_and_bfloat16_files_numpy_reads() {
     let x = tmp.path().join("x.npy");
     let w = tmp.path().join("w.npy");
     let values = ArrayD::from_shape_fn(ndarray::IxDyn(&[8, 500]), |i| ((i[0] * 500 + i[1]) % 37) as f64 / 9.0 - 2.0);
-    ollie_driver::inputs::write_npy(&x, &values, ollie_graph::DType::F16).unwrap();
+    ollie_driver::npy::write_npy(&x, &values, ollie_graph::DType::F16).unwrap();
     let out_dir = tmp.path().join("out");
     let out = ollie(&["eval", "test_data/corpus/softmax_f16.py", "--input", &format!("logits={}", x.display()), "--out", out_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -94,7 +94,7 @@ fn check_spec(spec: &Path, seed: u64) -> Result<(), String> {
         if matches!(param.ty.dtype, DType::F32 | DType::F64) {
             array.write_npy(std::fs::File::create(&path).unwrap()).unwrap();
         } else {
-            ollie_driver::inputs::write_npy(&path, &array, param.ty.dtype).unwrap();
+            ollie_driver::npy::write_npy(&path, &array, param.ty.dtype).unwrap();
         }
         eval.arg("--input").arg(format!("{}={}", param.name, path.display()));
     }

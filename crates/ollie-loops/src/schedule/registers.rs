@@ -5,7 +5,7 @@
 //! `expand` has made the tile's indices constants.
 
 use super::{ScheduleError, Site};
-use crate::check::register_access;
+use crate::invariants::register_access;
 use crate::ir::{Affine, BufferId, LoopKind, Stmt, VarId};
 
 /// The most local variables a temporary may become (AVX-512 has 32 vector registers).

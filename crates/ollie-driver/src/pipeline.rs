@@ -20,7 +20,7 @@ use ollie_verify::{Baseline, VerifyConfig};
 use crate::cache;
 use crate::evaluator::{Evaluator, Start};
 use crate::finish::{final_verification, finish, FinishContext};
-use crate::timing::FinalTiming;
+use crate::final_timing::FinalTiming;
 use crate::naive::{self, NaiveCost};
 use crate::llm::{LlmOptions, LlmProposer, LlmWatch, Setup};
 use crate::progress::Progress;

@@ -10,7 +10,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::inputs::InputSet;
+use crate::input_sets::InputSet;
 use crate::oracle::{Baseline, Expected, Oracle};
 use crate::error::VerifyError;
 use crate::verify::{checked_call, rejection, Rejection, TestId};

@@ -6,7 +6,7 @@ use crate::op::{BinaryOp, Op};
 
 /// FLOPs and compulsory memory traffic of a graph.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cost {
+pub struct Work {
     /// Arithmetic operations: one per elementwise arithmetic op and per transcendental
     /// function, `n − 1` per n-term reduction (`3n − 1` for a `sum_exp` or a `sum_sq_dev`), `k` per term of a k-operand contraction (k − 1
     /// multiplications and an addition). Comparisons, selections, casts and data movement
@@ -18,7 +18,7 @@ pub struct Cost {
 }
 
 impl Graph {
-    pub fn cost(&self) -> Cost {
+    pub fn work(&self) -> Work {
         let flops = self.nodes.iter().map(|node| {
             let args: Vec<&crate::TensorType> = node.args.iter().map(|&a| self.ty(a)).collect();
             flops(&node.op, &args, &node.ty)
@@ -28,7 +28,7 @@ impl Graph {
             let ty = self.ty(o);
             (ty.num_elements() * ty.dtype.result().size()) as f64
         }).sum();
-        Cost { flops: flops.sum(), min_bytes: inputs + outputs }
+        Work { flops: flops.sum(), min_bytes: inputs + outputs }
     }
 }
 
@@ -58,7 +58,7 @@ pub fn bytes(ty: &crate::TensorType) -> f64 {
     (ty.num_elements() * ty.dtype.size()) as f64
 }
 
-/// The arithmetic operations of one op over operands of types `args` (see [`Cost::flops`]).
+/// The arithmetic operations of one op over operands of types `args` (see [`Work::flops`]).
 pub fn flops(op: &Op, args: &[&crate::TensorType], ty: &crate::TensorType) -> f64 {
     let out = ty.num_elements() as f64;
     match op {
