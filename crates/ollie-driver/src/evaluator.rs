@@ -575,7 +575,7 @@ mod tests {
     }
 
     /// A candidate the chain would take, when the session's deadline leaves no time for its full
-    /// verification, is declined as `out-of-time` before anything runs (no worker is started:
+    /// verification, is declined as `out-of-time` before anything runs (no sandbox is started:
     /// the runner here names a program that does not exist).
     #[test]
     fn a_full_verification_that_cannot_end_in_time_is_not_begun() {

@@ -64,7 +64,7 @@ pub(crate) mod header {
     pub const FAULT_WRITE_INPUT: usize = 40;
 }
 
-/// Proof that the kernel returned to the worker (rather than, say, calling `exit`).
+/// Proof that the kernel returned to the sandbox (rather than, say, calling `exit`).
 pub(crate) const RETURNED: u64 = 0x6f6c_6c69_6564_6f6e;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -108,7 +108,7 @@ impl Layout {
         Region { region, start: guard - padded + offset, len, guard }
     }
 
-    /// The command-line form the worker reads: `region:start:len:guard,...`.
+    /// The command-line form the sandbox reads: `region:start:len:guard,...`.
     pub fn encode(&self) -> String {
         self.regions.iter().map(|r| format!("{}:{}:{}:{}", r.region, r.start, r.len, r.guard)).collect::<Vec<_>>().join(",")
     }

@@ -14,7 +14,7 @@ use wait_timeout::ChildExt;
 
 use crate::layout::{header, BufferSpec, Layout, CANARY, RETURNED};
 use crate::outcome::Outcome;
-use crate::worker::{EXIT_FAULT, EXIT_FORBIDDEN, EXIT_SIGNAL_BASE, SHARED_FD};
+use crate::sandbox::{EXIT_FAULT, EXIT_FORBIDDEN, EXIT_SIGNAL_BASE, SHARED_FD};
 
 /// The float32 NaN outputs are poisoned with (a quiet NaN with payload 0x450f0f).
 pub const POISON_F32: u32 = 0x7fc5_0f0f;
@@ -34,16 +34,16 @@ pub enum RunnerError {
     InputShape { index: usize, expected: Vec<usize>, actual: Vec<usize> },
     #[error("input {index} has {actual} bytes, the kernel's buffer {expected}")]
     InputBytes { index: usize, expected: usize, actual: usize },
-    #[error("the kernel takes {0} buffers; at most {max} are supported", max = crate::worker::MAX_BUFFERS)]
+    #[error("the kernel takes {0} buffers; at most {max} are supported", max = crate::sandbox::MAX_BUFFERS)]
     TooManyBuffers(usize),
 }
 
-/// Runs kernels in child processes of `program args...` (ollie itself as `ollie __worker`).
+/// Runs kernels in child processes of `program args...` (ollie itself as `ollie __sandbox`).
 #[derive(Debug, Clone)]
 pub struct Runner {
-    /// The executable that serves as the worker (ollie itself).
+    /// The executable that serves as the sandbox (ollie itself).
     pub program: PathBuf,
-    /// Arguments that select the worker command.
+    /// Arguments that select the sandbox command.
     pub args: Vec<String>,
     /// How long one call may take before the child is killed.
     pub timeout: Duration,
@@ -97,20 +97,20 @@ fn scrub(bytes: usize) {
     std::hint::black_box(sum);
 }
 
-/// How long a worker may take to start and load its kernel, at least (a call's own limit may be
+/// How long a sandbox may take to start and load its kernel, at least (a call's own limit may be
 /// far shorter).
 const LOAD_TIME: Duration = Duration::from_secs(10);
 
-/// The address space a worker may map (kernel temporaries included): 16 GiB.
+/// The address space a sandbox may map (kernel temporaries included): 16 GiB.
 const ADDRESS_SPACE: u64 = 16 << 30;
 
 impl Runner {
-    /// A runner whose worker is `program __worker` (`program` being an ollie executable).
+    /// A runner whose sandbox is `program __sandbox` (`program` being an ollie executable).
     pub fn new(program: impl Into<PathBuf>, timeout: Duration) -> Runner {
-        Runner { program: program.into(), args: vec![crate::WORKER_COMMAND.to_string()], timeout }
+        Runner { program: program.into(), args: vec![crate::SANDBOX_COMMAND.to_string()], timeout }
     }
 
-    /// A runner that re-runs the current executable as the worker.
+    /// A runner that re-runs the current executable as the sandbox.
     pub fn current_exe(timeout: Duration) -> std::io::Result<Runner> {
         Ok(Runner::new(std::env::current_exe()?, timeout))
     }
@@ -137,17 +137,17 @@ impl Runner {
         Ok(outcome)
     }
 
-    /// Starts a worker for `symbol` of `library` with these buffers (outputs poisoned with NaN).
+    /// Starts a sandbox for `symbol` of `library` with these buffers (outputs poisoned with NaN).
     /// `Ok(Err(outcome))` when the kernel cannot even be loaded. OpenMP threads sleep between
-    /// calls (`OMP_WAIT_POLICY=PASSIVE`): nothing of the worker runs while it is not called.
-    /// The worker is killed when the thread that started it ends (`PR_SET_PDEATHSIG`).
+    /// calls (`OMP_WAIT_POLICY=PASSIVE`): nothing of the sandbox runs while it is not called.
+    /// The sandbox is killed when the thread that started it ends (`PR_SET_PDEATHSIG`).
     pub fn start(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec]) -> Result<Result<Session, Outcome>, RunnerError> {
         self.start_with(library, symbol, inputs, outputs, Some("PASSIVE"), false)
     }
 
     /// [`Runner::start`] for timing: libgomp's default wait policy (threads spin a while after a
     /// parallel region before they sleep), as in a program calling the kernel again and again;
-    /// the caller stops the worker between calls ([`Session::pause`]) so that its spinning never
+    /// the caller stops the sandbox between calls ([`Session::pause`]) so that its spinning never
     /// takes a core from anything else (a team spinning after its call slowed whichever kernel
     /// ran next on 2 cores); continued, the team resumes warm (a team put to sleep after every
     /// call, `PASSIVE`, pays hundreds of microseconds to wake on these virtual machines), and its
@@ -165,7 +165,7 @@ impl Runner {
 
     fn start_with(&self, library: &Path, symbol: &str, inputs: &[BufferSpec], outputs: &[BufferSpec], wait_policy: Option<&str>, timing: bool) -> Result<Result<Session, Outcome>, RunnerError> {
         let specs: Vec<BufferSpec> = inputs.iter().chain(outputs).cloned().collect();
-        if specs.len() > crate::worker::MAX_BUFFERS {
+        if specs.len() > crate::sandbox::MAX_BUFFERS {
             return Err(RunnerError::TooManyBuffers(specs.len()));
         }
         let layout = Layout::new(&specs, if timing { inputs.len() } else { 0 });
@@ -180,7 +180,7 @@ impl Runner {
             // there still spoils the pattern.
             map[r.region..r.guard + crate::layout::PAGE].fill(CANARY);
         }
-        let workdir = std::env::temp_dir().join(format!("ollie-worker-{}-{}", std::process::id(), unique()));
+        let workdir = std::env::temp_dir().join(format!("ollie-sandbox-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&workdir).map_err(|e| RunnerError::Io(format!("creating {}", workdir.display()), e))?;
         let shared = file.as_fd().as_raw_fd();
         let mut command = Command::new(&self.program);
@@ -218,7 +218,7 @@ impl Runner {
                 Ok(())
             });
         }
-        let mut child = command.spawn().map_err(|e| RunnerError::Io(format!("starting the worker {}", self.program.display()), e))?;
+        let mut child = command.spawn().map_err(|e| RunnerError::Io(format!("starting the sandbox {}", self.program.display()), e))?;
         let commands = child.stdin.take().expect("piped");
         let replies = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
@@ -252,7 +252,7 @@ fn unique() -> u64 {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
     Returned { elapsed: Duration },
-    /// The worker is gone; the session can make no more calls.
+    /// The sandbox is gone; the session can make no more calls.
     Died(Outcome),
 }
 
@@ -289,7 +289,7 @@ fn poison(dtype: DType) -> Vec<u8> {
     }
 }
 
-/// A running worker with the kernel loaded: set inputs, call, read outputs, as often as needed.
+/// A running sandbox with the kernel loaded: set inputs, call, read outputs, as often as needed.
 pub struct Session {
     child: Child,
     commands: ChildStdin,
@@ -396,7 +396,7 @@ impl Session {
         })
     }
 
-    /// A checksum of input `k`'s bytes (inputs are mapped read-only in the worker; this catches
+    /// A checksum of input `k`'s bytes (inputs are mapped read-only in the sandbox; this catches
     /// a kernel that changes that protection and writes anyway).
     pub fn input_checksum(&self, k: usize) -> u64 {
         self.checksum(k)
@@ -408,8 +408,8 @@ impl Session {
         checksum(&self.map[r.start..r.start + r.len])
     }
 
-    /// Pins the worker's threads one to a CPU (of those ollie may use, in turn) and stops the
-    /// worker — all its threads, spinning ones included — until its next call or
+    /// Pins the sandbox's threads one to a CPU (of those ollie may use, in turn) and stops the
+    /// sandbox — all its threads, spinning ones included — until its next call or
     /// [`Session::finish`]. Pinned, two threads of one team never share a CPU: a team resumed
     /// from a stop could otherwise find its threads spinning on one CPU by turns.
     pub fn pause(&mut self) {
@@ -434,7 +434,7 @@ impl Session {
         }
     }
 
-    /// The worker's process id.
+    /// The sandbox's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -455,7 +455,7 @@ impl Session {
     /// Buffers of more than [`SCRUB_ABOVE`] times the last-level cache are not flushed line by
     /// line (300 MB took 0.3 s a call, ten times the kernel's own time): at most a cache's worth
     /// of them can be cached, and reading twice that many other bytes pushes it out instead.
-    /// Not timed: the worker times only the kernel's call. A no-op off x86.
+    /// Not timed: the sandbox times only the kernel's call. A no-op off x86.
     pub fn evict(&self) {
         #[cfg(target_arch = "x86_64")]
         {
@@ -494,13 +494,13 @@ impl Session {
         let _quiet = self.timed.then(crate::quiet::Quiet::begin);
         self.resume();
         if self.commands.write_all(b"c").and_then(|_| self.commands.flush()).is_err() {
-            // The worker is gone already; its status says why.
+            // The sandbox is gone already; its status says why.
             return Ok(Call::Died(self.death()?));
         }
         match self.await_reply(b'd', self.timeout)? {
             None => {
                 if u64::from_le_bytes(self.map[header::RETURNED..header::RETURNED + 8].try_into().unwrap()) != RETURNED {
-                    return Ok(Call::Died(Outcome::Failed { reason: "the worker replied before the kernel returned".into() }));
+                    return Ok(Call::Died(Outcome::Failed { reason: "the sandbox replied before the kernel returned".into() }));
                 }
                 let nanos = u64::from_le_bytes(self.map[header::ELAPSED..header::ELAPSED + 8].try_into().unwrap());
                 Ok(Call::Returned { elapsed: Duration::from_nanos(nanos) })
@@ -509,7 +509,7 @@ impl Session {
         }
     }
 
-    /// Waits for `expected` on the reply pipe; `Some(outcome)` if the worker died or timed out.
+    /// Waits for `expected` on the reply pipe; `Some(outcome)` if the sandbox died or timed out.
     fn await_reply(&mut self, expected: u8, limit: Duration) -> Result<Option<Outcome>, RunnerError> {
         let deadline = Instant::now() + limit;
         loop {
@@ -525,7 +525,7 @@ impl Session {
                 Ok(0) => continue,
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(RunnerError::Io("waiting for the worker".into(), e.into())),
+                Err(e) => return Err(RunnerError::Io("waiting for the sandbox".into(), e.into())),
             }
             let mut byte = [0u8];
             match self.replies.read(&mut byte) {
@@ -537,13 +537,13 @@ impl Session {
         }
     }
 
-    /// Why the worker ended.
+    /// Why the sandbox ended.
     fn death(&mut self) -> Result<Outcome, RunnerError> {
-        let status = match self.child.wait_timeout(Duration::from_secs(5)).map_err(|e| RunnerError::Io("waiting for the worker".into(), e))? {
+        let status = match self.child.wait_timeout(Duration::from_secs(5)).map_err(|e| RunnerError::Io("waiting for the sandbox".into(), e))? {
             Some(s) => s,
             None => {
                 let _ = self.child.kill();
-                self.child.wait().map_err(|e| RunnerError::Io("waiting for the worker".into(), e))?
+                self.child.wait().map_err(|e| RunnerError::Io("waiting for the sandbox".into(), e))?
             }
         };
         let word = |offset: usize| u64::from_le_bytes(self.map[offset..offset + 8].try_into().unwrap());
@@ -561,7 +561,7 @@ impl Session {
                 if status.success() {
                     Outcome::Failed { reason: "the kernel ended its process instead of returning".into() }
                 } else if reason.is_empty() {
-                    Outcome::Failed { reason: format!("the worker exited with {status}") }
+                    Outcome::Failed { reason: format!("the sandbox exited with {status}") }
                 } else {
                     Outcome::Failed { reason: reason.to_string() }
                 }
@@ -569,7 +569,7 @@ impl Session {
         })
     }
 
-    /// Ends the worker.
+    /// Ends the sandbox.
     pub fn finish(mut self) {
         self.resume();
         let _ = self.commands.write_all(b"q");

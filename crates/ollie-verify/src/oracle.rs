@@ -239,7 +239,7 @@ impl<'a> Oracle<'a> {
     }
 
     /// Takes back the naive kernel's process lent to `ahead`. One `ahead` started itself is not
-    /// kept: a worker ends with the thread that started it.
+    /// kept: a sandbox ends with the thread that started it.
     pub(crate) fn rejoin(&mut self, ahead: Ahead) {
         if self.session.is_none() && !ahead.started {
             self.session = ahead.session;

@@ -1,6 +1,6 @@
 //! The static screen: what a kernel written outside ollie (by an LLM, by hand) must pass before
 //! it is compiled for real. The compiler runs in ollie's own process context and the library's
-//! initializers run in the worker before its lockdown, so the screen refuses what would act
+//! initializers run in the sandbox before its lockdown, so the screen refuses what would act
 //! there: flags outside an allowlist (plugins, specs files, linker options, profile files,
 //! include paths), headers from outside the system's include directories, and, in the kernel's
 //! own code after preprocessing (so that no macro hides them), inline assembly, constructors,

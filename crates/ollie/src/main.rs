@@ -528,9 +528,9 @@ pub fn stdout(text: &str) -> Result<(), Failure> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some(ollie_runner::WORKER_COMMAND) {
+    if args.get(1).map(String::as_str) == Some(ollie_runner::SANDBOX_COMMAND) {
         // The child process that runs a kernel: no logging, no argument parsing beyond its own.
-        return match ollie_runner::worker_main(&args[2..]) {
+        return match ollie_runner::sandbox_main(&args[2..]) {
             Ok(()) => ExitCode::SUCCESS,
             Err(reason) => {
                 eprintln!("{reason}");

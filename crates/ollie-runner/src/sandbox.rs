@@ -1,4 +1,4 @@
-//! The worker side, run as `ollie __worker ...` in the child process: maps the shared buffers
+//! The sandbox side, run as `ollie __sandbox ...` in the child process: maps the shared buffers
 //! (guard pages after each, inputs read-only), loads the kernel, locks itself down (rlimits and a
 //! seccomp filter), then calls the kernel once per command from the parent. A kernel never runs
 //! inside ollie's own process.
@@ -16,9 +16,9 @@ use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, Sec
 
 use crate::layout::{header, Layout, PAGE, RETURNED};
 
-/// The hidden command under which ollie's executable acts as the worker.
-pub const WORKER_COMMAND: &str = "__worker";
-/// The descriptor the shared memory file is given in the worker.
+/// The hidden command under which ollie's executable acts as the sandbox.
+pub const SANDBOX_COMMAND: &str = "__sandbox";
+/// The descriptor the shared memory file is given in the sandbox.
 pub(crate) const SHARED_FD: i32 = 3;
 /// The exit code after a forbidden system call.
 pub(crate) const EXIT_FORBIDDEN: i32 = 97;
@@ -36,26 +36,26 @@ static REGIONS: [AtomicUsize; 2 * MAX_BUFFERS] = [const { AtomicUsize::new(0) };
 static BUFFERS: AtomicUsize = AtomicUsize::new(0);
 static INPUTS: AtomicUsize = AtomicUsize::new(0);
 
-/// Runs the worker with the arguments after [`WORKER_COMMAND`]. Errors before the lockdown are
-/// returned (the executable prints them and exits non-zero); after it, the worker never returns.
-pub fn worker_main(args: &[String]) -> Result<(), String> {
+/// Runs the sandbox with the arguments after [`SANDBOX_COMMAND`]. Errors before the lockdown are
+/// returned (the executable prints them and exits non-zero); after it, the sandbox never returns.
+pub fn sandbox_main(args: &[String]) -> Result<(), String> {
     let value = |flag: &str| -> Result<&str, String> {
-        let i = args.iter().position(|a| a == flag).ok_or(format!("worker: missing {flag}"))?;
-        args.get(i + 1).map(String::as_str).ok_or(format!("worker: {flag} needs a value"))
+        let i = args.iter().position(|a| a == flag).ok_or(format!("sandbox: missing {flag}"))?;
+        args.get(i + 1).map(String::as_str).ok_or(format!("sandbox: {flag} needs a value"))
     };
     let library = value("--lib")?;
     let symbol = value("--symbol")?;
-    let layout = Layout::decode(value("--layout")?).ok_or("worker: bad --layout")?;
-    let inputs: usize = value("--inputs")?.parse().map_err(|_| "worker: bad --inputs")?;
-    let address_space: u64 = value("--address-space")?.parse().map_err(|_| "worker: bad --address-space")?;
-    let cpu_seconds: u64 = value("--cpu-seconds")?.parse().map_err(|_| "worker: bad --cpu-seconds")?;
+    let layout = Layout::decode(value("--layout")?).ok_or("sandbox: bad --layout")?;
+    let inputs: usize = value("--inputs")?.parse().map_err(|_| "sandbox: bad --inputs")?;
+    let address_space: u64 = value("--address-space")?.parse().map_err(|_| "sandbox: bad --address-space")?;
+    let cpu_seconds: u64 = value("--cpu-seconds")?.parse().map_err(|_| "sandbox: bad --cpu-seconds")?;
     if layout.regions.len() > MAX_BUFFERS || inputs > layout.regions.len() {
         return Err(format!("the kernel takes {} buffers; at most {MAX_BUFFERS} are supported", layout.regions.len()));
     }
     // SAFETY: maps the shared file the parent passed as fd 3, for its whole length.
     let base = unsafe { libc::mmap(std::ptr::null_mut(), layout.total, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, SHARED_FD, 0) };
     if base == libc::MAP_FAILED {
-        return Err(format!("worker: cannot map the buffers: {}", std::io::Error::last_os_error()));
+        return Err(format!("sandbox: cannot map the buffers: {}", std::io::Error::last_os_error()));
     }
     let base = base as *mut u8;
     HEADER.store(base, Ordering::SeqCst);
@@ -92,9 +92,9 @@ pub fn worker_main(args: &[String]) -> Result<(), String> {
         // parent's.
         limit(libc::RLIMIT_CPU, cpu_seconds)?;
     }
-    let filters = filters().map_err(|e| format!("worker: building the system call filter: {e}"))?;
+    let filters = filters().map_err(|e| format!("sandbox: building the system call filter: {e}"))?;
     for program in &filters {
-        seccompiler::apply_filter_all_threads(program).map_err(|e| format!("worker: installing the system call filter: {e}"))?;
+        seccompiler::apply_filter_all_threads(program).map_err(|e| format!("sandbox: installing the system call filter: {e}"))?;
     }
     std::mem::forget(lib);
     reply(b'r');
@@ -129,7 +129,7 @@ fn reply(byte: u8) {
 
 unsafe fn protect(at: *mut u8, len: usize, prot: i32) -> Result<(), String> {
     if libc::mprotect(at.cast(), len, prot) != 0 {
-        return Err(format!("worker: mprotect: {}", std::io::Error::last_os_error()));
+        return Err(format!("sandbox: mprotect: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -138,7 +138,7 @@ fn limit(resource: libc::__rlimit_resource_t, value: u64) -> Result<(), String> 
     let l = libc::rlimit { rlim_cur: value, rlim_max: value };
     // SAFETY: passes a valid rlimit.
     if unsafe { libc::setrlimit(resource, &l) } != 0 {
-        return Err(format!("worker: setrlimit: {}", std::io::Error::last_os_error()));
+        return Err(format!("sandbox: setrlimit: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }
