@@ -208,8 +208,10 @@ pub const MIN_SAMPLES: usize = 12;
 /// Recent predictions a model is judged on before it is trusted to choose.
 const TRIAL: usize = 24;
 
-/// Timings the model fits on, at most: the latest.
-const WINDOW: usize = 4096;
+/// Timings the model fits on, at most: the latest. A forest grown on n timings holds about n
+/// nodes a tree, so the window bounds the model's memory (a few MiB) as well as a fit's cost,
+/// and a long search reaches that bound in its first minutes.
+const WINDOW: usize = 1024;
 
 /// Spearman's ρ over its recent predictions that a model needs to be trusted.
 pub const TRUSTED: f64 = 0.5;
@@ -276,6 +278,8 @@ impl CostModel {
     /// fifth of the timings it would fit on are new since the last fit.
     pub fn predict(&mut self, features: &[Vec<f64>]) -> Option<Vec<f64>> {
         if self.samples.len() >= MIN_SAMPLES && (self.forest.is_none() || 5 * self.since_fit >= self.samples.len()) {
+            // The old forest goes before the new one grows: never two in memory.
+            self.forest = None;
             self.forest = fit(&self.samples);
             self.since_fit = 0;
         }
