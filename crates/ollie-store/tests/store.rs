@@ -18,7 +18,7 @@ fn candidate(evaluation: usize, accepted: bool) -> Candidate {
         flags: "-O3".into(),
         schedule: "parallel i0\n".into(),
         // A variant's graph on every other candidate, none on the rest.
-        graph: if evaluation % 2 == 0 { format!("kernel k{evaluation}() {{}}") } else { String::new() },
+        graph: if evaluation.is_multiple_of(2) { format!("kernel k{evaluation}() {{}}") } else { String::new() },
         parent: None,
         proposer: "mutate".into(),
         at_seconds: evaluation as f64,

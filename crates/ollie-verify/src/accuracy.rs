@@ -206,8 +206,8 @@ impl Target {
     /// [`Target::new`] with the naive kernel's output `b` as it lies in memory (float32 or
     /// float64, in standard order) — or, without one, the a-priori target: the reference
     /// rounded to the output's dtype stands for `b` elementwise (`|b − r|` is then as small as
-    /// any kernel's rounding can make it), and the normwise bound is `α·(max(‖r₃₂ − r‖, u·‖E‖)
-    /// + λ·‖A‖)`, the a-priori bound's norm, in place of the naive kernel's measured error
+    /// any kernel's rounding can make it), and the normwise bound is
+    /// `α·(max(‖r₃₂ − r‖, u·‖E‖) + λ·‖A‖)`, the a-priori bound's norm, in place of the naive kernel's measured error
     /// (which the elementwise rule then implies).
     pub(crate) fn from_reference<B: Copy + Into<f64>>(tolerance: Tolerance, r: &Tensor, bound: &ErrorBound, b: Option<&[B]>) -> Target {
         assert!(b.is_none_or(|b| b.len() == r.len()), "the naive output has the reference's size");
@@ -485,7 +485,7 @@ mod tests {
     #[test]
     fn every_special_element_is_judged_at_its_own_index() {
         let n = 1000;
-        let special = |i: usize| i % 3 == 0 || (500..700).contains(&i);
+        let special = |i: usize| i.is_multiple_of(3) || (500..700).contains(&i);
         let r: Vec<f64> = (0..n).map(|i| if special(i) { f64::INFINITY } else { i as f64 }).collect();
         let zeros = vec![0.0; n];
         for narrow in [true, false] {

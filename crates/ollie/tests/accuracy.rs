@@ -43,7 +43,7 @@ fn cases() -> Vec<Case> {
                 v as f32 as f64
             });
             let (r, m) = evaluate_with_error_bounds(&graph, std::slice::from_ref(&x)).unwrap();
-            let Outcome::Ran { outputs, .. } = runner.run(&library, "softmax", &[(spec.clone(), &x)], &[spec.clone()]).unwrap() else { panic!() };
+            let Outcome::Ran { outputs, .. } = runner.run(&library, "softmax", &[(spec.clone(), &x)], std::slice::from_ref(&spec)).unwrap() else { panic!() };
             out.push(Case { x, r: r[0].clone(), m: m[0].clone(), b: outputs[0].clone() });
         }
     }

@@ -93,7 +93,7 @@ fn chunk(egraph: &mut EGraph, spec: &EinsumSpec, args: &[Id], i: usize, s: Id, a
     if row == 0 || stream < STREAM_BYTES {
         return None;
     }
-    let len = (MIN_CHUNK..=n / MIN_CHUNKS).rev().find(|&len| n % len == 0 && len * row <= CHUNK_BYTES)?;
+    let len = (MIN_CHUNK..=n / MIN_CHUNKS).rev().find(|&len| n.is_multiple_of(len) && len * row <= CHUNK_BYTES)?;
     let chunks = n / len;
 
     // The chunks go after the labels every operand has (a batch stays outermost) and before

@@ -399,8 +399,7 @@ impl Builder {
     }
 
     fn try_registerize(&mut self, scope: VarId, tile: BufferId, lanes: u32) -> Option<()> {
-        loop {
-            let Some((var, extent, innermost, coefficient)) = tile_loop(&self.nest.body, scope, tile, false) else { break };
+        while let Some((var, extent, innermost, coefficient)) = tile_loop(&self.nest.body, scope, tile, false) {
             if innermost && coefficient == 1 && extent % lanes as usize == 0 {
                 let vector = if extent > lanes as usize {
                     let inner = self.nest.fresh_var();
