@@ -10,7 +10,7 @@ use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
 use ollie_store::{Candidate, LlmCall, Location, Run, Sources, Store, Worker};
-use ollie_search::cost_model::{features, held_back, HeldBack};
+use ollie_search::cost_model::{features, held_back, HeldBack, Timed};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -244,7 +244,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "rewriting": rewriting,
         "why_naive": why_naive,
         "llm": llm,
-        "cost_model": model.map(|m| serde_json::json!({ "spearman": m.spearman, "held_back": m.held_back, "fitted_on": m.fitted_on })),
+        "cost_model": model.map(|m| serde_json::json!({ "pairwise_accuracy": m.pairwise_accuracy, "pairs": m.pairs, "trained_on": m.trained_on, "held_back": m.held_back, "spearman": m.spearman })),
         "workers": workers.iter().map(|w| serde_json::json!({ "worker": w.id.0, "host": w.host, "pid": w.pid, "seed": w.seed, "evaluations": w.evaluations, "searched_seconds": w.elapsed_seconds })).collect::<Vec<_>>(),
         "final_phase": r.finisher,
     });
@@ -340,24 +340,40 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
         writeln!(t, "{}", llm.line()).unwrap();
     }
     match model {
-        Some(m) => writeln!(t, "cost model: Spearman's rho {:.2} between predicted and measured times of the last {} timed candidates, fitted on the {} before them", m.spearman, m.held_back, m.fitted_on).unwrap(),
+        Some(m) => {
+            let accuracy = match m.pairwise_accuracy {
+                Some(a) => format!("ordered {:.0}% of the {} pairs", 100.0 * a, m.pairs),
+                None => "had no pairs".to_string(),
+            };
+            let rho = m.spearman.map_or(String::new(), |rho| format!("; Spearman's rho {rho:.2}"));
+            writeln!(t, "cost model: {accuracy} of the last {} timed candidates that their timings' noise tells apart, trained on the {} before them{rho}", m.held_back, m.trained_on).unwrap()
+        }
         None => writeln!(t, "cost model: too few timed candidates to test it on held-back ones").unwrap(),
     }
     t
 }
 
 /// How well the cost model ranks timings it was not fitted on: fitted on the run's first timed
-/// candidates (in the order they were measured), tested on the last quarter.
+/// candidates (in the order they were measured), tested on the last quarter. A timing's noise
+/// is its interleaved ratio's p10..p90 (or, timed alone, its calls'), around its estimate.
 fn cost_model(graph: &Graph, history: &[Candidate]) -> Option<HeldBack> {
     let naive = ollie_loops::lower(graph).ok()?;
-    let samples: Vec<(Vec<f64>, f64)> = history
+    let timed: Vec<Timed> = history
         .iter()
         .filter_map(|c| {
             let kernel = crate::stored::kernel(c).ok()?;
-            Some((features(&kernel, &naive), c.timing?.estimate.ln()))
+            let timing = c.timing?;
+            let (low, high) = if timing.ratio > 0.0 && timing.ratio_p10 > 0.0 {
+                (timing.ratio_p10 / timing.ratio, timing.ratio_p90 / timing.ratio)
+            } else {
+                (timing.p10 / timing.seconds, timing.p90 / timing.seconds)
+            };
+            let log_seconds = timing.estimate.ln();
+            Some(Timed { features: features(&kernel, &naive), log_seconds, log_low: log_seconds + low.ln(), log_high: log_seconds + high.ln() })
         })
+        .filter(|t| t.log_seconds.is_finite() && t.log_low.is_finite() && t.log_high.is_finite())
         .collect();
-    held_back(&samples, 0.25)
+    held_back(&timed, 0.25)
 }
 
 /// The kernel's arrays in ABI order, for callers other than the generated loader (the Python

@@ -342,32 +342,75 @@ pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
 
-/// How well the model ranks what it has not seen: fitted on the first timings in the order
-/// they came, it predicts the last `held_back` share of them. Spearman's ρ between predicted and
-/// measured, with how many were held back and how many fitted on.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HeldBack {
-    pub spearman: f64,
-    pub held_back: usize,
-    pub fitted_on: usize,
+/// A timed kernel as the model is judged on it: its features, the log of its time, and the log
+/// bounds its measurement's noise puts around that (p10..p90 of its timing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed {
+    pub features: Vec<f64>,
+    pub log_seconds: f64,
+    pub log_low: f64,
+    pub log_high: f64,
 }
 
-pub fn held_back(samples: &[(Vec<f64>, f64)], share: f64) -> Option<HeldBack> {
-    let held = ((samples.len() as f64 * share).round() as usize).max(3);
-    let fitted_on = samples.len().checked_sub(held)?;
-    if fitted_on < MIN_SAMPLES {
+/// How well the model ranks what it has not seen: fitted on the first timings in the order
+/// they came, it predicts the last `held_back` share of them. Judged on the pairs of those whose
+/// noise bounds do not overlap (`pairs`: which of the two is faster is known): the share it
+/// orders right (a tie in prediction counts half). Spearman's ρ over all of them beside it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeldBack {
+    pub pairwise_accuracy: Option<f64>,
+    pub pairs: usize,
+    pub spearman: Option<f64>,
+    pub held_back: usize,
+    pub trained_on: usize,
+}
+
+pub fn held_back(timed: &[Timed], share: f64) -> Option<HeldBack> {
+    let held = ((timed.len() as f64 * share).round() as usize).max(3);
+    let trained_on = timed.len().checked_sub(held)?;
+    if trained_on < MIN_SAMPLES {
         return None;
     }
-    let forest = fit(&samples[..fitted_on])?;
-    let tail = &samples[fitted_on..];
-    let predicted = predict(&forest, &tail.iter().map(|s| s.0.clone()).collect::<Vec<_>>())?;
-    let measured: Vec<f64> = tail.iter().map(|s| s.1).collect();
-    Some(HeldBack { spearman: spearman(&predicted, &measured)?, held_back: held, fitted_on })
+    let samples: Vec<(Vec<f64>, f64)> = timed[..trained_on].iter().map(|t| (t.features.clone(), t.log_seconds)).collect();
+    let forest = fit(&samples)?;
+    let tail = &timed[trained_on..];
+    let predicted = predict(&forest, &tail.iter().map(|t| t.features.clone()).collect::<Vec<_>>())?;
+    let measured: Vec<f64> = tail.iter().map(|t| t.log_seconds).collect();
+    let (pairwise_accuracy, pairs) = pairwise(&predicted, tail);
+    Some(HeldBack { pairwise_accuracy, pairs, spearman: spearman(&predicted, &measured), held_back: held, trained_on })
+}
+
+/// Of the pairs of `measured` kernels whose noise bounds do not overlap, the share `predicted`
+/// orders as they measured (ties in prediction half right), and how many such pairs there are.
+pub fn pairwise(predicted: &[f64], measured: &[Timed]) -> (Option<f64>, usize) {
+    let (mut right, mut pairs) = (0.0, 0usize);
+    for i in 0..measured.len() {
+        for j in i + 1..measured.len() {
+            let (a, b) = (&measured[i], &measured[j]);
+            if a.log_high < b.log_low || b.log_high < a.log_low {
+                pairs += 1;
+                let (p, m) = (predicted[i] - predicted[j], a.log_seconds - b.log_seconds);
+                right += if p == 0.0 { 0.5 } else if (p < 0.0) == (m < 0.0) { 1.0 } else { 0.0 };
+            }
+        }
+    }
+    ((pairs > 0).then(|| right / pairs as f64), pairs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairwise_accuracy_counts_only_pairs_the_noise_tells_apart() {
+        let timed = |t: f64, noise: f64| Timed { features: Vec::new(), log_seconds: t, log_low: t - noise, log_high: t + noise };
+        // 1.0 and 1.1 overlap (noise 0.2): not a pair. The other pairs: (1.0, 3.0), (1.1, 3.0).
+        let measured = [timed(1.0, 0.2), timed(1.1, 0.2), timed(3.0, 0.2)];
+        assert_eq!(pairwise(&[0.0, 5.0, 1.0], &measured), (Some(0.5), 2), "(1.0, 3.0) right, (1.1, 3.0) wrong");
+        assert_eq!(pairwise(&[0.0, 0.0, 1.0], &measured), (Some(1.0), 2));
+        assert_eq!(pairwise(&[1.0, 1.0, 1.0], &measured), (Some(0.5), 2), "a constant prediction is a coin");
+        assert_eq!(pairwise(&[0.0, 1.0], &[timed(1.0, 1.0), timed(1.5, 1.0)]), (None, 0), "nothing told apart");
+    }
 
     #[test]
     fn spearman_is_one_for_the_same_order_and_minus_one_for_the_reverse() {
@@ -389,9 +432,11 @@ mod tests {
             (f, t)
         };
         let samples: Vec<(Vec<f64>, f64)> = (0..60).map(point).collect();
-        let h = held_back(&samples, 0.25).unwrap();
-        assert_eq!((h.held_back, h.fitted_on), (15, 45));
-        assert!(h.spearman > 0.8, "{h:?}");
+        let timed: Vec<Timed> = samples.iter().map(|(f, t)| Timed { features: f.clone(), log_seconds: *t, log_low: t - 0.1, log_high: t + 0.1 }).collect();
+        let h = held_back(&timed, 0.25).unwrap();
+        assert_eq!((h.held_back, h.trained_on), (15, 45));
+        assert!(h.spearman.is_some_and(|rho| rho > 0.8), "{h:?}");
+        assert!(h.pairs > 0 && h.pairwise_accuracy.is_some_and(|a| a > 0.8), "{h:?}");
         let mut model = CostModel::default();
         assert_eq!(model.predict(&[samples[0].0.clone()]), None, "no model before any timing");
         for (f, t) in samples.iter().take(40) {
