@@ -12,12 +12,14 @@ use lru::LruCache;
 use ollie_graph::Tensor;
 use ollie_loops::LoopNest;
 use ollie_runner::Compiler;
-use ollie_search::cost_model::{features, CostModel};
+use ollie_search::cost_model::{features, CostModel, Timed};
+use ollie_search::physics::Roof;
 use ollie_search::{Evaluate, Evaluation, Kernel};
-use ollie_store::TimingRecord;
+use ollie_store::{Prediction, TimingRecord};
 use ollie_verify::{BenchConfig, EarlyStop, Oracle, Timing, VerifyConfig, FAR_PAIRS};
 
 use crate::final_timing::FinalTiming;
+use crate::training::Writer;
 use crate::Reason;
 
 /// What the evaluator learned about a candidate, carried by the search's step to the store and
@@ -161,8 +163,14 @@ pub(crate) struct Evaluator<'a> {
     rejected: LruCache<Kernel, (Reason, String)>,
     /// Time of the latest kernels timed, on the chain's scale.
     seconds: LruCache<Kernel, f64>,
-    /// Fitted on those times; ranks each round's proposals.
+    /// Fitted on those times and earlier searches'; ranks each round's proposals (unless
+    /// `ranking` is off), and predicts each kernel's time before it is measured.
     model: CostModel,
+    ranking: bool,
+    /// The machine and the work, as the model's roofline estimate sees them.
+    roof: Roof,
+    /// Where this search's timings are kept for later searches.
+    training: Writer,
     /// The search's verification: its input sets, and the counterexamples found so far.
     verify: VerifyConfig,
     bench_seed: u64,
@@ -206,6 +214,12 @@ pub(crate) struct Start {
     /// The whole budget, in seconds.
     pub budget: f64,
     pub timing: FinalTiming,
+    /// The cost model's start: the roofline as it sees it, earlier searches' timings, where
+    /// this search's go, and whether it ranks proposals (`--no-cost-model`: it only predicts).
+    pub roof: Roof,
+    pub prior: Vec<Timed>,
+    pub training: Writer,
+    pub ranking: bool,
 }
 
 impl<'a> Evaluator<'a> {
@@ -227,10 +241,15 @@ impl<'a> Evaluator<'a> {
             shared_naive: std::sync::Arc::new(naive.clone()),
             rejected: LruCache::new(REMEMBERED),
             model: {
-                let mut model = CostModel::default();
-                start.seconds.iter().for_each(|(k, t)| model.add(features(k, naive), t.ln()));
+                let mut model = CostModel::with_prior(start.prior);
+                for (k, t) in &start.seconds {
+                    model.add(timed_without_noise(features(k, naive, &start.roof), *t, &start.roof));
+                }
                 model
             },
+            ranking: start.ranking,
+            roof: start.roof,
+            training: start.training,
             seconds: {
                 let mut seconds = LruCache::new(REMEMBERED);
                 for (k, t) in start.seconds {
@@ -316,8 +335,12 @@ impl<'a> Evaluator<'a> {
         match measured {
             Ok((t, estimate, ratio)) => {
                 self.seconds.put(candidate.clone(), estimate);
-                self.model.add(features(candidate, self.naive), estimate.ln());
-                note.timing = Some(TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90 });
+                let mut timing = TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90, predicted: None };
+                if let Some(timed) = as_timed(features(candidate, self.naive, &self.roof), &timing, &self.roof) {
+                    self.training.write(&timed);
+                    timing.predicted = self.model.add(timed).map(|log_time| Prediction { log_time, trained_on: self.model.fitted_on() as u64, round: None, picked: false });
+                }
+                note.timing = Some(timing);
             }
             Err(r) => note.rejected = Some((Reason::from(r), r.to_string())),
         }
@@ -345,7 +368,7 @@ impl<'a> Evaluator<'a> {
     /// Trains the cost model on a kernel timed elsewhere (by another worker), its time on the
     /// chain's scale.
     pub fn learn_timing(&mut self, kernel: &Kernel, estimate: f64) {
-        self.model.add(features(kernel, self.naive), estimate.ln());
+        self.model.add(timed_without_noise(features(kernel, self.naive, &self.roof), estimate, &self.roof));
     }
 
     /// Tries `inputs` first in every later verification (a counterexample found here or by
@@ -443,12 +466,34 @@ impl<'a> Evaluator<'a> {
     }
 }
 
+/// A timing as the cost model learns from it: the log of its time (on the chain's scale) over
+/// the floor, its noise the interleaved ratio's p10..p90 (or, timed alone, its calls').
+fn as_timed(features: Vec<f64>, timing: &TimingRecord, roof: &Roof) -> Option<Timed> {
+    let (low, high) = if timing.ratio > 0.0 && timing.ratio_p10 > 0.0 { (timing.ratio_p10 / timing.ratio, timing.ratio_p90 / timing.ratio) } else { (timing.p10 / timing.seconds, timing.p90 / timing.seconds) };
+    let log_time = (timing.estimate / roof.floor_seconds).ln();
+    let t = Timed { features, log_time, log_low: log_time + low.ln(), log_high: log_time + high.ln(), search: u64::MAX };
+    (t.log_time.is_finite() && t.log_low.is_finite() && t.log_high.is_finite()).then_some(t)
+}
+
+/// A time known without its noise (a resumed run's, another worker's).
+fn timed_without_noise(features: Vec<f64>, seconds: f64, roof: &Roof) -> Timed {
+    let log_time = (seconds / roof.floor_seconds).ln();
+    Timed { features, log_time, log_low: log_time, log_high: log_time, search: u64::MAX }
+}
+
 impl Evaluate<Kernel> for Evaluator<'_> {
     type Note = Note;
 
     fn rank(&mut self, proposals: &[Kernel]) -> Option<Vec<f64>> {
-        let features: Vec<Vec<f64>> = proposals.iter().map(|k| features(k, self.naive)).collect();
+        if !self.ranking {
+            return None;
+        }
+        let features: Vec<Vec<f64>> = proposals.iter().map(|k| features(k, self.naive, &self.roof)).collect();
         self.model.rank(&features)
+    }
+
+    fn ranks(&self) -> bool {
+        self.ranking && self.model.trusted()
     }
 
     /// Builds the batch, in parallel: what was not started ahead starts now, then each is
@@ -571,6 +616,10 @@ mod tests {
             naive_runs: true,
             budget: 60.0,
             timing: FinalTiming::new(1e-3, 60.0),
+            roof: Roof { threads: 1.0, lanes: 8.0, peak_flops_per_thread: 50e9, memory_bandwidth: 10e9, memory_bandwidth_one: 10e9, cache_bandwidth: 50e9, l1_bytes: 32768.0, l2_bytes: 1048576.0, last_level_bytes: 8388608.0, floor_seconds: 1e-6, flops: 64.0, bytes: 512.0 },
+            prior: Vec::new(),
+            training: Writer::none(),
+            ranking: true,
         }
     }
 
@@ -587,7 +636,7 @@ mod tests {
         let oracle = Oracle::new(&graph, &runner, Baseline::Naive("/nonexistent/libnaive.so".into()));
         let kernel = Kernel::Scheduled(ollie_search::initial_schedule());
         let mut evaluator = Evaluator::new(&naive, &compiler, oracle, start(&kernel, 1e-3, Some(Instant::now())));
-        let timing = TimingRecord { estimate: 1e-3, seconds: 1e-3, p10: 1e-3, p90: 1e-3, ratio: 0.5, ratio_p10: 0.5, ratio_p90: 0.5 };
+        let timing = TimingRecord { estimate: 1e-3, seconds: 1e-3, p10: 1e-3, p90: 1e-3, ratio: 0.5, ratio_p10: 0.5, ratio_p90: 0.5, predicted: None };
         let mut note = Note { timing: Some(timing), ..Note::default() };
         assert!(!evaluator.confirm(&kernel, &mut note));
         assert_eq!(note.rejected.as_ref().map(|r| r.0), Some(Reason::OutOfTime), "{note:?}");

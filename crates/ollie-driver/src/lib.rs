@@ -17,6 +17,7 @@ pub mod progress;
 pub mod report;
 pub mod setup;
 pub mod stored;
+pub mod training;
 mod tried;
 mod verdict;
 pub mod workers;

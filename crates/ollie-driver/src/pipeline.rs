@@ -59,6 +59,9 @@ pub struct Options {
     pub timeout: Option<f64>,
     /// The proposers to use, names from [`PROPOSERS`], and the LLM's options if `llm` is among them.
     pub proposers: Vec<String>,
+    /// Whether the cost model chooses which proposals are measured (`--no-cost-model`: it
+    /// only predicts, and its predictions are judged in the report).
+    pub cost_model: bool,
     pub llm: Option<LlmOptions>,
     /// Set to stop after the evaluation in flight (Ctrl-C).
     pub interrupted: Arc<AtomicBool>,
@@ -66,6 +69,14 @@ pub struct Options {
 
 /// Proposals drawn per round, of which the cost model picks the two to measure.
 const POOL: usize = 6;
+
+/// Proposals drawn per round once the cost model is trusted: built many (their features, not
+/// their code: nothing is compiled before it is chosen), measured few.
+const RANKED_POOL: usize = 24;
+
+/// The share of ranked rounds measured whole (up to [`POOL`] proposals), so that the report can
+/// say what the model's choices cost: its regret.
+const ABLATION: f64 = 0.125;
 
 /// Mixed into the spec's seed for the search's own input sets.
 const SEARCH_SETS: u64 = 0x5ea7_c4ed_0f5e_75e7;
@@ -143,7 +154,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         // the search found what it found.
         let rules = ollie_search::explain(&naive, &target);
         let rewriting = crate::tried::Rewriting::of(&rewritten);
-        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name(), "rules": rules, "rewriting": rewriting, "class": workers::machine_class(&machine) });
+        let options = serde_json::json!({ "time_seconds": o.time, "evals": o.evals, "roofline_target": o.roofline_target, "timeout_seconds": o.timeout, "dims": o.dims, "proposers": o.proposers, "llm": llm, "naive": cost, "baseline": against.name(), "rules": rules, "rewriting": rewriting, "class": workers::machine_class(&machine), "no_cost_model": !o.cost_model });
         let new = NewRun {
             spec_path: o.spec_path.clone(),
             spec_source: o.spec_source.clone(),
@@ -170,7 +181,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
             accepted: true,
             reason: None,
             detail: None,
-            timing: Some(TimingRecord { estimate: cost.seconds, seconds: cost.seconds, p10: cost.seconds, p90: cost.seconds, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0 }),
+            timing: Some(TimingRecord { estimate: cost.seconds, seconds: cost.seconds, p10: cost.seconds, p90: cost.seconds, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0, predicted: None }),
             moved: true,
             new_best: true,
         };
@@ -273,6 +284,10 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // joined, the run's time since it started).
     let deadline = session + Duration::from_secs_f64((o.time - searched).max(0.0));
     let timing = FinalTiming::new(cost.seconds, o.time);
+    // The cost model starts from earlier searches' timings on this machine class.
+    let class = workers::machine_class(&machine);
+    let (prior, prior_searches) = crate::training::prior(&class);
+    tracing::info!(timings = prior.len(), searches = prior_searches, "the cost model starts from earlier searches");
     let start = Start {
         seconds: timed,
         verify,
@@ -285,6 +300,10 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
         naive_runs,
         budget: o.time,
         timing,
+        roof: crate::training::roof(&machine, &floor, &target),
+        prior,
+        training: crate::training::Writer::create(&class, &graph.name),
+        ranking: o.cost_model,
     };
     // The search's compilations end with its budget, and take at most a quarter of it (gcc
     // took 22 s on one generated nest of a 30 s search): a kernel that slow to build is not
@@ -299,7 +318,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // Two candidates measured per round (built in parallel), the most promising of six
     // proposals once the cost model has enough timings to rank them; the next round is drawn
     // ahead and built while this one is measured.
-    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, pool: POOL, ahead: true, ..SearchConfig::default() };
+    let config = SearchConfig { seed: run.new.seed, max_evaluations: o.evals, batch: 2, pool: POOL, ranked_pool: RANKED_POOL, ablation: ABLATION, ahead: true, ..SearchConfig::default() };
     let mut search = Search::resume(config, (best, best_seconds), (current, current_seconds), evaluations, record);
 
     let mut tally = Tally::default();
@@ -447,11 +466,14 @@ impl Chain {
         self.steps.0 = Instant::now();
         // What the search made of it: taken after the full verification, declined as slower
         // (first tier only), or rejected in either tier.
-        let (rejected, timing) = match event.outcome {
+        let (rejected, mut timing) = match event.outcome {
             Evaluation::Timed { .. } => (None, note.timing),
             Evaluation::Slower { ratio: (median, p10, p90), .. } => (Some((Reason::Slower, format!("{median:.2}x the current kernel's time (p10..p90 {p10:.2}..{p90:.2})"))), note.timing),
             Evaluation::Rejected => (Some(note.rejected.unwrap_or((Reason::Internal, "rejected without a reason".into()))), None),
         };
+        if let (Some(prediction), Some(a)) = (timing.as_mut().and_then(|t| t.predicted.as_mut()), event.ablation) {
+            (prediction.round, prediction.picked) = (Some(a.round), a.picked);
+        }
         let candidate = Candidate {
             evaluation: event.evaluation,
             source_hash: stored::hash(&note.source, &note.flags),

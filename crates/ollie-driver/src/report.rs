@@ -10,7 +10,7 @@ use anyhow::Context;
 use ollie_graph::{DType, Graph};
 use ollie_runner::{Floor, Machine};
 use ollie_store::{Candidate, LlmCall, Location, Run, Sources, Store, Worker};
-use ollie_search::cost_model::{features, held_back, HeldBack, Timed};
+use ollie_search::cost_model::{pairwise, spearman, Timed};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -219,7 +219,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
     let rewriting: Option<tried::Rewriting> = crate::stored::option(r, "rewriting");
     let why_naive = summary.naive_is_best.then(|| tried::why_naive(&rules, rewriting.as_ref(), &proposers));
     let llm = LlmTally::of(calls).or_else(|| requested.iter().any(|p| p == "llm").then(LlmTally::default));
-    let model = cost_model(graph, history);
+    let model = cost_model(history);
     let json = serde_json::json!({
         "kernel": name,
         "spec": r.new.spec_path,
@@ -244,7 +244,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
         "rewriting": rewriting,
         "why_naive": why_naive,
         "llm": llm,
-        "cost_model": model.map(|m| serde_json::json!({ "pairwise_accuracy": m.pairwise_accuracy, "pairs": m.pairs, "trained_on": m.trained_on, "held_back": m.held_back, "spearman": m.spearman })),
+        "cost_model": model.map(|m| serde_json::json!({ "pairwise_accuracy": m.pairwise_accuracy, "pairs": m.pairs, "trained_on": m.trained_on, "predicted": m.predicted, "spearman": m.spearman, "regret_median": m.regret_median, "rounds_measured_whole": m.rounds })),
         "workers": workers.iter().map(|w| serde_json::json!({ "worker": w.id.0, "host": w.host, "pid": w.pid, "seed": w.seed, "evaluations": w.evaluations, "searched_seconds": w.elapsed_seconds })).collect::<Vec<_>>(),
         "final_phase": r.finisher,
     });
@@ -314,7 +314,7 @@ pub fn write(out: &Path, graph: &Graph, machine: &Machine, floor: &Floor, r: &Ru
 const BASELINE: &str = "not re-verified, as its outputs are the baseline every candidate was judged against (it passes by construction)";
 
 /// The short table printed at the end and placed in the report.
-fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<HeldBack>, why_naive: Option<&str>) -> String {
+fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&LlmTally>, model: Option<ModelRecord>, why_naive: Option<&str>) -> String {
     let cost = graph.work();
     let mut t = String::new();
     writeln!(t, "{:<10} {:>11} {:>23} {:>9} {:>9}", "kernel", "median", "p10..p90", "GFLOP/s", "roofline").unwrap();
@@ -346,34 +346,84 @@ fn table(graph: &Graph, s: &Summary, floor: &Floor, tally: &Tally, llm: Option<&
                 None => "had no pairs".to_string(),
             };
             let rho = m.spearman.map_or(String::new(), |rho| format!("; Spearman's rho {rho:.2}"));
-            writeln!(t, "cost model: {accuracy} of the last {} timed candidates that their timings' noise tells apart, trained on the {} before them{rho}", m.held_back, m.trained_on).unwrap()
+            let regret = m.regret_median.map_or(String::new(), |r| format!("; in {} rounds measured whole, its picks took {r:.2}x the round's best (median)", m.rounds));
+            writeln!(t, "cost model: {accuracy} of the {} candidates it predicted before they were timed that their timings' noise tells apart (fitted on up to {} timings){rho}{regret}", m.predicted, m.trained_on).unwrap()
         }
-        None => writeln!(t, "cost model: too few timed candidates to test it on held-back ones").unwrap(),
+        None => writeln!(t, "cost model: too few timings to predict any candidate before it was timed").unwrap(),
     }
     t
 }
 
-/// How well the cost model ranks timings it was not fitted on: fitted on the run's first timed
-/// candidates (in the order they were measured), tested on the last quarter. A timing's noise
-/// is its interleaved ratio's p10..p90 (or, timed alone, its calls'), around its estimate.
-fn cost_model(graph: &Graph, history: &[Candidate]) -> Option<HeldBack> {
-    let naive = ollie_loops::lower(graph).ok()?;
-    let timed: Vec<Timed> = history
+/// How well the cost model predicted the run's timed candidates, each before it was measured:
+/// the share of the pairs of them that their timings' noise tells apart that it ordered right,
+/// Spearman's ρ over all of them, and the most timings it had been fitted on.
+#[derive(Debug, Clone, Copy)]
+struct ModelRecord {
+    pairwise_accuracy: Option<f64>,
+    pairs: usize,
+    spearman: Option<f64>,
+    predicted: usize,
+    trained_on: u64,
+    /// Over the rounds measured whole: the median of the best time of those the model picked
+    /// over the best time of them all (1: it picked the best), and how many rounds.
+    regret_median: Option<f64>,
+    rounds: usize,
+}
+
+/// The run's [`ModelRecord`]; `None` where it predicted nothing. A timing's noise is its
+/// interleaved ratio's p10..p90 (or, timed alone, its calls'), around its estimate.
+fn cost_model(history: &[Candidate]) -> Option<ModelRecord> {
+    let (predicted, measured): (Vec<f64>, Vec<Timed>) = history
         .iter()
         .filter_map(|c| {
-            let kernel = crate::stored::kernel(c).ok()?;
             let timing = c.timing?;
+            let prediction = timing.predicted?;
             let (low, high) = if timing.ratio > 0.0 && timing.ratio_p10 > 0.0 {
                 (timing.ratio_p10 / timing.ratio, timing.ratio_p90 / timing.ratio)
             } else {
                 (timing.p10 / timing.seconds, timing.p90 / timing.seconds)
             };
-            let log_seconds = timing.estimate.ln();
-            Some(Timed { features: features(&kernel, &naive), log_seconds, log_low: log_seconds + low.ln(), log_high: log_seconds + high.ln() })
+            let log_time = timing.estimate.ln();
+            let t = Timed { features: Vec::new(), log_time, log_low: log_time + low.ln(), log_high: log_time + high.ln(), search: 0 };
+            (t.log_time.is_finite() && t.log_low.is_finite() && t.log_high.is_finite()).then_some((prediction.log_time, t))
         })
-        .filter(|t| t.log_seconds.is_finite() && t.log_low.is_finite() && t.log_high.is_finite())
-        .collect();
-    held_back(&timed, 0.25)
+        .unzip();
+    if predicted.is_empty() {
+        return None;
+    }
+    let trained_on = history.iter().filter_map(|c| Some(c.timing?.predicted?.trained_on)).max().unwrap_or(0);
+    let (pairwise_accuracy, pairs) = pairwise(&predicted, &measured);
+    let times: Vec<f64> = measured.iter().map(|t| t.log_time).collect();
+    let regrets = regrets(history);
+    Some(ModelRecord { pairwise_accuracy, pairs, spearman: spearman(&predicted, &times), predicted: predicted.len(), trained_on, regret_median: median(&regrets), rounds: regrets.len() })
+}
+
+/// Per round measured whole (with a pick timed and another candidate): the best time the
+/// model's picks took over the best of the round.
+fn regrets(history: &[Candidate]) -> Vec<f64> {
+    let mut rounds: std::collections::BTreeMap<u64, (f64, f64, usize)> = Default::default();
+    for c in history {
+        let Some(timing) = c.timing else { continue };
+        let Some(p) = timing.predicted else { continue };
+        let Some(round) = p.round else { continue };
+        let r = rounds.entry(round).or_insert((f64::INFINITY, f64::INFINITY, 0));
+        r.1 = r.1.min(timing.estimate);
+        r.2 += 1;
+        if p.picked {
+            r.0 = r.0.min(timing.estimate);
+        }
+    }
+    rounds.values().filter(|(picked, best, n)| picked.is_finite() && *best > 0.0 && *n >= 2).map(|(picked, best, _)| picked / best).collect()
+}
+
+fn median(x: &[f64]) -> Option<f64> {
+    let mut x = x.to_vec();
+    x.sort_by(f64::total_cmp);
+    match x.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(x[n / 2]),
+        n => Some((x[n / 2 - 1] + x[n / 2]) / 2.0),
+    }
 }
 
 /// The kernel's arrays in ABI order, for callers other than the generated loader (the Python

@@ -179,7 +179,7 @@ mod tests {
             accepted: reason.is_none(),
             reason: reason.map(String::from),
             detail: None,
-            timing: estimate.map(|e| TimingRecord { estimate: e, seconds: e, p10: e, p90: e, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0 }),
+            timing: estimate.map(|e| TimingRecord { estimate: e, seconds: e, p10: e, p90: e, ratio: 1.0, ratio_p10: 1.0, ratio_p90: 1.0, predicted: None }),
             moved: false,
             new_best: false,
         }

@@ -235,6 +235,10 @@ impl Evaluate<Kernel> for Leased<'_, '_> {
         self.inner.rank(proposals)
     }
 
+    fn ranks(&self) -> bool {
+        self.inner.ranks()
+    }
+
     fn prepare(&mut self, batch: &[Kernel]) {
         for kernel in batch {
             let mut held = self.held.borrow_mut();

@@ -119,6 +119,9 @@ pub struct Floor {
     /// Whether moving the bytes, not the arithmetic, sets the floor.
     pub memory_bound: bool,
     pub ceiling: Ceiling,
+    /// The work it is the floor of: FLOPs and compulsory bytes.
+    pub flops: f64,
+    pub bytes: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,7 +295,7 @@ impl Machine {
         let compute = flops / (ceiling.peak_gflops * 1e9);
         let memory = bytes / (ceiling.bandwidth_gbs * 1e9);
         let seconds = compute.max(memory);
-        Some(Floor { seconds, fastest: compute.max(self.cached_memory_seconds(bytes)).min(seconds), memory_bound: memory >= compute, ceiling })
+        Some(Floor { seconds, fastest: compute.max(self.cached_memory_seconds(bytes)).min(seconds), memory_bound: memory >= compute, ceiling, flops, bytes })
     }
 
     /// The least time `bytes` can be moved when as much of them as fits stays in cache between

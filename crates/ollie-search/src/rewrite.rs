@@ -223,7 +223,7 @@ mod tests {
         };
         assert_eq!(propose(&mut rewrite, &mut rng).as_ref(), Some(&carried));
         assert_ne!(propose(&mut rewrite, &mut rng).as_ref(), Some(&carried), "offered twice in a round");
-        let measured = Event { evaluation: 1, proposer: "rewrite".into(), candidate: carried.clone(), outcome: Evaluation::Rejected, moved: false, new_best: false, restarted: false, note: () };
+        let measured = Event { evaluation: 1, proposer: "rewrite".into(), candidate: carried.clone(), outcome: Evaluation::Rejected, moved: false, new_best: false, restarted: false, note: (), ablation: None };
         Propose::<Kernel, ()>::observe(&mut rewrite, &measured);
         for _ in 0..20 {
             assert_ne!(propose(&mut rewrite, &mut rng).as_ref(), Some(&carried), "offered after it was measured");

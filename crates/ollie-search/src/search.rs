@@ -52,6 +52,11 @@ pub trait Evaluate<C> {
     fn rank(&mut self, _proposals: &[C]) -> Option<Vec<f64>> {
         None
     }
+    /// Whether [`Evaluate::rank`] would answer now (so that a round may draw more proposals,
+    /// [`SearchConfig::ranked_pool`]).
+    fn ranks(&self) -> bool {
+        false
+    }
     /// Called with each batch before its candidates are evaluated one by one: the place to build
     /// them in parallel (timing stays serial).
     fn prepare(&mut self, _batch: &[C]) {}
@@ -99,6 +104,13 @@ pub struct SearchConfig {
     /// (`Evaluate::rank`) and only the `batch` most promising are measured; the others are
     /// dropped unmeasured and cost no evaluation.
     pub pool: usize,
+    /// Proposals drawn per round while the evaluator ranks them ([`Evaluate::ranks`]): a
+    /// trusted model lets the search build many and measure few.
+    pub ranked_pool: usize,
+    /// The share of ranked rounds measured whole, an ablation: the first `batch` of a round are
+    /// what the model picked, and the round's best measured time against theirs is its regret
+    /// ([`Ablation`]). At most `pool` proposals are measured in such a round.
+    pub ablation: f64,
     /// Draw the next round from the current candidate before this round is measured, and hand it
     /// to [`Evaluate::prefetch`] (its builds overlap this round's measuring). Its candidates are
     /// measured against the chain's current candidate when their turn comes, as the second of
@@ -109,7 +121,7 @@ pub struct SearchConfig {
 
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
-        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1, pool: 1, ahead: false }
+        SearchConfig { seed: 0, temperature: 0.05, restart_after: 40, max_evaluations: 200, batch: 1, pool: 1, ranked_pool: 1, ablation: 0.0, ahead: false }
     }
 }
 
@@ -139,7 +151,21 @@ pub struct Event<C, N> {
     pub restarted: bool,
     /// The evaluator's note on the candidate.
     pub note: N,
+    /// Set when the candidate was measured in a round measured whole ([`SearchConfig::ablation`]).
+    pub ablation: Option<Ablation>,
 }
+
+/// A candidate's place in a round measured whole: the round (a random number, the same for its
+/// candidates) and whether it was among those the ranking picked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ablation {
+    pub round: u64,
+    pub picked: bool,
+}
+
+/// A proposal chosen to be measured: its proposer, itself, and its place in a round measured
+/// whole.
+type Chosen<C> = (usize, C, Option<Ablation>);
 
 pub struct Search<C> {
     pub config: SearchConfig,
@@ -179,7 +205,7 @@ impl<C: Clone> Search<C> {
         self.record.resize(proposers.len(), (0, 0));
         let mut exhausted = vec![false; proposers.len()];
         // A round drawn ahead.
-        let mut ahead: Option<Vec<(usize, C)>> = None;
+        let mut ahead: Option<Vec<Chosen<C>>> = None;
         loop {
             if self.evaluations >= self.config.max_evaluations {
                 return StopReason::EvaluationBudget;
@@ -190,11 +216,15 @@ impl<C: Clone> Search<C> {
             let wanted = self.config.batch.clamp(1, self.config.max_evaluations - self.evaluations);
             let chosen = match ahead.take() {
                 Some(mut round) => {
-                    round.truncate(wanted);
+                    // A round measured whole keeps its proposals (within the budget).
+                    let whole = round.first().is_some_and(|c| c.2.is_some());
+                    round.truncate(if whole { self.config.max_evaluations - self.evaluations } else { wanted });
                     round
                 }
                 None => self.draw(proposers, evaluator, &mut exhausted, wanted, true),
             };
+            let mut chosen = chosen;
+            chosen.truncate(self.config.max_evaluations - self.evaluations);
             if chosen.is_empty() {
                 if exhausted.iter().all(|&e| e) {
                     return StopReason::Exhausted;
@@ -203,26 +233,27 @@ impl<C: Clone> Search<C> {
                 continue;
             }
             let mut batch = Vec::new();
-            for (k, candidate) in chosen {
+            for (k, candidate, ablation) in chosen {
                 self.record[k].0 += 1;
                 self.evaluations += 1;
-                batch.push((k, self.evaluations, candidate));
+                batch.push((k, self.evaluations, candidate, ablation));
             }
-            let candidates: Vec<C> = batch.iter().map(|(_, _, c)| c.clone()).collect();
+            let candidates: Vec<C> = batch.iter().map(|(_, _, c, _)| c.clone()).collect();
             evaluator.prepare(&candidates);
             if self.config.ahead && self.evaluations < self.config.max_evaluations {
                 let wanted = self.config.batch.clamp(1, self.config.max_evaluations - self.evaluations);
                 let round = self.draw(proposers, evaluator, &mut exhausted, wanted, false);
                 if !round.is_empty() {
-                    evaluator.prefetch(&round.iter().map(|(_, c)| c.clone()).collect::<Vec<C>>());
+                    evaluator.prefetch(&round.iter().map(|(_, c, _)| c.clone()).collect::<Vec<C>>());
                     ahead = Some(round);
                 }
             }
-            for (k, evaluation, candidate) in batch {
+            for (k, evaluation, candidate, ablation) in batch {
                 if stop(self) {
                     return StopReason::Stopped;
                 }
-                let event = self.step(k, evaluation, proposers[k].name(), candidate, evaluator);
+                let mut event = self.step(k, evaluation, proposers[k].name(), candidate, evaluator);
+                event.ablation = ablation;
                 for p in proposers.iter_mut() {
                     p.observe(&event);
                 }
@@ -234,7 +265,7 @@ impl<C: Clone> Search<C> {
     /// A round's proposals from the current candidate, the `wanted` most promising of them (see
     /// [`Search::choose`]); empty if no proposer had one. Costly proposers are asked only if
     /// `costly`; an exhausted proposer is marked in `exhausted`.
-    fn draw<E: Evaluate<C>>(&mut self, proposers: &mut [&mut dyn Propose<C, E::Note>], evaluator: &mut E, exhausted: &mut [bool], wanted: usize, costly: bool) -> Vec<(usize, C)> {
+    fn draw<E: Evaluate<C>>(&mut self, proposers: &mut [&mut dyn Propose<C, E::Note>], evaluator: &mut E, exhausted: &mut [bool], wanted: usize, costly: bool) -> Vec<Chosen<C>> {
         let mut proposed: Vec<(usize, C)> = Vec::new();
         // Proposers with nothing to offer in this round.
         let mut idle: Vec<bool> = exhausted.iter().zip(proposers.iter()).map(|(&e, p)| e || (!costly && p.costly())).collect();
@@ -254,7 +285,8 @@ impl<C: Clone> Search<C> {
             }
             leads = proposed.len();
         }
-        while proposed.len() < self.config.pool.max(wanted) {
+        let pool = if evaluator.ranks() { self.config.ranked_pool.max(self.config.pool) } else { self.config.pool };
+        while proposed.len() < pool.max(wanted) {
             let Some(k) = self.choose_proposer(&idle) else { break };
             match proposers[k].propose(&self.current, &mut self.rng) {
                 Proposal::Candidate(candidate) => proposed.push((k, candidate)),
@@ -267,19 +299,20 @@ impl<C: Clone> Search<C> {
             }
         }
         if proposed.is_empty() {
-            return proposed;
+            return Vec::new();
         }
         self.choose(proposed, leads, wanted, proposers, evaluator)
     }
 
     /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
-    /// proposals (leading proposers', in their order), then the most promising by the evaluator's ranking (in
-    /// the order proposed while it cannot rank).
-    fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<(usize, C)> {
+    /// proposals (leading proposers', in their order), then the most promising by the evaluator's
+    /// ranking (in the order proposed while it cannot rank). A share of ranked rounds
+    /// ([`SearchConfig::ablation`]) is measured whole, up to `pool` proposals, in that order.
+    fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<Chosen<C>> {
         // A costly proposal is never dropped: the round grows to hold them all.
         let wanted = wanted.max(proposed.iter().filter(|(k, _)| proposers[*k].costly()).count());
         if proposed.len() <= wanted {
-            return proposed;
+            return proposed.into_iter().map(|(k, c)| (k, c, None)).collect();
         }
         let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
         let predicted = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len());
@@ -290,9 +323,16 @@ impl<C: Clone> Search<C> {
         order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
         let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();
         let mut chosen: Vec<(usize, C)> = order.into_iter().map(|i| slots[i].take().expect("each index once")).collect();
-        tracing::debug!(proposed = chosen.len(), wanted, leads, ranked = predicted.is_some(), "chose the most promising proposals");
+        let whole = predicted.is_some() && self.config.ablation > 0.0 && self.rng.random_range(0.0..1.0) < self.config.ablation;
+        tracing::debug!(proposed = chosen.len(), wanted, leads, ranked = predicted.is_some(), whole, "chose the most promising proposals");
+        if whole {
+            chosen.truncate(self.config.pool.max(wanted));
+            // Random, so that workers' rounds in one store stay apart.
+            let round = self.rng.random::<u64>() >> 16;
+            return chosen.into_iter().enumerate().map(|(i, (k, c))| (k, c, Some(Ablation { round, picked: i < wanted }))).collect();
+        }
         chosen.truncate(wanted);
-        chosen
+        chosen.into_iter().map(|(k, c)| (k, c, None)).collect()
     }
 
     /// Evaluates one candidate and moves the chain: the first tier, the Metropolis–Hastings
@@ -335,7 +375,7 @@ impl<C: Clone> Search<C> {
             }
         }
         tracing::debug!(evaluation, proposer, moved, new_best, "search step");
-        Event { evaluation, proposer: proposer.to_string(), candidate, outcome, moved, new_best, restarted, note }
+        Event { evaluation, proposer: proposer.to_string(), candidate, outcome, moved, new_best, restarted, note, ablation: None }
     }
 
     /// A bandit: each proposer not `idle` is drawn with weight (improvements + 1) / (tries + 2).

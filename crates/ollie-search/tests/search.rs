@@ -230,6 +230,49 @@ fn of_a_pool_of_proposals_only_the_most_promising_is_measured_and_counted() {
     assert_eq!(search.best, 42);
 }
 
+/// [`Ranked`] that says it ranks, so that rounds draw the larger pool.
+#[derive(Default)]
+struct Trusted(Ranked);
+impl Evaluate<i64> for Trusted {
+    type Note = Why;
+    fn rank(&mut self, proposals: &[i64]) -> Option<Vec<f64>> {
+        self.0.rank(proposals)
+    }
+    fn ranks(&self) -> bool {
+        true
+    }
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
+        self.0.evaluate(c, current)
+    }
+}
+
+#[test]
+fn a_trusted_ranking_draws_the_larger_pool_and_a_share_of_rounds_is_measured_whole() {
+    let config = SearchConfig { seed: 7, max_evaluations: 200, batch: 1, pool: 3, ranked_pool: 8, ablation: 0.25, ..Default::default() };
+    let mut search = Search::new(config, 0i64, 43.0);
+    let mut trusted = Trusted::default();
+    let mut events = Vec::new();
+    search.run(&mut [&mut Steps], &mut trusted, |_| false, |e| events.push((e.candidate, e.ablation)));
+    assert!(trusted.0.rounds.iter().all(|r| r.len() == 8), "every round drew the ranked pool");
+    // Rounds measured whole: `pool` proposals in the ranking's order, the first one picked.
+    let mut whole: std::collections::BTreeMap<u64, Vec<(i64, bool)>> = Default::default();
+    for (c, a) in &events {
+        if let Some(a) = a {
+            whole.entry(a.round).or_default().push((*c, a.picked));
+        }
+    }
+    let rounds = trusted.0.rounds.len();
+    assert!(whole.len() >= rounds / 8 && whole.len() <= rounds / 2, "{} of {rounds} rounds measured whole", whole.len());
+    // (The budget may cut the last one short.)
+    assert!(whole.values().filter(|m| m.len() != 3).count() <= 1, "{whole:?}");
+    for measured in whole.values() {
+        assert_eq!(measured.iter().map(|m| m.1).collect::<Vec<_>>(), [true, false, false][..measured.len()]);
+        let distance: Vec<i64> = measured.iter().map(|m| (m.0 - 42).abs()).collect();
+        assert!(distance.windows(2).all(|w| w[0] <= w[1]), "in the ranking's order: {measured:?}");
+    }
+    assert_eq!(events.len(), 200);
+}
+
 #[test]
 fn a_costly_proposal_is_always_measured() {
     let config = SearchConfig { seed: 2, max_evaluations: 40, batch: 1, pool: 3, ..Default::default() };

@@ -280,6 +280,28 @@ pub struct TimingRecord {
     pub ratio: f64,
     pub ratio_p10: f64,
     pub ratio_p90: f64,
+    /// The cost model's prediction of the candidate's time before it was measured (the natural
+    /// log of its time over the work's roofline floor), and the timings it was fitted on then.
+    pub predicted: Option<Prediction>,
+}
+
+/// A prediction of the cost model (see [`TimingRecord::predicted`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    pub log_time: f64,
+    pub trained_on: u64,
+    /// Set when the candidate was measured in a round the search measured whole (an ablation
+    /// of the model's choice): the round, and whether the model picked the candidate.
+    pub round: Option<u64>,
+    pub picked: bool,
+}
+
+/// A timing's prediction, from its row's columns 23..=26.
+fn prediction(r: &Row) -> Result<Option<Prediction>, StoreError> {
+    Ok(match (r.opt_f64(23)?, r.opt_i64(24)?) {
+        (Some(log_time), Some(trained_on)) => Some(Prediction { log_time, trained_on: trained_on as u64, round: r.opt_i64(25)?.map(|r| r as u64), picked: r.opt_i64(26)? == Some(1) }),
+        _ => None,
+    })
 }
 
 /// Inputs that made a candidate fail, as raw little-endian f64 with their shapes.
@@ -526,8 +548,9 @@ impl Store {
             )?;
             if let Some(t) = &candidate.timing {
                 db.execute(
-                    "INSERT INTO timings (candidate, estimate, seconds, p10, p90, ratio, ratio_p10, ratio_p90) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    &[id.0.into(), t.estimate.into(), t.seconds.into(), t.p10.into(), t.p90.into(), t.ratio.into(), t.ratio_p10.into(), t.ratio_p90.into()],
+                    "INSERT INTO timings (candidate, estimate, seconds, p10, p90, ratio, ratio_p10, ratio_p90, predicted, trained_on, ablation_round, picked) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                    &[id.0.into(), t.estimate.into(), t.seconds.into(), t.p10.into(), t.p90.into(), t.ratio.into(), t.ratio_p10.into(), t.ratio_p90.into(),
+                        t.predicted.map(|p| p.log_time).into(), t.predicted.map(|p| p.trained_on as i64).into(), t.predicted.and_then(|p| p.round).map(|r| r as i64).into(), t.predicted.map(|p| p.picked).into()],
                 )?;
             }
             if let Some(c) = counterexample {
@@ -692,7 +715,7 @@ impl Store {
         };
         let rows = self.db.query(
             &format!("SELECT c.id, c.evaluation, c.source_hash, {source}, c.flags, c.schedule, c.parent, c.proposer, c.at_seconds, c.moved, c.new_best,
-                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate, c.graph, {blocks}
+                    v.accepted, v.reason, v.detail, t.seconds, t.p10, t.p90, t.ratio, t.ratio_p10, t.ratio_p90, t.estimate, c.graph, {blocks}, t.predicted, t.trained_on, t.ablation_round, t.picked
              FROM candidates c JOIN verdicts v ON v.candidate = c.id LEFT JOIN timings t ON t.candidate = c.id
              WHERE c.run = $1 ORDER BY c.id"),
             &[run.0.into()],
@@ -705,7 +728,7 @@ impl Store {
                     None => r.text(3)?,
                 };
                 let timing = match r.opt_f64(14)? {
-                    Some(seconds) => Some(TimingRecord { estimate: r.f64(20)?, seconds, p10: r.f64(15)?, p90: r.f64(16)?, ratio: r.f64(17)?, ratio_p10: r.f64(18)?, ratio_p90: r.f64(19)? }),
+                    Some(seconds) => Some(TimingRecord { estimate: r.f64(20)?, seconds, p10: r.f64(15)?, p90: r.f64(16)?, ratio: r.f64(17)?, ratio_p10: r.f64(18)?, ratio_p90: r.f64(19)?, predicted: prediction(r)? }),
                     None => None,
                 };
                 Ok((

@@ -134,6 +134,15 @@ CREATE TABLE leases (
 CREATE INDEX leases_open ON leases (run, candidate);
 ALTER TABLE runs ADD COLUMN finisher TEXT;
 ",
+    // 4: what the cost model predicted of a timed candidate before it was measured, how many
+    // timings it had been fitted on then, and, in a round measured whole to judge the model's
+    // choice, the round and whether the model picked the candidate.
+    "
+ALTER TABLE timings ADD COLUMN predicted DOUBLE PRECISION;
+ALTER TABLE timings ADD COLUMN trained_on BIGINT;
+ALTER TABLE timings ADD COLUMN ablation_round BIGINT;
+ALTER TABLE timings ADD COLUMN picked BIGINT;
+",
 ];
 
 /// Every table, in the order they were created.

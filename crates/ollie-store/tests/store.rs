@@ -25,7 +25,10 @@ fn candidate(evaluation: usize, accepted: bool) -> Candidate {
         accepted,
         reason: (!accepted).then(|| "inaccurate".to_string()),
         detail: (!accepted).then(|| "off by one".to_string()),
-        timing: accepted.then_some(TimingRecord { estimate: 0.8e-3, seconds: 1e-3, p10: 0.9e-3, p90: 1.1e-3, ratio: 0.5, ratio_p10: 0.45, ratio_p90: 0.55 }),
+        timing: accepted.then_some(TimingRecord { estimate: 0.8e-3, seconds: 1e-3, p10: 0.9e-3, p90: 1.1e-3, ratio: 0.5, ratio_p10: 0.45, ratio_p90: 0.55,
+            // Predicted or not, in a round measured whole or not, picked or not.
+            predicted: (evaluation % 3 != 0).then_some(ollie_store::Prediction { log_time: 1.5, trained_on: evaluation as u64, round: (evaluation % 2 == 0).then_some(7), picked: evaluation % 4 == 0 }),
+        }),
         moved: accepted,
         new_best: accepted,
     }

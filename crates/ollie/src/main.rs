@@ -5,6 +5,7 @@ mod bench;
 mod check;
 mod eval;
 mod load;
+mod model;
 mod optimize;
 
 use std::path::PathBuf;
@@ -225,9 +226,16 @@ enum Command {
         /// sketch and rewrite, and llm too when --llm-url is given).
         #[arg(long, value_delimiter = ',', value_name = "NAMES")]
         proposers: Option<Vec<String>>,
+        /// Measure proposals in the order proposed: the cost model still predicts each time
+        /// (the report judges it) but chooses nothing.
+        #[arg(long)]
+        no_cost_model: bool,
         #[command(flatten)]
         llm: LlmArgs,
     },
+    /// The cost model of this machine class: the timings earlier searches kept for it, and how
+    /// well a model fitted on the searches before each ranked that search's kernels.
+    Model,
     /// The kernel cache (shared with the Python package): the fastest verified kernel found for
     /// each spec graph on this CPU, with this compiler and this ollie. Without arguments, lists
     /// it; with a spec, shows that spec's entry (at its dims) if there is one.
@@ -560,13 +568,14 @@ fn main() -> ExitCode {
         Command::Check { spec, kernel, flags, seed, timeout, baseline, certificate, json } => {
             check::run(&check::Options { spec, kernel, flags, seed, timeout, baseline, certificate, json })
         }
-        Command::Optimize { spec, time, evals, roofline_target, out, store, lease, resume, seed, timeout, proposers, llm } => {
-            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, store, lease, resume, seed, timeout, proposers, llm, key: key.clone() })
+        Command::Optimize { spec, time, evals, roofline_target, out, store, lease, resume, seed, timeout, proposers, no_cost_model, llm } => {
+            optimize::run(&optimize::Options { spec, time, evals, roofline_target, out, store, lease, resume, seed, timeout, proposers, cost_model: !no_cost_model, llm, key: key.clone() })
         }
         Command::Worker { store, out, wait, seed, lease } => optimize::worker(&optimize::WorkerOptions { store, out, wait, seed, lease }),
         Command::Kernels { spec, dims, remove, json } => kernels(spec.map(|spec| SpecArgs { spec, dims }), remove, json),
         Command::Runs { dir, store } => ollie_driver::report::runs(&dir, store.as_deref().map(ollie_driver::Location::parse)).map_err(Failure::from).and_then(|t| stdout(&t)),
         Command::Report { dir, store } => ollie_driver::report::rebuild(&dir, store.as_deref().map(ollie_driver::Location::parse)).map_err(Failure::from).and_then(|t| stdout(&t)),
+        Command::Model => model::run(),
         Command::Machine { refresh, array_mib, repetitions } => machine(refresh, array_mib, repetitions),
         Command::Eval { spec, inputs, random, out, f64 } => {
             eval::run(&spec, &inputs, random, out.as_deref(), f64)

@@ -26,6 +26,7 @@ pub struct Options {
     pub seed: Option<u64>,
     pub timeout: Option<f64>,
     pub proposers: Option<Vec<String>>,
+    pub cost_model: bool,
     pub llm: LlmArgs,
     pub key: Option<ollie_llm::ApiKey>,
 }
@@ -96,6 +97,7 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         seed: o.seed,
         timeout: o.timeout,
         proposers,
+        cost_model: o.cost_model,
         llm,
         interrupted,
     };
@@ -153,6 +155,7 @@ pub fn worker(o: &WorkerOptions) -> Result<(), Failure> {
         seed: o.seed,
         timeout: stored::option(&run, "timeout_seconds"),
         proposers: if proposers.is_empty() { vec!["mutate".into()] } else { proposers },
+        cost_model: !stored::option::<bool>(&run, "no_cost_model"),
         llm: None,
         interrupted: on_ctrl_c(),
     };
