@@ -242,8 +242,11 @@ impl<'a> Evaluator<'a> {
             rejected: LruCache::new(REMEMBERED),
             model: {
                 let mut model = CostModel::with_prior(start.prior);
+                // A resumed run's times, known without their noise.
                 for (k, t) in &start.seconds {
-                    model.add(timed_without_noise(features(k, naive, &start.roof), *t, &start.roof));
+                    if let Some(timed) = Timed::new(features(k, naive, &start.roof), log_time(*t, &start.roof), (1.0, 1.0)) {
+                        model.add(timed);
+                    }
                 }
                 model
             },
@@ -336,7 +339,7 @@ impl<'a> Evaluator<'a> {
             Ok((t, estimate, ratio)) => {
                 self.seconds.put(candidate.clone(), estimate);
                 let mut timing = TimingRecord { estimate, seconds: t.median, p10: t.p10, p90: t.p90, ratio: ratio.median, ratio_p10: ratio.p10, ratio_p90: ratio.p90, predicted: None };
-                if let Some(timed) = as_timed(features(candidate, self.naive, &self.roof), &timing, &self.roof) {
+                if let Some(timed) = Timed::new(features(candidate, self.naive, &self.roof), log_time(estimate, &self.roof), timing.noise()) {
                     self.training.write(&timed);
                     timing.predicted = self.model.add(timed).map(|log_time| Prediction { log_time, trained_on: self.model.fitted_on() as u64, round: None, picked: false });
                 }
@@ -368,7 +371,9 @@ impl<'a> Evaluator<'a> {
     /// Trains the cost model on a kernel timed elsewhere (by another worker), its time on the
     /// chain's scale.
     pub fn learn_timing(&mut self, kernel: &Kernel, estimate: f64) {
-        self.model.add(timed_without_noise(features(kernel, self.naive, &self.roof), estimate, &self.roof));
+        if let Some(timed) = Timed::new(features(kernel, self.naive, &self.roof), log_time(estimate, &self.roof), (1.0, 1.0)) {
+            self.model.add(timed);
+        }
     }
 
     /// Tries `inputs` first in every later verification (a counterexample found here or by
@@ -466,19 +471,9 @@ impl<'a> Evaluator<'a> {
     }
 }
 
-/// A timing as the cost model learns from it: the log of its time (on the chain's scale) over
-/// the floor, its noise the interleaved ratio's p10..p90 (or, timed alone, its calls').
-fn as_timed(features: Vec<f64>, timing: &TimingRecord, roof: &Roof) -> Option<Timed> {
-    let (low, high) = if timing.ratio > 0.0 && timing.ratio_p10 > 0.0 { (timing.ratio_p10 / timing.ratio, timing.ratio_p90 / timing.ratio) } else { (timing.p10 / timing.seconds, timing.p90 / timing.seconds) };
-    let log_time = (timing.estimate / roof.floor_seconds).ln();
-    let t = Timed { features, log_time, log_low: log_time + low.ln(), log_high: log_time + high.ln(), search: u64::MAX };
-    (t.log_time.is_finite() && t.log_low.is_finite() && t.log_high.is_finite()).then_some(t)
-}
-
-/// A time known without its noise (a resumed run's, another worker's).
-fn timed_without_noise(features: Vec<f64>, seconds: f64, roof: &Roof) -> Timed {
-    let log_time = (seconds / roof.floor_seconds).ln();
-    Timed { features, log_time, log_low: log_time, log_high: log_time, search: u64::MAX }
+/// The log of a time on the chain's scale over the floor: what the cost model learns.
+fn log_time(seconds: f64, roof: &Roof) -> f64 {
+    (seconds / roof.floor_seconds).ln()
 }
 
 impl Evaluate<Kernel> for Evaluator<'_> {

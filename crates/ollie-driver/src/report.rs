@@ -370,22 +370,15 @@ struct ModelRecord {
     rounds: usize,
 }
 
-/// The run's [`ModelRecord`]; `None` where it predicted nothing. A timing's noise is its
-/// interleaved ratio's p10..p90 (or, timed alone, its calls'), around its estimate.
+/// The run's [`ModelRecord`]; `None` where it predicted nothing. A timing's noise is
+/// [`TimingRecord::noise`](ollie_store::TimingRecord::noise), around its estimate.
 fn cost_model(history: &[Candidate]) -> Option<ModelRecord> {
     let (predicted, measured): (Vec<f64>, Vec<Timed>) = history
         .iter()
         .filter_map(|c| {
             let timing = c.timing?;
             let prediction = timing.predicted?;
-            let (low, high) = if timing.ratio > 0.0 && timing.ratio_p10 > 0.0 {
-                (timing.ratio_p10 / timing.ratio, timing.ratio_p90 / timing.ratio)
-            } else {
-                (timing.p10 / timing.seconds, timing.p90 / timing.seconds)
-            };
-            let log_time = timing.estimate.ln();
-            let t = Timed { features: Vec::new(), log_time, log_low: log_time + low.ln(), log_high: log_time + high.ln(), search: 0 };
-            (t.log_time.is_finite() && t.log_low.is_finite() && t.log_high.is_finite()).then_some((prediction.log_time, t))
+            Some((prediction.log_time, Timed::new(Vec::new(), timing.estimate.ln(), timing.noise())?))
         })
         .unzip();
     if predicted.is_empty() {

@@ -5,7 +5,6 @@
 //! searches on the same machine class — so that of many proposals the search measures the few
 //! most promising.
 
-use ollie_graph::UnaryOp;
 use ollie_loops::{BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 use smartcore::ensemble::random_forest_regressor::{RandomForestRegressor, RandomForestRegressorParameters};
 use smartcore::linalg::basic::matrix::DenseMatrix;
@@ -55,7 +54,6 @@ struct Counts {
     arithmetic: f64,
     transcendental: f64,
     loops: f64,
-    parallel_entries: f64,
     parallel_extent: f64,
     vector: f64,
     vector_width: f64,
@@ -85,7 +83,6 @@ fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
                 let mut inner = Around { trips: at.trips * *extent as f64, innermost: Some(*var), ..at };
                 match kind {
                     LoopKind::Parallel if !at.parallel => {
-                        c.parallel_entries += at.trips;
                         c.parallel_extent = c.parallel_extent.max(*extent as f64);
                         inner.parallel = true;
                     }
@@ -142,9 +139,10 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
         }
         Expr::Const(_) | Expr::Index(_) => {}
         Expr::Unary(op, a) => {
-            match op {
-                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sqrt | UnaryOp::Log1p | UnaryOp::Expm1 | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Atan => c.transcendental += n,
-                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => c.arithmetic += n,
+            if op.is_function() {
+                c.transcendental += n;
+            } else {
+                c.arithmetic += n;
             }
             expr(a, at, c);
         }
@@ -193,7 +191,7 @@ pub fn features(kernel: &Kernel, naive: &LoopNest, roof: &Roof) -> Vec<f64> {
         over(e.operations, roof.flops.max(1.0)),
         e.parallel_share,
         e.vector_share,
-        log2(c.parallel_entries),
+        log2(e.parallel_entries),
         log2(c.parallel_extent),
         share(c.vector, c.stores),
         share(c.vector_width, c.vector),
@@ -252,6 +250,13 @@ pub struct Timed {
 }
 
 impl Timed {
+    /// A timing of `log_time` whose noise puts it between `noise.0` and `noise.1` times itself
+    /// (factors), timed in this search; `None` where any of them is not finite.
+    pub fn new(features: Vec<f64>, log_time: f64, noise: (f64, f64)) -> Option<Timed> {
+        let t = Timed { features, log_time, log_low: log_time + noise.0.ln(), log_high: log_time + noise.1.ln(), search: u64::MAX };
+        (t.log_time.is_finite() && t.log_low.is_finite() && t.log_high.is_finite()).then_some(t)
+    }
+
     /// What the forest learns: how far the time lies from the roofline's estimate (in natural
     /// log, as the time).
     fn residual(&self) -> f64 {

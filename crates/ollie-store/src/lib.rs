@@ -285,6 +285,18 @@ pub struct TimingRecord {
     pub predicted: Option<Prediction>,
 }
 
+impl TimingRecord {
+    /// How far its estimate may be off, as factors below and above it: its interleaved ratio's
+    /// p10 and p90 over the median, or, timed alone (no ratio), its calls'.
+    pub fn noise(&self) -> (f64, f64) {
+        if self.ratio > 0.0 && self.ratio_p10 > 0.0 {
+            (self.ratio_p10 / self.ratio, self.ratio_p90 / self.ratio)
+        } else {
+            (self.p10 / self.seconds, self.p90 / self.seconds)
+        }
+    }
+}
+
 /// A prediction of the cost model (see [`TimingRecord::predicted`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Prediction {
