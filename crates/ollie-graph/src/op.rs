@@ -247,6 +247,12 @@ impl Ord for Op {
 }
 
 impl UnaryOp {
+    /// Whether the op is a function evaluated in several instructions (exp, log, sqrt, tanh,
+    /// …), not one exact instruction (negation, absolute value, rounding to an integer).
+    pub fn is_function(self) -> bool {
+        !matches!(self, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round)
+    }
+
     pub const ALL: [UnaryOp; 15] = [
         UnaryOp::Neg,
         UnaryOp::Exp,

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ollie_graph::UnaryOp;
 use ollie_loops::{BufferId, BufferKind, Expr, LoopKind, LoopNest, Stmt, VarId};
 
 /// The machine and the work, as the estimate sees them.
@@ -62,7 +61,8 @@ const LINE: f64 = 64.0;
 #[derive(Clone, Copy)]
 struct Loop {
     extent: f64,
-    parent: Option<usize>,
+    /// Times it is entered: its enclosing loops' extents multiplied.
+    entries: f64,
 }
 
 /// One load or store, with the loops around it (outermost first).
@@ -111,7 +111,9 @@ pub fn estimate(nest: &LoopNest, flags: &[String], roof: &Roof) -> Estimate {
     let spread = (1.0 - parallel_share) + parallel_share / threads;
     let per_thread = roof.peak_flops_per_thread.max(1.0);
     let compute_seconds = ops * (vector_share + (1.0 - vector_share) * lanes) / per_thread * spread;
-    let traffic = [roof.l1_bytes, roof.l2_bytes, roof.last_level_bytes].map(|capacity| traffic(nest, &w, capacity));
+    let accesses: Vec<&Access> = w.accesses.iter().filter(|a| in_memory(nest, a)).collect();
+    let footprints = footprints(nest, &accesses, &w);
+    let traffic = [roof.l1_bytes, roof.l2_bytes, roof.last_level_bytes].map(|capacity| traffic(nest, &accesses, &w, &footprints, capacity));
     let memory = if parallel_share > 0.5 { roof.memory_bandwidth } else { roof.memory_bandwidth_one };
     let cache = roof.cache_bandwidth.max(1.0) / spread;
     let memory_seconds = traffic[2] / memory.max(1.0) + traffic[1] / (cache / 2.0) + traffic[0] / cache;
@@ -124,7 +126,8 @@ fn walk(body: &[Stmt], at: &Around, auto_vectorize: bool, w: &mut Walk) {
         match s {
             Stmt::Loop { var, extent, kind, body } => {
                 let id = w.loops.len();
-                w.loops.push(Loop { extent: *extent as f64, parent: at.loops.last().copied() });
+                let entries = at.loops.last().map_or(1.0, |&p| w.loops[p].entries * w.loops[p].extent);
+                w.loops.push(Loop { extent: *extent as f64, entries });
                 let mut inner = at.clone();
                 inner.trips *= *extent as f64;
                 inner.loops.push(id);
@@ -159,16 +162,7 @@ fn walk(body: &[Stmt], at: &Around, auto_vectorize: bool, w: &mut Walk) {
                 for (buffer, load) in loads {
                     let (strides, constant) = match load {
                         Load::Affine(offset) => (strides(&|v| offset.coefficient(v)), offset.constant),
-                        Load::Gather(offset, moves) => (
-                            strides(&|v| {
-                                if moves(v) {
-                                    LINE as i64
-                                } else {
-                                    offset.coefficient(v)
-                                }
-                            }),
-                            offset.constant,
-                        ),
+                        Load::Gather(offset, moves) => (strides(&|v| if moves(v) { LINE as i64 } else { offset.coefficient(v) }), offset.constant),
                     };
                     w.accesses.push(Access { buffer, strides, loops: at.loops.clone(), constant });
                 }
@@ -195,10 +189,7 @@ fn count<'a>(e: &'a Expr, ops: &mut f64, loads: &mut Vec<(BufferId, Load<'a>)>) 
         }
         Expr::Const(_) | Expr::Index(_) => {}
         Expr::Unary(op, a) => {
-            *ops += match op {
-                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => 1.0,
-                _ => TRANSCENDENTAL_OPERATIONS,
-            };
+            *ops += if op.is_function() { TRANSCENDENTAL_OPERATIONS } else { 1.0 };
             count(a, ops, loads);
         }
         Expr::Cast(_, a) => count(a, ops, loads),
@@ -270,19 +261,12 @@ fn in_memory(nest: &LoopNest, access: &Access) -> bool {
     !(b.kind == BufferKind::Temp && b.registers.is_some())
 }
 
-/// The bytes brought into a cache of `capacity` bytes: a loop whose footprint fits brings it in
-/// once each time it is entered; one that does not fit leaves its inner loops to bring theirs.
-/// Each access is charged at the outermost loop around it that fits (the footprint there of
-/// its buffer, once an entry), or, where none fits, at its innermost loop (streamed on every
-/// entry); a buffer is charged once a loop (passes over the same data share it), and one far
-/// smaller than the cache once.
-fn traffic(nest: &LoopNest, w: &Walk, capacity: f64) -> f64 {
-    let accesses: Vec<&Access> = w.accesses.iter().filter(|a| in_memory(nest, a)).collect();
-    // Under each loop (and the whole nest, `top`): per buffer, its accesses by shape with their
-    // constants; the buffer's footprint is its largest shape's.
+/// Per loop (and, last, the whole nest): per buffer, the bytes its accesses there touch — the
+/// largest of their shapes' footprints, copies of one shape counted together.
+fn footprints(nest: &LoopNest, accesses: &[&Access], w: &Walk) -> Vec<BTreeMap<BufferId, f64>> {
     let top = w.loops.len();
     let mut shapes: Vec<BTreeMap<BufferId, BTreeMap<Shape, Vec<i64>>>> = vec![BTreeMap::new(); top + 1];
-    for a in &accesses {
+    for a in accesses {
         let places = a.loops.iter().enumerate().map(|(d, &l)| (l, d)).chain([(top, 0)]);
         for (l, depth) in places {
             let constants = shapes[l].entry(a.buffer).or_default().entry(shape(w, a, depth)).or_default();
@@ -291,30 +275,29 @@ fn traffic(nest: &LoopNest, w: &Walk, capacity: f64) -> f64 {
             }
         }
     }
-    let per_loop: Vec<BTreeMap<BufferId, f64>> =
-        shapes.iter().map(|m| m.iter().map(|(&b, by_shape)| (b, by_shape.iter().map(|(s, c)| footprint(nest, b, s, c)).fold(0.0, f64::max))).collect()).collect();
-    let total = |l: usize| per_loop[l].values().sum::<f64>();
+    shapes.iter().map(|m| m.iter().map(|(&b, by_shape)| (b, by_shape.iter().map(|(s, c)| footprint(nest, b, s, c)).fold(0.0, f64::max))).collect()).collect()
+}
+
+/// The bytes brought into a cache of `capacity` bytes: a loop whose footprint fits brings it in
+/// once each time it is entered; one that does not fit leaves its inner loops to bring theirs.
+/// Each access is charged at the outermost loop around it that fits (the footprint there of
+/// its buffer, once an entry), or, where none fits, at its innermost loop (streamed on every
+/// entry); a buffer is charged once a loop (passes over the same data share it), and one far
+/// smaller than the cache once.
+fn traffic(nest: &LoopNest, accesses: &[&Access], w: &Walk, footprints: &[BTreeMap<BufferId, f64>], capacity: f64) -> f64 {
+    let top = w.loops.len();
+    let total = |l: usize| footprints[l].values().sum::<f64>();
     if total(top) <= capacity {
         return total(top);
     }
-    // Times each loop is entered.
-    let entries = |l: usize| {
-        let mut n = 1.0;
-        let mut p = w.loops[l].parent;
-        while let Some(q) = p {
-            n *= w.loops[q].extent;
-            p = w.loops[q].parent;
-        }
-        n
-    };
     let mut charged: BTreeSet<(usize, BufferId)> = Default::default();
-    for a in &accesses {
+    for a in accesses {
         // A buffer far smaller than the cache (a temporary, a vector of weights) stays in it.
         let resident = nest.buffer(a.buffer).bytes() as f64 <= capacity / 8.0;
         let place = if resident { top } else { a.loops.iter().copied().find(|&l| total(l) <= capacity).or(a.loops.last().copied()).unwrap_or(top) };
         charged.insert((place, a.buffer));
     }
-    charged.iter().map(|&(l, b)| if l == top { per_loop[l][&b] } else { entries(l) * per_loop[l][&b] }).sum()
+    charged.iter().map(|&(l, b)| if l == top { footprints[l][&b] } else { w.loops[l].entries * footprints[l][&b] }).sum()
 }
 
 #[cfg(test)]
