@@ -3,6 +3,7 @@
 //! machine class, and every later search on that class starts its model from the latest of
 //! them. They never leave the class they were measured on.
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -82,7 +83,7 @@ fn prior_in(dir: &Path, class: &str) -> (Vec<Timed>, usize) {
             continue;
         }
         used += 1;
-        if let Some(timed) = read(path, class, k as u64) {
+        if let Some((_, timed)) = read(path, class, k as u64) {
             rows += timed.len();
             kept.push(timed);
         }
@@ -96,7 +97,7 @@ fn prior_in(dir: &Path, class: &str) -> (Vec<Timed>, usize) {
 /// Every search's timings on this class, each with its spec's name, oldest first (for `ollie
 /// model`).
 pub fn searches(class: &str) -> Vec<(String, Vec<Timed>)> {
-    files(&directory(class)).iter().enumerate().filter_map(|(k, p)| Some((spec_of(p)?, read(p, class, k as u64)?))).filter(|(_, t)| !t.is_empty()).collect()
+    files(&directory(class)).iter().enumerate().filter_map(|(k, p)| read(p, class, k as u64)).filter(|(_, t)| !t.is_empty()).collect()
 }
 
 /// A class's files, oldest first (their names start with the time they were created).
@@ -106,28 +107,21 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn spec_of(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let header: Header = serde_json::from_str(text.lines().next()?).ok()?;
-    Some(header.spec)
-}
-
-/// A file's timings, if it was written on `class` with today's features (a torn last line, from
-/// a search killed while writing, is skipped).
-fn read(path: &Path, class: &str, search: u64) -> Option<Vec<Timed>> {
+/// A file's spec and timings, if it was written on `class` with today's features (a torn last
+/// line, from a search killed while writing, is skipped).
+fn read(path: &Path, class: &str, search: u64) -> Option<(String, Vec<Timed>)> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut lines = text.lines();
     let header: Header = serde_json::from_str(lines.next()?).ok()?;
     if header.class != class || header.features.iter().map(String::as_str).ne(FEATURES.iter().copied()) {
         return None;
     }
-    Some(
-        lines
-            .filter_map(|l| serde_json::from_str::<Line>(l).ok())
-            .filter(|l| l.f.len() == FEATURES.len() && l.t.is_finite())
-            .map(|l| Timed { features: l.f, log_time: l.t, log_low: l.lo, log_high: l.hi, search })
-            .collect(),
-    )
+    let timed = lines
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+        .filter(|l| l.f.len() == FEATURES.len() && l.t.is_finite())
+        .map(|l| Timed { features: l.f, log_time: l.t, log_low: l.lo, log_high: l.hi, search })
+        .collect();
+    Some((header.spec, timed))
 }
 
 /// This search's file, written a line a timing, up to [`PRIOR`] lines (a long search's later
@@ -155,7 +149,7 @@ impl Writer {
             Ok(f) => Writer { file: Some(f), written: 0 },
             Err(e) => {
                 tracing::warn!("the cost model's timings will not be kept for later searches: {e}");
-                Writer { file: None, written: 0 }
+                Writer::none()
             }
         }
     }
@@ -207,6 +201,35 @@ pub fn records(class: &str) -> Vec<SearchRecord> {
             record
         })
         .collect()
+}
+
+/// `ollie model`'s text: what the class's model holds, and [`records`] as a table.
+pub fn summary(class: &str) -> String {
+    let records = records(class);
+    let mut t = String::new();
+    let timings: usize = records.iter().map(|r| r.timings).sum();
+    writeln!(t, "cost model of {class}: {timings} timings from {} searches, kept in {}", records.len(), directory(class).display()).unwrap();
+    if records.is_empty() {
+        writeln!(t, "no search has timed a kernel on this machine class yet: the first search's model learns from its own timings alone").unwrap();
+        return t;
+    }
+    writeln!(t, "each search ranked by a model fitted on the searches before it (accuracy over the pairs of its timings that their noise tells apart):").unwrap();
+    writeln!(t, "{:>6}  {:<28} {:>8} {:>10} {:>8} {:>9} {:>10}", "search", "spec", "timings", "fitted on", "pairs", "accuracy", "roofline").unwrap();
+    let share = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{:.0}%", 100.0 * a));
+    for (k, r) in records.iter().enumerate() {
+        let (fitted, pairs, accuracy) = match &r.model {
+            Some(m) => (m.trained_on.to_string(), m.pairs.to_string(), share(m.pairwise_accuracy)),
+            None => ("-".into(), r.roofline.1.to_string(), "-".into()),
+        };
+        writeln!(t, "{:>6}  {:<28} {:>8} {:>10} {:>8} {:>9} {:>10}", k + 1, r.spec, r.timings, fitted, pairs, accuracy, share(r.roofline.0)).unwrap();
+    }
+    let judged: Vec<(f64, usize)> = records.iter().filter_map(|r| r.model.as_ref().and_then(|m| Some((m.pairwise_accuracy?, m.pairs)))).collect();
+    let pairs: usize = judged.iter().map(|j| j.1).sum();
+    if pairs > 0 {
+        let accuracy = judged.iter().map(|(a, p)| a * *p as f64).sum::<f64>() / pairs as f64;
+        writeln!(t, "over {} searches: {:.0}% of {pairs} pairs ordered right (\"roofline\": the estimate alone, unlearnt)", judged.len(), 100.0 * accuracy).unwrap();
+    }
+    t
 }
 
 #[cfg(test)]
