@@ -37,6 +37,14 @@ pub const FEATURES: &[&str] = &[
     "passes over memory",
     "loops",
     "schedule steps",
+    "log2 floor seconds",
+    "log2 FLOPs over compulsory bytes",
+    "share in accumulation chains",
+    "log2 chains a loop body carries",
+    "log2 unroll factor",
+    "log2 innermost extent",
+    "share in vector tails",
+    "prefetches over loads",
     "-O3",
     "-funroll-loops",
     "-fno-math-errno",
@@ -61,18 +69,49 @@ struct Counts {
     unrolled: f64,
     contiguous: f64,
     invariant: f64,
+    /// Stores accumulating into one element along their innermost loop (each waits for the
+    /// last: a chain of latencies), and the log2 of how many such chains their loop's body
+    /// carries side by side (independent chains hide each other's latency).
+    chained: f64,
+    chains: f64,
+    unroll: f64,
+    innermost_extent: f64,
+    tail: f64,
+    prefetches: f64,
 }
 
-/// What encloses a statement: how often it runs, the innermost loop's variable, and the kinds of
-/// the loops around it.
+/// What encloses a statement: how often it runs, the innermost loop's variable and extent, and
+/// the kinds of the loops around it.
 #[derive(Clone, Copy)]
 struct Around {
     trips: f64,
     innermost: Option<VarId>,
+    extent: f64,
     parallel: bool,
     vector: Option<u32>,
     simd: bool,
-    unrolled: bool,
+    /// The log2 of the innermost unrolling factor asked for.
+    unroll: f64,
+    /// The share of the vector loop's iterations its scalar tail runs.
+    tail: f64,
+    /// Chained stores directly in the innermost loop's body.
+    chains: usize,
+}
+
+/// Whether `s` stores into an element it reads, which does not move with `v`: a reduction along
+/// `v` carried in one accumulator.
+fn chained(s: &Stmt, v: VarId) -> bool {
+    fn reads(e: &Expr, buffer: ollie_loops::BufferId, offset: &ollie_loops::Affine) -> bool {
+        match e {
+            Expr::Load { buffer: b, offset: o } => *b == buffer && o == offset,
+            Expr::Gather { indices, .. } => indices.iter().any(|d| reads(&d.value, buffer, offset)),
+            Expr::Const(_) | Expr::Index(_) => false,
+            Expr::Unary(_, a) | Expr::Cast(_, a) => reads(a, buffer, offset),
+            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => reads(a, buffer, offset) || reads(b, buffer, offset),
+            Expr::Select(s, a, b) => reads(s, buffer, offset) || reads(a, buffer, offset) || reads(b, buffer, offset),
+        }
+    }
+    matches!(s, Stmt::Store { buffer, offset, value } if offset.coefficient(v) == 0 && reads(value, *buffer, offset))
 }
 
 fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
@@ -80,15 +119,19 @@ fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
         match s {
             Stmt::Loop { var, extent, kind, body } => {
                 c.loops += 1.0;
-                let mut inner = Around { trips: at.trips * *extent as f64, innermost: Some(*var), ..at };
+                let chains = body.iter().filter(|s| chained(s, *var)).count();
+                let mut inner = Around { trips: at.trips * *extent as f64, innermost: Some(*var), extent: *extent as f64, chains, ..at };
                 match kind {
                     LoopKind::Parallel if !at.parallel => {
                         c.parallel_extent = c.parallel_extent.max(*extent as f64);
                         inner.parallel = true;
                     }
-                    LoopKind::Vector(w) | LoopKind::Stream(w) => inner.vector = Some(*w),
+                    LoopKind::Vector(w) | LoopKind::Stream(w) => {
+                        inner.vector = Some(*w);
+                        inner.tail = (*extent % *w as usize) as f64 / (*extent).max(1) as f64;
+                    }
                     LoopKind::Simd => inner.simd = true,
-                    LoopKind::Unrolled(_) => inner.unrolled = true,
+                    LoopKind::Unrolled(f) => inner.unroll = f64::from(*f).log2(),
                     // About `n log₂ n` steps of a merge sort.
                     // A whole sort costs n log n; a selection of k, about n.
                     LoopKind::Sort(ollie_loops::Keep::All) | LoopKind::ArgSort(ollie_loops::Keep::All) => inner.trips *= (*extent as f64).log2().max(1.0),
@@ -97,18 +140,23 @@ fn walk(body: &[Stmt], at: Around, c: &mut Counts) {
                 }
                 walk(body, inner, c);
             }
-            // Not a feature yet: the model tells schedules with and without prefetches apart only
-            // by their other steps.
-            Stmt::Prefetch { .. } => {}
+            Stmt::Prefetch { .. } => c.prefetches += at.trips,
             Stmt::Store { value, .. } => {
                 let n = at.trips;
                 c.stores += n;
                 if let Some(w) = at.vector {
                     c.vector += n;
                     c.vector_width += n * f64::from(w).log2();
+                    c.tail += n * at.tail;
                 }
                 c.simd += if at.simd { n } else { 0.0 };
-                c.unrolled += if at.unrolled { n } else { 0.0 };
+                c.unrolled += if at.unroll > 0.0 { n } else { 0.0 };
+                c.unroll += n * at.unroll;
+                c.innermost_extent += n * at.extent.max(1.0).log2();
+                if at.innermost.is_some_and(|v| chained(s, v)) {
+                    c.chained += n;
+                    c.chains += n * (at.chains as f64).log2();
+                }
                 expr(value, at, c);
             }
         }
@@ -172,7 +220,7 @@ pub fn features(kernel: &Kernel, naive: &LoopNest, roof: &Roof) -> Vec<f64> {
         Form::Written { flags, .. } => (naive.clone(), flags, 0, true),
     };
     let mut c = Counts::default();
-    let top = Around { trips: 1.0, innermost: None, parallel: false, vector: None, simd: false, unrolled: false };
+    let top = Around { trips: 1.0, innermost: None, extent: 1.0, parallel: false, vector: None, simd: false, unroll: 0.0, tail: 0.0, chains: 0 };
     walk(&nest.body, top, &mut c);
     let e = estimate(&nest, flags, roof);
     let log2 = |x: f64| (1.0 + x).log2();
@@ -204,6 +252,14 @@ pub fn features(kernel: &Kernel, naive: &LoopNest, roof: &Roof) -> Vec<f64> {
         nest.body.len() as f64,
         c.loops,
         steps as f64,
+        floor.max(f64::MIN_POSITIVE).log2(),
+        log2(roof.flops / bytes),
+        share(c.chained, c.stores),
+        share(c.chains, c.chained),
+        share(c.unroll, c.stores),
+        share(c.innermost_extent, c.stores),
+        share(c.tail, c.vector),
+        share(c.prefetches, c.loads),
         has("-O3"),
         has("-funroll-loops"),
         has("-fno-math-errno"),
@@ -489,6 +545,34 @@ mod tests {
 
     fn timed(features: Vec<f64>, t: f64, noise: f64, search: u64) -> Timed {
         Timed { features, log_time: t, log_low: t - noise, log_high: t + noise, search }
+    }
+
+    fn roof() -> Roof {
+        Roof { threads: 2.0, lanes: 16.0, peak_flops_per_thread: 100e9, memory_bandwidth: 20e9, memory_bandwidth_one: 12e9, cache_bandwidth: 100e9, l1_bytes: 32e3, l2_bytes: 1e6, last_level_bytes: 8e6, floor_seconds: 1e-3, flops: 4096.0 * 4096.0, bytes: 4096.0 * 4097.0 * 4.0 }
+    }
+
+    /// The named features of `schedule` replayed on `naive`.
+    fn named(schedule: &str, naive: &LoopNest) -> std::collections::HashMap<&'static str, f64> {
+        let kernel = Kernel::Scheduled(ollie_loops::Schedule::parse(schedule).unwrap());
+        FEATURES.iter().copied().zip(features(&kernel, naive, &roof())).collect()
+    }
+
+    #[test]
+    fn a_reduction_in_one_accumulator_is_a_chain_that_partial_sums_break() {
+        // Row sums of a 4096×n matrix.
+        let sum = |n: usize| ollie_loops::parse(&format!("kernel sum(x: f32[4096,{n}]) -> (y: f32[4096])\nfor i0 in 0..4096 {{\n  y[i0] = 0.0\n  for i1 in 0..{n} {{\n    y[i0] = add(y[i0], x[{n} * i0 + i1])\n  }}\n}}\n")).unwrap();
+        let naive = sum(4096);
+        let plain = named("", &naive);
+        assert!(plain["share in accumulation chains"] > 0.99, "{plain:?}");
+        assert_eq!(plain["log2 chains a loop body carries"], 0.0, "one chain");
+        assert_eq!((plain["log2 unroll factor"], plain["log2 innermost extent"]), (0.0, 12.0));
+        let partials = named("accumulators i1 8\n", &naive);
+        assert!(partials["share in accumulation chains"] < 0.2, "{partials:?}");
+        let unrolled = named("unroll i1 4\n", &naive);
+        assert_eq!(unrolled["log2 unroll factor"], unrolled["share under unroll"] * 2.0);
+        let scale = ollie_loops::parse("kernel scale(x: f32[4100]) -> (y: f32[4100])\nfor i0 in 0..4100 {\n  y[i0] = mul(x[i0], 2.0)\n}\n").unwrap();
+        let vector = named("vectorize i0 16\n", &scale);
+        assert!(vector["share in vector tails"] > 0.0, "4100 = 256·16 + 4: {vector:?}");
     }
 
     #[test]
