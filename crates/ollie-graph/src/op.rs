@@ -95,6 +95,9 @@ pub enum GatherAxis {
     /// At `start + step · i`, `i` the result's index on its axis `axis`; with `step` 0 at
     /// `start` alone (a broadcast), and `axis` is then 0.
     Along { axis: usize, start: usize, step: i64 },
+    /// At `start + step · i + dilation · k`, `i` and `k` the result's indices on its axes `axis`
+    /// and `window`: a sliding window (`sliding_window_view`, strided or dilated by slicing it).
+    Window { axis: usize, start: usize, step: i64, window: usize, dilation: i64 },
     /// At the value of the gather's next index operand at the result's element; as numpy
     /// indexes, a negative value counts from the end. A value outside `-n..n` is outside the
     /// contract: numpy raises, the reference reports it, a kernel reads some element in the
@@ -625,6 +628,18 @@ impl Op {
                             return Err(self.error(format!("source axis {j} is read at {start} alone: `0:{start}:+0` within 0..{n}")));
                         }
                         GatherAxis::Along { step: 0, .. } | GatherAxis::Index => {}
+                        GatherAxis::Window { axis, start, step, window, dilation } => {
+                            let (Some(&len), Some(&k)) = (shape.get(axis), shape.get(window)) else {
+                                return Err(self.error(format!("source axis {j} follows axes {axis} and {window}, past the result's rank {}", shape.len())));
+                            };
+                            // The index is affine in `i` and `k`: its extremes are at the corners.
+                            let reach = |s: i64, n: usize| (s * (n as i64 - 1)).min(0)..=(s * (n as i64 - 1)).max(0);
+                            let (a, b) = (reach(step, len), reach(dilation, k));
+                            let (low, high) = (start as i64 + a.start() + b.start(), start as i64 + a.end() + b.end());
+                            if axis == window || len == 0 || k == 0 || low < 0 || high >= n as i64 {
+                                return Err(self.error(format!("source axis {j} reads outside 0..{n}")));
+                            }
+                        }
                         GatherAxis::Along { axis, start, step } => {
                             let Some(&len) = shape.get(axis) else {
                                 return Err(self.error(format!("source axis {j} follows axis {axis}, past the result's rank {}", shape.len())));

@@ -267,6 +267,7 @@ fn gather(shape: &[usize], from: &[GatherAxis], args: &[Value]) -> Tensor {
             at[j] = match *a {
                 GatherAxis::Along { start, step: 0, .. } => start,
                 GatherAxis::Along { axis, start, step } => (start as i64 + step * ix[axis] as i64) as usize,
+                GatherAxis::Window { axis, start, step, window, dilation } => (start as i64 + step * ix[axis] as i64 + dilation * ix[window] as i64) as usize,
                 GatherAxis::Index => {
                     let v = args[k][&ix];
                     k += 1;

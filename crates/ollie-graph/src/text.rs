@@ -49,6 +49,7 @@ impl fmt::Display for Graph {
                         .iter()
                         .map(|a| match a {
                             GatherAxis::Along { axis, start, step } => format!("{axis}:{start}:{step:+}"),
+                            GatherAxis::Window { axis, start, step, window, dilation } => format!("{axis}:{start}:{step:+}:{window}:{dilation:+}"),
                             GatherAxis::Index => "*".to_string(),
                         })
                         .collect();
@@ -188,7 +189,14 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
                     .map(|p| match p.split(':').collect::<Vec<_>>()[..] {
                         ["*"] => Ok(GatherAxis::Index),
                         [axis, start, step] => Ok(GatherAxis::Along { axis: parse_num(axis)?, start: parse_num(start)?, step: parse_num(step.trim_start_matches('+'))? }),
-                        _ => Err(format!("gather axis `{p}` is not `axis:start:step` or `*`")),
+                        [axis, start, step, window, dilation] => Ok(GatherAxis::Window {
+                            axis: parse_num(axis)?,
+                            start: parse_num(start)?,
+                            step: parse_num(step.trim_start_matches('+'))?,
+                            window: parse_num(window)?,
+                            dilation: parse_num(dilation.trim_start_matches('+'))?,
+                        }),
+                        _ => Err(format!("gather axis `{p}` is not `axis:start:step`, `axis:start:step:window:dilation` or `*`")),
                     })
                     .collect::<Result<_, String>>()?;
                 Op::Gather { shape: ty.shape.clone(), from }

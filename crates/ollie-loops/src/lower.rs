@@ -786,6 +786,7 @@ impl Lowering<'_> {
                     along.push(match *a {
                         GatherAxis::Along { start, step: 0, .. } => Affine::constant(start as i64),
                         GatherAxis::Along { axis, start, step } => index[axis].scale(step).add_scaled(&Affine::constant(start as i64), 1),
+                        GatherAxis::Window { axis, start, step, window, dilation } => index[axis].scale(step).add_scaled(&index[window], dilation).add_scaled(&Affine::constant(start as i64), 1),
                         GatherAxis::Index => {
                             indices.push(Dynamic { value: self.access(node.args[1 + indices.len()], index), stride: strides[j], extent: extents[j] });
                             Affine::constant(0)

@@ -469,6 +469,9 @@ impl<'a> Builder<'a> {
             if let Some(("linalg", "norm")) = path.split_once('.').and_then(|(_, rest)| rest.split_once('.')) {
                 return self.numpy_call("linalg.norm", call.func.range(), args);
             }
+            if path.split_once('.').is_some_and(|(_, rest)| rest == crate::window::FUNCTION) {
+                return self.numpy_call(crate::window::FUNCTION, call.func.range(), args);
+            }
             return Err(Diagnostic::error(Code::UnsupportedCall, format!("unsupported call `{path}`"))
                 .label(call.func.range(), "not in ollie's numpy subset")
                 .help(crate::numpy::supported_functions_help()));

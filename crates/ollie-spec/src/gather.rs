@@ -332,6 +332,9 @@ impl Builder<'_> {
                 for (a, s) in from.iter().zip(&axes) {
                     inner.push(match *a {
                         GatherAxis::Along { axis, start, step } => GatherAxis::Along { axis, start: (s.start as i64 + s.step * start as i64) as usize, step: s.step * step },
+                        GatherAxis::Window { axis, start, step, window, dilation } => {
+                            GatherAxis::Window { axis, start: (s.start as i64 + s.step * start as i64) as usize, step: s.step * step, window, dilation: s.step * dilation }
+                        }
                         GatherAxis::Index if s.start == 0 && s.step == 1 => GatherAxis::Index,
                         GatherAxis::Index => {
                             return Err(Diagnostic::error(Code::UnsupportedIndex, "indexing with an array along an axis that is sliced first")
@@ -344,18 +347,20 @@ impl Builder<'_> {
             }
             // `np.eye(n)[ids]`, `np.arange(n)[ids]`: an iota read at an index is the index.
             Op::Iota { axis: counted, dtype, .. } => {
-                let at = match from[counted] {
-                    GatherAxis::Along { axis, start, step } => {
-                        let start = self.full(&shape, start as f64, DType::I64, range)?;
-                        if step == 0 {
-                            start
-                        } else {
-                            let i = self.push(Op::Iota { shape: shape.clone(), axis, dtype: DType::I64 }, vec![], range)?;
-                            let step = self.full(&shape, step as f64, DType::I64, range)?;
-                            let i = self.push(Op::Binary(BinaryOp::Mul), vec![i, step], range)?;
-                            self.push(Op::Binary(BinaryOp::Add), vec![i, start], range)?
-                        }
+                // `start + Σ step · i` over the result's axes it moves along.
+                let mut affine = |start: usize, terms: &[(usize, i64)]| -> Result<NodeId> {
+                    let mut at = self.full(&shape, start as f64, DType::I64, range)?;
+                    for &(axis, step) in terms.iter().filter(|(_, step)| *step != 0) {
+                        let i = self.push(Op::Iota { shape: shape.clone(), axis, dtype: DType::I64 }, vec![], range)?;
+                        let step = self.full(&shape, step as f64, DType::I64, range)?;
+                        let i = self.push(Op::Binary(BinaryOp::Mul), vec![i, step], range)?;
+                        at = self.push(Op::Binary(BinaryOp::Add), vec![i, at], range)?;
                     }
+                    Ok(at)
+                };
+                let at = match from[counted] {
+                    GatherAxis::Along { axis, start, step } => affine(start, &[(axis, step)])?,
+                    GatherAxis::Window { axis, start, step, window, dilation } => affine(start, &[(axis, step), (window, dilation)])?,
                     GatherAxis::Index => {
                         // A negative index counts from the end, as the gather reads it.
                         let k = from[..counted].iter().filter(|a| **a == GatherAxis::Index).count();

@@ -17,6 +17,7 @@ mod setitem;
 mod special;
 mod statistics;
 mod value;
+mod window;
 
 use std::collections::HashMap;
 
@@ -147,6 +148,17 @@ fn read_module(builder: &mut Builder, body: &[Stmt], options: &Options) -> Resul
                     };
                     let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
                     builder.module.constants.insert(name, Value::Special(f));
+                }
+            }
+            // `from numpy.lib.stride_tricks import sliding_window_view`.
+            Stmt::ImportFrom(from) if from.module.as_ref().is_some_and(|m| m.as_str() == window::MODULE) => {
+                for alias in &from.names {
+                    if window::FUNCTION.rsplit('.').next() != Some(alias.name.as_str()) {
+                        return Err(Diagnostic::error(Code::UnsupportedImport, format!("unsupported import `{}.{}`", window::MODULE, alias.name))
+                            .label(alias.range(), "of numpy.lib.stride_tricks, specs import `sliding_window_view`"));
+                    }
+                    let name = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                    builder.module.constants.insert(name, Value::NumpyFunction(window::FUNCTION));
                 }
             }
             Stmt::ImportFrom(from) => {

@@ -165,6 +165,9 @@ impl Builder<'_> {
         if crate::arrays::FUNCTIONS.contains(&name) {
             return self.arrays_call(name, args);
         }
+        if name == crate::window::FUNCTION {
+            return self.sliding_window_view_call(args);
+        }
         if crate::pad::FUNCTIONS.contains(&name) {
             return self.pad_call(args);
         }
