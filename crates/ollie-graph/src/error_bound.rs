@@ -179,6 +179,12 @@ fn summed(op: &Op, v: &[ArrayViewD<f64>]) -> usize {
     }
 }
 
+/// Per element of a running product, how many factors it multiplies.
+fn scan_factors(op: &Op, v: &[ArrayViewD<f64>]) -> Tensor {
+    let &Op::Scan { axis, reverse, exclusive, .. } = op else { unreachable!("a scan") };
+    crate::reference::scan(v[0].mapv(|_| 1.0).view(), ReduceOp::Sum, axis, reverse, exclusive)
+}
+
 /// The roundings behind one element of a contraction summing `n` products: each product rounds
 /// k − 1 times, then the sum grows as any sum does.
 fn einsum_roundings(spec: &EinsumSpec, n: usize) -> f64 {
@@ -198,7 +204,9 @@ fn own_rounding(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[
             let abs = v[0].mapv(f64::abs);
             Some(apply(&Op::Reduce { op: ReduceOp::Sum, axes: axes.clone() }, &[abs.view()], &[]) * sum_factor(summed(op, v)))
         }
-        Op::Scan { .. } => Some(apply(op, &[v[0].mapv(f64::abs).view()], &[]) * sum_factor(summed(op, v))),
+        Op::Scan { op: ReduceOp::Sum, .. } => Some(apply(op, &[v[0].mapv(f64::abs).view()], &[]) * sum_factor(summed(op, v))),
+        // A running product of m factors: m − 1 multiplications, as a product's.
+        Op::Scan { op: ReduceOp::Prod, .. } => Some(Zip::from(value).and(&scan_factors(op, v)).map_collect(|&f, &m| (m - 1.0).max(0.0) * f.abs())),
         // n − 1 multiplications, each erring by `u` of its partial product, which the factors
         // after it scale to `u·|f|`, whatever the order.
         Op::Reduce { op: ReduceOp::Prod, .. } => Some(value.mapv(|f| summed(op, v).saturating_sub(1) as f64 * f.abs())),
@@ -235,7 +243,12 @@ fn own_underflow(op: &Op, dtype: DType, value: &ArrayViewD<f64>, v: &[ArrayViewD
         Op::Constant { .. } => 1.0,
         Op::Unary(u) if unary_allowance(*u) > 0.0 => 1.0,
         Op::Binary(b) if binary_allowance(*b) > 0.0 => 1.0,
-        Op::Reduce { op: ReduceOp::Sum, .. } | Op::Scan { .. } => sum_factor(summed(op, v)),
+        Op::Reduce { op: ReduceOp::Sum, .. } | Op::Scan { op: ReduceOp::Sum, .. } => sum_factor(summed(op, v)),
+        // As a product's, per prefix.
+        &Op::Scan { op: ReduceOp::Prod, axis, reverse, exclusive } => {
+            let grows = crate::reference::scan(v[0].mapv(|x| x.abs().max(1.0)).view(), ReduceOp::Prod, axis, reverse, exclusive);
+            return Some(Zip::from(&grows).and(&scan_factors(op, v)).map_collect(|&g, &m| g * (m - 1.0).max(0.0)));
+        }
         // Each of the n − 1 products may flush to zero or round a subnormal, by λ, and the
         // factors multiplied in after it (in whatever order the kernel multiplies) scale that
         // by at most the product of the factors larger than 1.
@@ -276,7 +289,29 @@ fn propagate(op: &Op, value: &ArrayViewD<f64>, v: &[ArrayViewD<f64>], abs: &[Ten
         // The errors at the elements read (indices are exact integers).
         Op::Gather { .. } => apply(op, &[&ev[..1], &v[1..]].concat(), inputs),
         // Linear: the running sums of the errors.
-        Op::Scan { .. } => apply(op, &ev, inputs),
+        Op::Scan { op: ReduceOp::Sum, .. } => apply(op, &ev, inputs),
+        // The selected element's error: at most the largest in the prefix (none before the
+        // first element of an exclusive scan).
+        &Op::Scan { op: ReduceOp::Max | ReduceOp::Min, axis, reverse, exclusive } => {
+            crate::reference::scan(ev[0].view(), ReduceOp::Max, axis, reverse, exclusive).mapv(|e| e.max(0.0))
+        }
+        // `B_k = B_{k−1}·|x_k| + e_k·|P_{k−1}|`: each factor's error scaled by the others of
+        // its prefix, exact where factors are 0.
+        &Op::Scan { op: ReduceOp::Prod, axis, reverse, exclusive } => {
+            let mut bound = v[0].to_owned();
+            for ((mut out, x), e) in bound.lanes_mut(ndarray::Axis(axis)).into_iter().zip(v[0].lanes(ndarray::Axis(axis))).zip(ev[0].lanes(ndarray::Axis(axis))) {
+                let n = x.len();
+                let (mut b, mut p) = (0.0, 1.0f64);
+                for i in 0..n {
+                    let k = if reverse { n - 1 - i } else { i };
+                    let next = b * x[k].abs() + e[k] * p.abs();
+                    out[k] = if exclusive { b } else { next };
+                    b = next;
+                    p *= x[k];
+                }
+            }
+            bound
+        }
         // `∂/∂xₖ = exp(xₖ − m)` for every term, and the maximum's error moves every term: at
         // most the sum times the largest error.
         Op::SumExp { axes } => {
@@ -389,6 +424,41 @@ mod tests {
 
     /// `(x − x)²` is exactly 0 with a finite bound: the exponent's own error times `0·ln 0`
     /// must not make it NaN (a NaN bound would allow no error at all).
+    /// A running product of products, computed in float32 as a kernel would, stays within its
+    /// bound, forward and reversed, through a zero, and the bound grows along the lane.
+    #[test]
+    fn a_running_product_in_float32_stays_within_its_bound() {
+        for flags in ["", ",reverse", ",exclusive", ",reverse,exclusive"] {
+            let g = crate::parse(&format!(
+                "kernel k(x: f32[2,12], y: f32[2,12]) {{\n  %0: f32[2,12] = input[x]\n  %1: f32[2,12] = input[y]\n  %2: f32[2,12] = mul %0, %1\n  %3: f32[2,12] = cumprod[1{flags}] %2\n  return %3\n}}\n"
+            ))
+            .unwrap();
+            let x: Vec<f64> = (0..24).map(|i| f64::from((1.0 + 0.37 * ((i * 7) % 11) as f32 - 1.8).recip())).collect();
+            let mut y: Vec<f64> = (0..24).map(|i| f64::from(1.3f32 - 0.11 * i as f32)).collect();
+            y[17] = 0.0;
+            let inputs = vec![ndarray::Array::from_shape_vec(vec![2, 12], x.clone()).unwrap().into_dyn(), ndarray::Array::from_shape_vec(vec![2, 12], y.clone()).unwrap().into_dyn()];
+            let (r, e) = evaluate_with_error_bounds(&g, &inputs).unwrap();
+            let u = f64::from(f32::EPSILON) / 2.0;
+            let (reverse, exclusive) = (flags.contains("reverse"), flags.contains("exclusive"));
+            for lane in 0..2 {
+                let mut running = 1.0f32;
+                for i in 0..12 {
+                    let k = lane * 12 + if reverse { 11 - i } else { i };
+                    let product = x[k] as f32 * y[k] as f32;
+                    let before = running;
+                    running *= product;
+                    let computed = if exclusive { before } else { running };
+                    let (exact, bound) = (r[0].as_slice().unwrap()[k], e[0].rounding.as_slice().unwrap()[k]);
+                    assert!((f64::from(computed) - exact).abs() <= bound * u, "{flags}: element {k}: {computed} vs {exact}, bound {bound}");
+                }
+            }
+            // Relative to the value, the bound grows with the factors multiplied.
+            let relative = |k: usize| e[0].rounding.as_slice().unwrap()[k] / r[0].as_slice().unwrap()[k].abs();
+            let (first, last) = if reverse { (10, 0) } else { (1, 11) };
+            assert!(relative(last) > relative(first), "{flags}: {} vs {}", relative(last), relative(first));
+        }
+    }
+
     #[test]
     fn a_power_of_zero_has_a_finite_bound() {
         let g = crate::parse(

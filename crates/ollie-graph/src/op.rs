@@ -134,9 +134,10 @@ pub enum Op {
     Concat { axis: usize },
     /// Reduce over `axes` (sorted, unique); the reduced axes are removed.
     Reduce { op: ReduceOp, axes: Vec<usize> },
-    /// Running sum along `axis` (numpy `cumsum`): element `k` is the sum of elements `0..=k`, or
-    /// of `0..k` when `exclusive`; with `reverse`, of `k..n` (or `k+1..n`).
-    Scan { axis: usize, reverse: bool, exclusive: bool },
+    /// Running sum along `axis` (numpy `cumsum`; `cumprod`, `np.maximum.accumulate` and
+    /// `np.minimum.accumulate` with another `op`): element `k` combines elements `0..=k`, or
+    /// `0..k` when `exclusive` (the identity at 0); with `reverse`, `k..n` (or `k+1..n`).
+    Scan { op: ReduceOp, axis: usize, reverse: bool, exclusive: bool },
     /// `Σ exp(x − max x)` over `axes` (sorted, unique; removed): a softmax's normalizer, which
     /// the lowering computes in one pass with the running maximum (the online normalizer),
     /// writing that maximum too when the graph also reduces the same operand by `max`.
@@ -184,7 +185,7 @@ enum OpKey<'a> {
     Slice(&'a [SliceAxis]),
     Concat(usize),
     Reduce(ReduceOp, &'a [usize]),
-    Scan(usize, bool, bool),
+    Scan(ReduceOp, usize, bool, bool),
     SumExp(&'a [usize]),
     SumSqDev(&'a [usize]),
     Einsum(&'a EinsumSpec),
@@ -211,7 +212,7 @@ impl Op {
             Op::Slice { axes } => OpKey::Slice(axes),
             Op::Concat { axis } => OpKey::Concat(*axis),
             Op::Reduce { op, axes } => OpKey::Reduce(*op, axes),
-            Op::Scan { axis, reverse, exclusive } => OpKey::Scan(*axis, *reverse, *exclusive),
+            Op::Scan { op, axis, reverse, exclusive } => OpKey::Scan(*op, *axis, *reverse, *exclusive),
             Op::SumExp { axes } => OpKey::SumExp(axes),
             Op::SumSqDev { axes } => OpKey::SumSqDev(axes),
             Op::Einsum(spec) => OpKey::Einsum(spec),
@@ -370,6 +371,16 @@ impl ReduceOp {
             ReduceOp::Prod => "reduce_prod",
         }
     }
+
+    /// The name of a running `op` (a [`Op::Scan`]), as numpy's `cumsum` and `cumprod`.
+    pub fn scan_name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "cumsum",
+            ReduceOp::Max => "cummax",
+            ReduceOp::Min => "cummin",
+            ReduceOp::Prod => "cumprod",
+        }
+    }
 }
 
 /// The shape numpy broadcasting gives two shapes, or `None` if they do not broadcast.
@@ -443,7 +454,7 @@ impl Op {
             Op::Slice { .. } => "slice",
             Op::Concat { .. } => "concat",
             Op::Reduce { op, .. } => op.name(),
-            Op::Scan { .. } => "cumsum",
+            Op::Scan { op, .. } => op.scan_name(),
             Op::SumExp { .. } => "sum_exp",
             Op::SumSqDev { .. } => "sum_sq_dev",
             Op::Einsum(_) => "einsum",
@@ -603,11 +614,13 @@ impl Op {
                 let dtype = if matches!(self, Op::Sort { .. }) { x.dtype } else { DType::I64 };
                 TensorType::new(dtype, x.shape.clone())
             }
-            Op::Scan { axis, .. } => {
+            Op::Scan { op, axis, .. } => {
                 if *axis >= args[0].rank() {
                     return Err(self.error(format!("axis {axis} out of range for {}", args[0])));
                 }
-                TensorType::new(args[0].dtype.accumulated(), args[0].shape.clone())
+                // A running sum or product widens integers as numpy's does; an extreme keeps them.
+                let dtype = if matches!(op, ReduceOp::Max | ReduceOp::Min) { args[0].dtype } else { args[0].dtype.accumulated() };
+                TensorType::new(dtype, args[0].shape.clone())
             }
             Op::Einsum(spec) => spec.infer(args).map_err(|m| self.error(m))?,
             Op::Gather { shape, from } => {

@@ -157,7 +157,7 @@ pub(crate) fn eval_op<'a>(op: &Op, mut args: Vec<Value<'a>>, inputs: &'a [Tensor
             }
             reduce_axes(a.view(), *op, axes, false)
         }
-        Op::Scan { axis, reverse, exclusive } => scan(args[0].view(), *axis, *reverse, *exclusive),
+        Op::Scan { op, axis, reverse, exclusive } => scan(args[0].view(), *op, *axis, *reverse, *exclusive),
         Op::SumExp { axes } => {
             let a = args.pop().unwrap();
             let m = max_keepdims(a.view(), axes);
@@ -297,24 +297,35 @@ fn sum_sq_dev_terms(a: ArrayViewD<f64>, axes: &[usize]) -> Tensor {
 }
 
 /// numpy's `cumsum` along `axis`, optionally from the end and excluding each element itself.
-pub(crate) fn scan(a: ArrayViewD<f64>, axis: usize, reverse: bool, exclusive: bool) -> Tensor {
+pub(crate) fn scan(a: ArrayViewD<f64>, op: ReduceOp, axis: usize, reverse: bool, exclusive: bool) -> Tensor {
+    let (identity, step) = fold(op);
     let mut out = a.to_owned();
     for mut lane in out.lanes_mut(Axis(axis)) {
         let n = lane.len();
-        let mut running = 0.0;
-        for step in 0..n {
-            let k = if reverse { n - 1 - step } else { step };
+        let mut running = identity;
+        for i in 0..n {
+            let k = if reverse { n - 1 - i } else { i };
             let x = lane[k];
             if exclusive {
                 lane[k] = running;
-                running += x;
+                running = step(running, x);
             } else {
-                running += x;
+                running = step(running, x);
                 lane[k] = running;
             }
         }
     }
     out
+}
+
+/// A reduction's identity and its step, as numpy combines (a NaN propagates through a maximum).
+fn fold(op: ReduceOp) -> (f64, fn(f64, f64) -> f64) {
+    match op {
+        ReduceOp::Sum => (0.0, |s, x| s + x),
+        ReduceOp::Max => (f64::NEG_INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }),
+        ReduceOp::Min => (f64::INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }),
+        ReduceOp::Prod => (1.0, |p, x| p * x),
+    }
 }
 
 /// Reduces `axes` of `a` (ascending), the last first; `keep` keeps each as an axis of size 1.
@@ -334,12 +345,7 @@ fn reduce_axes(a: ArrayViewD<f64>, op: ReduceOp, axes: &[usize], keep: bool) -> 
 /// instead (along the memory when contiguous; strided reads of a few lanes cost less than
 /// millions of views otherwise).
 fn reduce_axis(a: ArrayViewD<f64>, op: ReduceOp, axis: Axis) -> Tensor {
-    let (init, step): (f64, fn(f64, f64) -> f64) = match op {
-        ReduceOp::Sum => (0.0, |s, x| s + x),
-        ReduceOp::Max => (f64::NEG_INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.max(x) }),
-        ReduceOp::Min => (f64::INFINITY, |m, x| if m.is_nan() || x.is_nan() { f64::NAN } else { m.min(x) }),
-        ReduceOp::Prod => (1.0, |p, x| p * x),
-    };
+    let (init, step) = fold(op);
     let view_elements = a.len().checked_div(a.len_of(axis)).unwrap_or(0);
     if a.stride_of(axis).unsigned_abs() == 1 || view_elements < SMALL_VIEW {
         return Zip::from(a.lanes(axis)).map_collect(|lane| if op == ReduceOp::Sum { lane.sum() } else { lane.fold(init, |m, &x| step(m, x)) });

@@ -40,7 +40,7 @@ impl fmt::Display for Graph {
                 }
                 Op::Concat { axis } | Op::ArgReduce { axis, .. } | Op::Sort { axis } | Op::ArgSort { axis, .. } => write!(f, "[{axis}]")?,
                 Op::Reduce { axes, .. } | Op::SumExp { axes } | Op::SumSqDev { axes } => write!(f, "[{}]", join(axes))?,
-                Op::Scan { axis, reverse, exclusive } => {
+                Op::Scan { axis, reverse, exclusive, .. } => {
                     write!(f, "[{axis}{}{}]", if *reverse { ",reverse" } else { "" }, if *exclusive { ",exclusive" } else { "" })?
                 }
                 Op::Einsum(spec) => write!(f, "[{spec}]")?,
@@ -169,7 +169,8 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
             "argsort_stable" => Op::ArgSort { axis: parse_num(need_attr()?)?, stable: true },
             "sum_exp" => Op::SumExp { axes: parse_list(need_attr()?)? },
             "sum_sq_dev" => Op::SumSqDev { axes: parse_list(need_attr()?)? },
-            "cumsum" => {
+            "cumsum" | "cumprod" | "cummax" | "cummin" => {
+                let op = ReduceOp::ALL.into_iter().find(|r| r.scan_name() == name).expect("a scan's name");
                 let mut parts = need_attr()?.split(',').map(str::trim);
                 let axis = parse_num(parts.next().unwrap_or(""))?;
                 let (mut reverse, mut exclusive) = (false, false);
@@ -177,10 +178,10 @@ fn parse_node(graph: &Graph, text: &str) -> Result<Node, String> {
                     match flag {
                         "reverse" => reverse = true,
                         "exclusive" => exclusive = true,
-                        _ => return Err(format!("unknown cumsum flag `{flag}`")),
+                        _ => return Err(format!("unknown {name} flag `{flag}`")),
                     }
                 }
-                Op::Scan { axis, reverse, exclusive }
+                Op::Scan { op, axis, reverse, exclusive }
             }
             "einsum" => Op::Einsum(EinsumSpec::parse(need_attr()?)?),
             "gather" => {

@@ -572,11 +572,17 @@ impl Lowering<'_> {
                     stmts
                 })
             }
-            Op::Scan { axis, reverse, exclusive } => {
-                // Each lane along `axis` in order, its running sum in an accumulator of its own
-                // (`s5`, one element per lane): each element is the sum after adding the
-                // operand's (before, when exclusive).
+            Op::Scan { op, axis, reverse, exclusive } => {
+                // Each lane along `axis` in order, its running sum (product, extreme) in an
+                // accumulator of its own (`s5`, one element per lane): each element is the sum
+                // after adding the operand's (before, when exclusive).
                 let (axis, reverse, exclusive) = (*axis, *reverse, *exclusive);
+                let (identity, combine) = match op {
+                    ReduceOp::Sum => (0.0, B::Add),
+                    ReduceOp::Prod => (1.0, B::Mul),
+                    ReduceOp::Max => (f64::NEG_INFINITY, B::Max),
+                    ReduceOp::Min => (f64::INFINITY, B::Min),
+                };
                 let operand = node.args[0];
                 let n = shape[axis];
                 let outer: Vec<usize> = shape.iter().enumerate().filter(|&(d, _)| d != axis).map(|(_, &e)| e).collect();
@@ -584,7 +590,7 @@ impl Lowering<'_> {
                 self.nest_over(&outer, |l, outer_index| {
                     let lane = flat(&outer, outer_index);
                     let acc = || Expr::Load { buffer: running, offset: lane.clone() };
-                    let mut stmts = vec![Stmt::Store { buffer: running, offset: lane.clone(), value: Expr::Const(0.0) }];
+                    let mut stmts = vec![Stmt::Store { buffer: running, offset: lane.clone(), value: Expr::Const(identity) }];
                     stmts.extend(l.nest_over(&[n], |l, k| {
                         let along = if reverse { Affine::constant(n as i64 - 1).add_scaled(&k[0], -1) } else { k[0].clone() };
                         let mut o = outer_index.iter();
@@ -592,7 +598,7 @@ impl Lowering<'_> {
                         let add = Stmt::Store {
                             buffer: running,
                             offset: lane.clone(),
-                            value: Expr::Binary(ollie_graph::BinaryOp::Add, Box::new(acc()), Box::new(l.access(operand, &index))),
+                            value: Expr::Binary(combine, Box::new(acc()), Box::new(l.access(operand, &index))),
                         };
                         let store = Stmt::Store { buffer, offset: flat(&shape, &index), value: acc() };
                         if exclusive { vec![store, add] } else { vec![add, store] }

@@ -4,6 +4,7 @@
 //! the builtins that make and take sequences (`range`, `enumerate`, `zip`, `reversed`, `sum`,
 //! `list.append`). A condition on array data stays a diagnostic: it is `np.where`'s job.
 
+use ollie_graph::ReduceOp;
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::{Ranged, TextRange};
 
@@ -18,6 +19,9 @@ pub const MAX_ITERATIONS: usize = 4096;
 /// The numpy ufuncs whose `.reduce` a spec may call, with the reduction each is.
 const UFUNC_REDUCTIONS: &[(&str, &str)] =
     &[("add", "sum"), ("multiply", "prod"), ("maximum", "max"), ("minimum", "min"), ("logical_and", "all"), ("logical_or", "any")];
+
+/// The ufuncs whose `accumulate` ollie runs, and the running op.
+const UFUNC_SCANS: &[(&str, ReduceOp)] = &[("add", ReduceOp::Sum), ("multiply", ReduceOp::Prod), ("maximum", ReduceOp::Max), ("minimum", ReduceOp::Min)];
 
 impl<'a> Builder<'a> {
     /// `for TARGET in ITER: ...`, unrolled: the body runs once per item, its target bound to
@@ -168,8 +172,25 @@ impl<'a> Builder<'a> {
     /// `np.UFUNC.reduce(array, axis=0, keepdims=False)`, as the reduction it is.
     pub(crate) fn ufunc_method(&mut self, ufunc: &str, method: &str, method_range: TextRange, args: CallArgs) -> Result<Value> {
         let reduction = UFUNC_REDUCTIONS.iter().find(|(u, _)| *u == ufunc).map(|(_, r)| *r);
+        let running = UFUNC_SCANS.iter().find(|(u, _)| *u == ufunc).map(|(_, r)| *r);
+        if let (Some(op), "accumulate") = (running, method) {
+            // numpy's default axis for a ufunc's accumulate is 0, as for its reduce.
+            let fname = format!("np.{ufunc}.accumulate");
+            let call = args.range;
+            let mut b = args.bind(&fname, None, &["array", "axis"])?.into_iter();
+            let array = crate::numpy::required(b.next().unwrap(), &fname, "array", call)?;
+            let axis = b.next().unwrap().unwrap_or(Arg { value: Value::Int(0), range: call });
+            let id = self.tensor(&array, None)?;
+            if matches!(op, ReduceOp::Sum | ReduceOp::Prod) && !self.ty(id).dtype.is_float() {
+                // numpy keeps (and wraps in) the integer dtype here, where `cumsum` widens.
+                return Err(Diagnostic::error(Code::UnsupportedDtype, format!("`{fname}` of an integer array"))
+                    .label(array.range, format!("this is {}", self.ty(id)))
+                    .help("numpy wraps around in the array's own integer type here; write `np.cumsum`/`np.cumprod`, which accumulate in int64"));
+            }
+            return self.scan(op, Arg { value: Value::Tensor(id), range: array.range }, Some(axis), call);
+        }
         let (Some(reduction), "reduce") = (reduction, method) else {
-            let names: Vec<String> = UFUNC_REDUCTIONS.iter().map(|(u, _)| format!("np.{u}.reduce")).collect();
+            let names: Vec<String> = UFUNC_REDUCTIONS.iter().map(|(u, _)| format!("np.{u}.reduce")).chain(UFUNC_SCANS.iter().map(|(u, _)| format!("np.{u}.accumulate"))).collect();
             return Err(Diagnostic::error(Code::UnsupportedCall, format!("`np.{ufunc}.{method}` is not supported"))
                 .label(method_range, "not in ollie's numpy subset")
                 .help(format!("supported ufunc methods: {}", names.join(", "))));

@@ -12,7 +12,7 @@ use crate::value::Value;
 pub const FUNCTIONS: &[&str] = &[
     "abs", "absolute", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax",
     "argmin", "argsort", "around", "array", "array_split", "asarray", "average", "broadcast_to", "ceil", "clip", "concatenate", "copy", "cos", "cosh",
-    "count_nonzero", "cumsum", "deg2rad", "degrees", "diag", "diagonal", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims",
+    "count_nonzero", "cumprod", "cumsum", "deg2rad", "degrees", "diag", "diagonal", "diff", "divide", "dot", "einsum", "empty", "empty_like", "exp", "exp2", "expand_dims",
     "expm1", "eye", "finfo", "fix", "flip", "fliplr", "flipud", "float32", "float64", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "full",
     "full_like", "heaviside", "hsplit", "hstack", "hypot", "identity", "iinfo", "inner", "isfinite", "isinf", "isnan", "linspace", "log", "log10", "log1p",
     "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum", "mean", "median", "min",
@@ -24,7 +24,7 @@ pub const FUNCTIONS: &[&str] = &[
 
 /// The array methods and attributes a spec may use.
 pub const METHODS: &[&str] = &[
-    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "diagonal", "dot", "flatten", "max", "mean", "min", "prod", "ravel", "repeat", "reshape", "round",
+    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumprod", "cumsum", "diagonal", "dot", "flatten", "max", "mean", "min", "prod", "ravel", "repeat", "reshape", "round",
     "squeeze", "std", "sum", "swapaxes", "trace", "transpose", "var",
 ];
 
@@ -213,9 +213,10 @@ impl Builder<'_> {
                 }
                 self.einsum(first, args.positional[1..].to_vec(), call)
             }
-            "cumsum" => {
+            "cumsum" | "cumprod" => {
                 let (a, axis) = bind!("a", "axis");
-                self.cumsum(required(a, &fname, "a", call)?, axis, call)
+                let op = if name == "cumsum" { ReduceOp::Sum } else { ReduceOp::Prod };
+                self.scan(op, required(a, &fname, "a", call)?, axis, call)
             }
             "transpose" => {
                 let (a, axes) = bind!("a", "axes");
@@ -348,11 +349,12 @@ impl Builder<'_> {
                 let (kind, order, stable) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
                 self.sort(name, &mname, required(a, &mname, "self", call)?, axis, [kind, order, stable], call)
             }
-            "cumsum" => {
+            "cumsum" | "cumprod" => {
                 let bound = args.bind(&mname, Some(receiver), &["self", "axis"])?;
                 let mut it = bound.into_iter();
                 let (a, axis) = (it.next().unwrap(), it.next().unwrap());
-                self.cumsum(required(a, &mname, "self", call)?, axis, call)
+                let op = if name == "cumsum" { ReduceOp::Sum } else { ReduceOp::Prod };
+                self.scan(op, required(a, &mname, "self", call)?, axis, call)
             }
             "reshape" | "transpose" => {
                 // Both take either one tuple or the items as separate arguments.
@@ -768,10 +770,11 @@ impl Builder<'_> {
         }
     }
 
-    /// numpy's `cumsum`: along `axis`, or over the flattened array when there is none.
-    fn cumsum(&mut self, a: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
+    /// numpy's `cumsum` (`cumprod`, a ufunc's `accumulate`): along `axis`, or over the flattened
+    /// array when there is none.
+    pub(crate) fn scan(&mut self, op: ReduceOp, a: Arg, axis: Option<Arg>, range: TextRange) -> Result<Value> {
         let (id, axis) = self.axis_or_flat(&a, axis, range)?;
-        Ok(Value::Tensor(self.push(Op::Scan { axis, reverse: false, exclusive: false }, vec![id], range)?))
+        Ok(Value::Tensor(self.push(Op::Scan { op, axis, reverse: false, exclusive: false }, vec![id], range)?))
     }
 
     fn expand_dims(&mut self, a: Arg, axis: Arg, range: TextRange) -> Result<Value> {

@@ -2,7 +2,7 @@
 //! and one with an identity or a diagonal matrix is an elementwise product.
 
 use egg::Id;
-use ollie_graph::{BinaryOp, CmpOp, EinsumSpec, Op, SliceAxis};
+use ollie_graph::{BinaryOp, CmpOp, EinsumSpec, Op, ReduceOp, SliceAxis};
 
 use super::{broadcast, movable_constant, Rule, Topic};
 use crate::lang::{add, EGraph, ENode};
@@ -175,7 +175,7 @@ fn triangular_scan(egraph: &mut EGraph, node: &ENode) -> Vec<Id> {
                 None => continue,
             },
         };
-        let Some(scan) = add(egraph, Op::Scan { axis: m.axis, reverse, exclusive: t == 1 }, vec![m.x]) else { continue };
+        let Some(scan) = add(egraph, Op::Scan { op: ReduceOp::Sum, axis: m.axis, reverse, exclusive: t == 1 }, vec![m.x]) else { continue };
         let Some(mut result) = arrange(egraph, scan, &m.x_labels, &spec.output) else { continue };
         if let Some(c) = scale {
             let shape = egraph[result].data.ty.shape.clone();
