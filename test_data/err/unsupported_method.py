@@ -1,5 +1,5 @@
 import numpy as np
 
 
-def products(x: "f32[4, 8]"):
-    return x.cumprod(axis=-1)
+def partition(x: "f32[4, 8]"):
+    return x.argpartition(2, axis=-1)
