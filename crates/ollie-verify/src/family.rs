@@ -45,6 +45,11 @@ pub enum Family {
     /// step (and `roundf`'s ties away from zero differ from numpy's ties to even). For kernels
     /// that round.
     Halves,
+    /// Normal, with +∞, −∞ or NaN at about one in four of the elements on the first and last
+    /// positions of every axis a window slides along or a padding widens: where a kernel that
+    /// reads past an edge, or a padding value that leaks (a max pool's −∞), shows. For kernels
+    /// with windows or padding.
+    Borders,
 }
 
 impl fmt::Display for Family {
@@ -61,6 +66,7 @@ impl fmt::Display for Family {
             Family::Ties => f.write_str("ties"),
             Family::Nan => f.write_str("nan"),
             Family::Halves => f.write_str("halves"),
+            Family::Borders => f.write_str("borders"),
         }
     }
 }
@@ -87,6 +93,9 @@ impl Family {
         if graph.ids().any(|id| matches!(graph.node(id).op, Op::Unary(UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round))) {
             families.push(Family::Halves);
         }
+        if edges(graph).iter().any(|axes| axes.iter().any(|&e| e)) {
+            families.push(Family::Borders);
+        }
         families
     }
 
@@ -106,8 +115,15 @@ impl Family {
             _ => Vec::new(),
         };
         let one_value: Vec<f64> = ranges.iter().map(|r| r.map_or(0.0, |r| r.value(once.random_range(0..r.extent as i64)))).collect();
+        let edges = if self == Family::Borders { edges(graph) } else { Vec::new() };
         InputSet::generate(params, &self.to_string(), seed, |k, i, rng| match ranges[k] {
             Some(range) => self.index(range, i, params[k].ty.num_elements(), rng, rows.get(k).and_then(Option::as_ref), one_value[k]),
+            None if edges.get(k).is_some_and(|axes| on_edge(&params[k].ty.shape, axes, i)) => match rng.random_range(0..12) {
+                0 => f64::INFINITY,
+                1 => f64::NEG_INFINITY,
+                2 => f64::NAN,
+                _ => StandardNormal.sample(rng),
+            },
             None => self.float(k, i, rng, &scales, &rows),
         })
     }
@@ -117,7 +133,7 @@ impl Family {
         let n = range.extent as i64;
         let low = if range.negative { -n } else { 0 };
         range.value(match self {
-            Family::Normal | Family::Uniform | Family::Ties | Family::Nan | Family::Halves => rng.random_range(0..n),
+            Family::Normal | Family::Uniform | Family::Ties | Family::Nan | Family::Halves | Family::Borders => rng.random_range(0..n),
             Family::Wide => rng.random_range(low..n),
             Family::Large => [0, n - 1, low, if range.negative { -1 } else { n / 2 }][rng.random_range(0..4)],
             Family::Tiny => rng.random_range(0..2.min(n)),
@@ -131,7 +147,7 @@ impl Family {
     fn float(self, k: usize, i: usize, rng: &mut ChaCha8Rng, scales: &[f64], rows: &[Option<Row>]) -> f64 {
         let normal = |rng: &mut ChaCha8Rng| -> f64 { StandardNormal.sample(rng) };
         match self {
-            Family::Normal => normal(rng),
+            Family::Normal | Family::Borders => normal(rng),
             Family::Uniform => rng.random_range(0.0..1.0),
             Family::Large => scales[k] * normal(rng),
             Family::Wide => rng.random_range(-100.0..100.0),
@@ -168,6 +184,88 @@ impl Family {
     pub fn generate(self, graph: &Graph, seed: u64) -> Vec<Tensor> {
         self.inputs(graph, seed).to_tensors()
     }
+}
+
+/// Per parameter, per axis: whether a window slides along it or a concatenation (a padding)
+/// widens it, found by following each window's and concatenation's operand back through views
+/// and elementwise operations to the parameters (an axis lost in a reshape that merges axes is
+/// not followed).
+fn edges(graph: &Graph) -> Vec<Vec<bool>> {
+    use ollie_graph::{GatherAxis, NodeId, Op};
+    let mut out: Vec<Vec<bool>> = graph.params.iter().map(|p| vec![false; p.ty.rank()]).collect();
+    // (node, its axes that are edges), followed towards the parameters.
+    let mut stack: Vec<(NodeId, Vec<bool>)> = Vec::new();
+    for id in graph.ids() {
+        let node = graph.node(id);
+        match &node.op {
+            Op::Gather { from, .. } => {
+                let axes: Vec<bool> = from.iter().map(|a| matches!(a, GatherAxis::Window { .. })).collect();
+                stack.push((node.args[0], axes));
+            }
+            Op::Concat { axis } => {
+                for &a in &node.args {
+                    stack.push((a, (0..graph.ty(a).rank()).map(|d| d == *axis).collect()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    while let Some((id, axes)) = stack.pop() {
+        if !axes.iter().any(|&e| e) || !seen.insert((id, axes.clone())) {
+            continue;
+        }
+        let node = graph.node(id);
+        let rank = |a: NodeId| graph.ty(a).rank();
+        match &node.op {
+            Op::Input { index } => out[*index].iter_mut().zip(&axes).for_each(|(o, &e)| *o |= e),
+            Op::Unary(_) | Op::Cast { .. } | Op::Slice { .. } | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Concat { .. } => {
+                // Operands broadcast against the result align from the last axis.
+                for &a in &node.args {
+                    let lead = axes.len() - rank(a).min(axes.len());
+                    stack.push((a, axes[lead..].to_vec()));
+                }
+            }
+            Op::Broadcast { .. } => {
+                let a = node.args[0];
+                let lead = axes.len() - rank(a);
+                let shape = &graph.ty(a).shape;
+                stack.push((a, axes[lead..].iter().zip(shape).map(|(&e, &n)| e && n > 1).collect()));
+            }
+            Op::Transpose { perm } => {
+                let mut inner = vec![false; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    inner[p] = axes[i];
+                }
+                stack.push((node.args[0], inner));
+            }
+            Op::Gather { from, .. } => {
+                let inner: Vec<bool> = from
+                    .iter()
+                    .map(|a| match *a {
+                        GatherAxis::Along { axis, step, .. } if step != 0 => axes[axis],
+                        GatherAxis::Window { axis, window, .. } => axes[axis] || axes[window],
+                        _ => false,
+                    })
+                    .collect();
+                stack.push((node.args[0], inner));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether flat element `i` of an array of `shape` lies first or last on one of the `edges`
+/// axes.
+fn on_edge(shape: &[usize], edges: &[bool], mut i: usize) -> bool {
+    let mut edge = false;
+    for (d, &n) in shape.iter().enumerate().rev() {
+        let at = i % n.max(1);
+        i /= n.max(1);
+        edge |= edges[d] && (at == 0 || at + 1 == n);
+    }
+    edge
 }
 
 /// Mixed into a set's seed for the streams of a constant axis's values.

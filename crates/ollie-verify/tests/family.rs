@@ -29,13 +29,13 @@ fn integer_parameters_are_indices_in_the_range_of_the_axis_they_index() {
     let wide = g.push(Op::Broadcast { shape: vec![300, 4] }, vec![column]).unwrap();
     let rows = g.push(Op::Gather { shape: vec![300, 4], from: vec![GatherAxis::Index, GatherAxis::Along { axis: 1, start: 0, step: 1 }] }, vec![table, wide]).unwrap();
     g.outputs = vec![rows];
-    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan, Family::Halves]) {
+    for family in Family::all(2).into_iter().chain([Family::Ties, Family::Nan, Family::Halves, Family::Borders]) {
         let a = family.generate(&g, 3);
         let i = &a[1];
         assert!(i.iter().all(|v| v.fract() == 0.0 && (-50.0..50.0).contains(v)), "{family}: in range");
         let distinct = { let mut v: Vec<i64> = i.iter().map(|&x| x as i64).collect(); v.sort(); v.dedup(); v.len() };
         match family {
-            Family::Normal | Family::Uniform | Family::Ties | Family::Nan | Family::Halves => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
+            Family::Normal | Family::Uniform | Family::Ties | Family::Nan | Family::Halves | Family::Borders => assert!(i.iter().all(|v| *v >= 0.0) && distinct > 30, "{family}: {distinct} values"),
             Family::Wide => assert!(i.iter().any(|v| *v < 0.0), "{family}: negative indices"),
             Family::Large => assert!(i.iter().any(|v| *v == 49.0) && i.iter().any(|v| *v == -50.0), "{family}: both ends"),
             Family::Tiny => assert!(distinct <= 2, "{family}: repeated"),
@@ -103,4 +103,41 @@ fn families_have_their_properties() {
 
 fn max_of<'a>(v: impl Iterator<Item = &'a f64>) -> f64 {
     v.fold(f64::NEG_INFINITY, |m, x| m.max(*x))
+}
+
+/// A padded 3×3 max pool over the last two axes, and its weights-free twin without windows.
+#[test]
+fn a_kernel_with_windows_gets_infinities_and_nans_on_the_edges_its_windows_slide_along() {
+    let pool = ollie_graph::parse(
+        "kernel pool(x: f32[2,3,8,8], s: f32[3]) {
+  %0: f32[2,3,8,8] = input[x]
+  %1: f32[3] = input[s]
+  %2: f32[] = const[-inf]
+  %3: f32[2,3,8,1] = broadcast %2
+  %4: f32[2,3,8,10] = concat[3] %3, %0, %3
+  %5: f32[2,3,6,8,3,3] = gather[0:0:+1,1:0:+1,2:0:+1:4:+1,3:0:+1:5:+1] %4
+  %6: f32[2,3,6,8] = reduce_max[4,5] %5
+  %7: f32[1,3,1,1] = reshape %1
+  %8: f32[2,3,6,8] = broadcast %7
+  %9: f32[2,3,6,8] = mul %6, %8
+  return %9
+}
+",
+    )
+    .unwrap();
+    assert!(Family::of(&pool).contains(&Family::Borders));
+    assert!(!Family::of(&params()).contains(&Family::Borders), "no windows, no padding");
+    let a = Family::Borders.generate(&pool, 3);
+    let x = &a[0];
+    let special: Vec<Vec<usize>> = x.indexed_iter().filter(|(_, v)| !v.is_finite()).map(|(ix, _)| ndarray::Dimension::slice(&ix).to_vec()).collect();
+    assert!(special.len() > 10, "{} special values", special.len());
+    for kind in [f64::INFINITY, f64::NEG_INFINITY] {
+        assert!(x.iter().any(|&v| v == kind), "{kind} among them");
+    }
+    assert!(x.iter().any(|v| v.is_nan()), "NaN among them");
+    // Only on the first and last rows and columns (the window axes), never elsewhere.
+    for ix in &special {
+        assert!(ix[2] == 0 || ix[2] == 7 || ix[3] == 0 || ix[3] == 7, "{ix:?} is inside");
+    }
+    assert!(a[1].iter().all(|v| v.is_finite()), "the scale is not windowed");
 }
