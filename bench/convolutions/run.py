@@ -226,17 +226,8 @@ def main():
     rows = []
     for spec in specs:
         stem = os.path.basename(spec)[:-3]
-        out = os.path.join(work, stem)
         equal = eval_equals_numpy(spec, stem, work)
-        if not (a.reuse and os.path.exists(os.path.join(out, "report.json"))):
-            print(f"optimizing {stem} for {a.time:.0f} s ...", file=sys.stderr, flush=True)
-            compare.run(compare.OLLIE, "optimize", spec, "--time", f"{a.time}s", "--out", out)
-        naive_c, naive_lib = os.path.join(work, f"{stem}.naive.c"), os.path.join(work, f"lib{stem}.naive.so")
-        with open(naive_c, "w") as f:
-            f.write(compare.run(compare.OLLIE, "lower", spec).stdout)
-        compare.run("cc", "-O3", "-march=native", "-shared", "-fPIC", "-o", naive_lib, naive_c, "-lm")
-        print(f"timing {stem} ...", file=sys.stderr, flush=True)
-        res = compare.bench(spec, out, naive_lib, a.rounds, a.block)
+        res = compare.search_and_bench(spec, work, a.time, a.reuse, a.rounds, a.block)
         r = res["rows"]
         row = {"name": stem, "equal": equal, "floor": r["ollie"]["floor"], "ollie_ms": r["ollie"]["median"] * 1e3, "evals": res["report"]["evaluations"], "skipped": res["skipped"]}
         for peer in ("numpy", "pytorch", "jax.jit"):
