@@ -90,9 +90,9 @@ struct Around {
     parallel: bool,
     vector: Option<u32>,
     simd: bool,
-    /// The log2 of the innermost unrolling factor asked for.
+    /// The log2 of the unrolling factor asked for by the nearest unrolled loop around.
     unroll: f64,
-    /// The share of the vector loop's iterations its scalar tail runs.
+    /// The share of the nearest vector loop's iterations its scalar tail runs.
     tail: f64,
     /// Chained stores directly in the innermost loop's body.
     chains: usize,
