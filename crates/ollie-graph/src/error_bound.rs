@@ -422,8 +422,6 @@ fn sum_over(t: Tensor, axes: &[usize]) -> Tensor {
 mod tests {
     use super::*;
 
-    /// `(x − x)²` is exactly 0 with a finite bound: the exponent's own error times `0·ln 0`
-    /// must not make it NaN (a NaN bound would allow no error at all).
     /// A running product of products, computed in float32 as a kernel would, stays within its
     /// bound, forward and reversed, through a zero, and the bound grows along the lane.
     #[test]
@@ -459,6 +457,8 @@ mod tests {
         }
     }
 
+    /// `(x − x)²` is exactly 0 with a finite bound: the exponent's own error times `0·ln 0`
+    /// must not make it NaN (a NaN bound would allow no error at all).
     #[test]
     fn a_power_of_zero_has_a_finite_bound() {
         let g = crate::parse(
