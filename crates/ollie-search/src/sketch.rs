@@ -168,10 +168,12 @@ impl std::fmt::Display for RuleNote {
 /// register tile, where there are contractions): where it applied, where it declined and why,
 /// and which rules found nothing to apply to. How a report says why the search found nothing.
 pub fn explain(naive: &LoopNest, target: &Target) -> Vec<RuleNote> {
-    let first = Choices::first(target.lanes);
-    let tile = shapes(target.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).next();
-    let tile = tile.filter(|_| !contractions(naive).is_empty());
-    let (_, mut notes) = sketch(naive, Choices { tile, ..first }, target.caches);
+    let contractions = contractions(naive);
+    let (tile, lanes) = match fitting_tiles(&contractions, target.lanes).first() {
+        Some(&(t, lanes)) => (Some(t), lanes),
+        None => (shapes(target.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).next().filter(|_| !contractions.is_empty()), target.lanes),
+    };
+    let (_, mut notes) = sketch(naive, Choices { tile, lanes, ..Choices::first(target.lanes) }, target.caches);
     for rule in Rule::ALL {
         if !notes.iter().any(|n| n.rule == rule) {
             notes.push(RuleNote { rule, verdict: RuleVerdict::NoMatch, what: rule.wants().to_string() });
@@ -189,14 +191,14 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
     // Contractions first: register tiles of the shapes that fit, with the whole reduction per
     // panel and with blocks of it.
     let contractions = contractions(naive);
-    let mut tiled: Vec<Tile> = shapes(lanes).iter().filter(|&&(rows, vectors)| contractions.iter().any(|c| c.fits(rows, vectors * lanes as usize))).take(3).map(|&(rows, vectors)| Tile { rows, vectors }).collect();
+    let mut tiled = fitting_tiles(&contractions, lanes);
     if tiled.is_empty() && !contractions.is_empty() {
         // Contractions without rows to share still get one-row tiles.
-        tiled.push(Tile { rows: 1, vectors: 1 });
+        tiled.push((Tile { rows: 1, vectors: 1 }, lanes));
     }
     // The first shape blocked for the caches too, after the unblocked ones.
-    let blocked = tiled.first().filter(|_| target.caches.is_some()).map(|&t| Choices { tile: Some(t), blocked: true, ..first });
-    let tiles = tiled.into_iter().flat_map(|t| [Choices { tile: Some(t), ..first }, Choices { tile: Some(t), fuse: false, ..first }]).chain(blocked);
+    let blocked = tiled.first().filter(|_| target.caches.is_some()).map(|&(t, lanes)| Choices { tile: Some(t), lanes, blocked: true, ..first });
+    let tiles = tiled.into_iter().flat_map(|(t, lanes)| [Choices { tile: Some(t), lanes, ..first }, Choices { tile: Some(t), lanes, fuse: false, ..first }]).chain(blocked);
     let variants = tiles.chain([
         first,
         Choices { prefetch: Some(0), ..first },
@@ -221,6 +223,21 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
         }
     }
     out
+}
+
+/// Up to three register tiles that fit some contraction of the nest, with the lanes of their
+/// vectors: the machine's full vectors, or, where no tile of those divides an output (56 columns
+/// in vectors of 16), half vectors (8 divides 56).
+fn fitting_tiles(contractions: &[tile::Contraction], lanes: u32) -> Vec<(Tile, u32)> {
+    let fitting = |lanes: u32| -> Vec<(Tile, u32)> {
+        shapes(lanes).iter().filter(|&&(rows, vectors)| contractions.iter().any(|c| c.fits(rows, vectors * lanes as usize))).take(3).map(|&(rows, vectors)| (Tile { rows, vectors }, lanes)).collect()
+    };
+    let full = fitting(lanes);
+    if full.is_empty() && lanes > 4 {
+        fitting(lanes / 2)
+    } else {
+        full
+    }
 }
 
 impl Choices {

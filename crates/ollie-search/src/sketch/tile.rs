@@ -4,8 +4,9 @@
 //! registers (`registers`) while the reduction streams the operands; the operand that moves with
 //! the tile's columns packed per column panel (`cache` at the panel's loop: contiguous, in the
 //! order the tile reads it, whatever its layout in the spec), the panels on threads. Sizes come
-//! from the register file (see [`shapes`]); a contraction whose output axes no tile divides, or
-//! whose output is not contiguous along its last loop, is left to the other rules.
+//! from the register file (see [`shapes`]), in half vectors where no tile of full ones divides
+//! the output (56 columns: 8 divides them, 16 does not); a contraction whose output axes no tile
+//! divides, or whose output is not contiguous along its last loop, is left to the other rules.
 
 use ollie_loops::{BufferId, Expr, LoopKind, LoopNest, Stmt, Step, VarId};
 
