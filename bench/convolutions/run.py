@@ -152,16 +152,11 @@ def jax_layer(kind, p, inputs):
 def layer_peers(source, fname):
     """numpy running the spec, PyTorch's layer and jax.lax's under jax.jit, each checked against
     numpy on one input set."""
-    module = {"__name__": "spec"}
-    exec(compile(source, "spec", "exec"), module)
-    f = module[fname]
+    f, params = spec_function(source, fname)
     out = {"numpy": (lambda xs: xs, lambda xs: f(*xs), None)}
     kind, p = LAYERS[fname]
     rng = np.random.default_rng(0)
-    import inspect
-
-    shapes = [module_shape(module, prm.annotation) for prm in inspect.signature(f).parameters.values()]
-    probe = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+    probe = [rng.standard_normal(shape, dtype=np.float32) for shape in params.values()]
     expected = np.asarray(f(*probe), dtype=np.float64)
     for label, build in (("pytorch", torch_layer), ("jax.jit", jax_layer)):
         try:
@@ -177,22 +172,29 @@ def layer_peers(source, fname):
     return out
 
 
-def module_shape(module, annotation):
-    dims = annotation[annotation.index("[") + 1:annotation.rindex("]")]
-    return tuple(int(eval(d, dict(module))) for d in dims.split(",") if d.strip())
+def spec_function(source, fname):
+    """The spec's function `fname` and its parameters' shapes, from their annotations evaluated
+    with the module's constants."""
+    import inspect
+
+    module = {"__name__": "spec"}
+    exec(compile(source, "spec", "exec"), module)
+    f = module[fname]
+
+    def shape(annotation):
+        dims = annotation[annotation.index("[") + 1:annotation.rindex("]")]
+        return tuple(int(eval(d, dict(module))) for d in dims.split(",") if d.strip())
+
+    return f, {name: shape(p.annotation) for name, p in inspect.signature(f).parameters.items()}
 
 
 def eval_equals_numpy(spec, fname, work):
     """`ollie eval --f64` on seeded inputs against numpy running the spec on the same ones."""
-    module = {"__name__": "spec"}
-    exec(compile(open(spec).read(), "spec", "exec"), module)
-    import inspect
-
-    f = module[fname]
+    f, params = spec_function(open(spec).read(), fname)
     rng = np.random.default_rng(2)
     args, xs = [], []
-    for name, prm in inspect.signature(f).parameters.items():
-        x = rng.standard_normal(module_shape(module, prm.annotation), dtype=np.float32)
+    for name, shape in params.items():
+        x = rng.standard_normal(shape, dtype=np.float32)
         path = os.path.join(work, f"{fname}.{name}.npy")
         np.save(path, x)
         xs.append(x.astype(np.float64))

@@ -215,8 +215,7 @@ impl Builder<'_> {
             }
             "cumsum" | "cumprod" => {
                 let (a, axis) = bind!("a", "axis");
-                let op = if name == "cumsum" { ReduceOp::Sum } else { ReduceOp::Prod };
-                self.scan(op, required(a, &fname, "a", call)?, axis, call)
+                self.scan(scan_op(name), required(a, &fname, "a", call)?, axis, call)
             }
             "transpose" => {
                 let (a, axes) = bind!("a", "axes");
@@ -353,8 +352,7 @@ impl Builder<'_> {
                 let bound = args.bind(&mname, Some(receiver), &["self", "axis"])?;
                 let mut it = bound.into_iter();
                 let (a, axis) = (it.next().unwrap(), it.next().unwrap());
-                let op = if name == "cumsum" { ReduceOp::Sum } else { ReduceOp::Prod };
-                self.scan(op, required(a, &mname, "self", call)?, axis, call)
+                self.scan(scan_op(name), required(a, &mname, "self", call)?, axis, call)
             }
             "reshape" | "transpose" => {
                 // Both take either one tuple or the items as separate arguments.
@@ -1194,4 +1192,13 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     let r = rank as i64;
     let a = if axis < 0 { axis.saturating_add(r) } else { axis };
     (0..r).contains(&a).then_some(a as usize)
+}
+
+/// The running op of numpy's `cumsum` or `cumprod`.
+fn scan_op(name: &str) -> ReduceOp {
+    if name == "cumsum" {
+        ReduceOp::Sum
+    } else {
+        ReduceOp::Prod
+    }
 }
