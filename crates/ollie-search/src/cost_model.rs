@@ -288,6 +288,18 @@ const WINDOW: usize = 1024;
 /// Timings of earlier searches the model fits on, at most (the latest).
 pub const PRIOR: usize = 3072;
 
+/// How many times each of this search's timings is counted in a fit (smartcore's forest takes
+/// no sample weights, so they are repeated): the search's own timings say most about how its
+/// candidates order, the earlier searches' fill in where it has none.
+const OWN_WEIGHT: usize = 2;
+
+/// A refit is due once this search has timed `1/REFIT_SHARE` as many kernels again as it had
+/// at the last fit, and never before [`REFIT_MIN`] new ones: early in a search every pair of
+/// timings changes the order most, later a fit (tens of milliseconds on the full prior) would
+/// cost more than it buys.
+const REFIT_SHARE: usize = 16;
+const REFIT_MIN: usize = 2;
+
 /// Pairwise accuracy, on the pairs its timings' noise tells apart, that a model needs to be
 /// trusted: on its latest predictions within the search, or before it has made [`TRIAL`] of
 /// them, on the latest earlier search when fitted on those before it.
@@ -419,15 +431,16 @@ impl CostModel {
     }
 
     /// Predicted log times over the floor, or `None` while there are too few timings to fit on.
-    /// Refits once a fifth of the timings it would fit on are new since the last fit.
+    /// Refits as this search's timings come in (see [`REFIT_SHARE`]).
     pub fn predict(&mut self, features: &[Vec<f64>]) -> Option<Vec<f64>> {
-        let n = self.samples();
-        if n >= MIN_SAMPLES && (self.forest.is_none() || 5 * self.since_fit >= n) {
+        let due = self.since_fit >= REFIT_MIN.max(self.samples.len() / REFIT_SHARE);
+        if self.samples() >= MIN_SAMPLES && (self.forest.is_none() || due) {
             // The old forest goes before the new one grows: never two in memory.
             self.forest = None;
-            let rows: Vec<&Timed> = self.prior.iter().chain(self.samples.iter()).collect();
+            let own = (0..OWN_WEIGHT).flat_map(|_| self.samples.iter());
+            let rows: Vec<&Timed> = self.prior.iter().chain(own).collect();
             self.forest = fit(&rows);
-            self.fitted_on = rows.len();
+            self.fitted_on = self.samples();
             self.since_fit = 0;
         }
         predict(self.forest.as_ref()?, features)
@@ -514,6 +527,15 @@ pub fn held_out(trained: &[Timed], tested: &[Timed]) -> Option<HeldOut> {
     let measured: Vec<f64> = tested.iter().map(|t| t.log_time).collect();
     let (pairwise_accuracy, pairs) = pairwise(&predicted, tested);
     Some(HeldOut { pairwise_accuracy, pairs, spearman: spearman(&predicted, &measured), tested: tested.len(), trained_on: trained.len() })
+}
+
+/// A search replayed as it ran: a model started from `earlier` predicts each of `timed` before
+/// learning it, in order, refitting as it would have; the pairwise accuracy of those
+/// predictions and its pairs (the search's own `cost_model` figure, had it timed these kernels).
+pub fn replay(earlier: &[Timed], timed: &[Timed]) -> (Option<f64>, usize) {
+    let mut model = CostModel::with_prior(earlier.to_vec());
+    let (predicted, measured): (Vec<f64>, Vec<Timed>) = timed.iter().filter_map(|t| Some((model.add(t.clone())?, t.clone()))).unzip();
+    pairwise(&predicted, &measured)
 }
 
 /// Of the pairs of `measured` kernels whose noise bounds do not overlap, the share `predicted`
@@ -621,6 +643,40 @@ mod tests {
         // It has predicted the last timings before seeing them, and ranked them well: trusted.
         assert!(model.trusted(), "{:?}", model.trial());
         assert!(model.rank(&[point(100, 0).features]).is_some());
+    }
+
+    #[test]
+    fn this_searchs_timings_overrule_earlier_searches_where_they_disagree() {
+        // Earlier searches (another spec: another floor) where feature 1 slows and feature 3
+        // speeds; in this one the reverse. After four dozen of its own timings the model
+        // orders this search's kernels as this search measures them.
+        let floor = FEATURES.iter().position(|&n| n == "log2 floor seconds").unwrap();
+        let here = |i: usize| {
+            let mut p = point(i, u64::MAX);
+            p.features[floor] = 5.0;
+            p.log_time = physics(&p.features) - p.features[1] + p.features[3];
+            timed(p.features, p.log_time, 0.1, u64::MAX)
+        };
+        let earlier = (0..300).map(|i| {
+            let mut p = point(i, i as u64 / 100);
+            p.features[floor] = -5.0;
+            p
+        });
+        let earlier: Vec<Timed> = earlier.collect();
+        let mut model = CostModel::with_prior(earlier.clone());
+        for i in 0..48 {
+            model.add(here(i));
+        }
+        let tested: Vec<Timed> = (300..340).map(here).collect();
+        let predicted = model.predict(&tested.iter().map(|t| t.features.clone()).collect::<Vec<_>>()).unwrap();
+        let (accuracy, pairs) = pairwise(&predicted, &tested);
+        assert!(pairs > 0 && accuracy.is_some_and(|a| a > 0.8), "{accuracy:?} of {pairs}");
+        // `ollie model`'s replay of such a search credits that; the earlier searches' model
+        // alone orders it backwards.
+        let search: Vec<Timed> = (0..96).map(here).collect();
+        let alone = held_out(&earlier, &search).unwrap().pairwise_accuracy.unwrap();
+        let replayed = replay(&earlier, &search).0.unwrap();
+        assert!(alone < 0.5 && replayed > alone + 0.2, "alone {alone}, replayed {replayed}");
     }
 
     #[test]
