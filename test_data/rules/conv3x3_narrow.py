@@ -1,7 +1,8 @@
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-# A 3×3 convolution whose rows (28) no tile of full vectors divides at 8 lanes: half vectors do.
+# A 3×3 convolution whose output positions (28) no tile of full vectors divides at 8 lanes: its
+# output channels (32) do, in a transposed tile (channels in the vectors, positions in the rows).
 N, C, H, W, O, K = 1, 16, 18, 30, 32, 3
 
 

@@ -226,18 +226,21 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
 }
 
 /// Up to three register tiles that fit some contraction of the nest, with the lanes of their
-/// vectors: the machine's full vectors, or, where no tile of those divides an output (56 columns
-/// in vectors of 16), half vectors (8 divides 56).
+/// vectors: on the output's last two axes in the machine's full vectors; where none of those
+/// divides an output (56 columns in vectors of 16), transposed tiles in full vectors
+/// ([`tile::Contraction::across`]: a convolution's output channels in the vectors) and tiles
+/// in half vectors (8 divides 56).
 fn fitting_tiles(contractions: &[tile::Contraction], lanes: u32) -> Vec<(Tile, u32)> {
     let fitting = |lanes: u32| -> Vec<(Tile, u32)> {
-        shapes(lanes).iter().filter(|&&(rows, vectors)| contractions.iter().any(|c| c.fits(rows, vectors * lanes as usize))).take(3).map(|&(rows, vectors)| (Tile { rows, vectors }, lanes)).collect()
+        shapes(lanes).iter().filter(|&&(rows, vectors)| contractions.iter().any(|c| c.last_two(rows, vectors * lanes as usize))).take(3).map(|&(rows, vectors)| (Tile { rows, vectors }, lanes)).collect()
     };
     let full = fitting(lanes);
-    if full.is_empty() && lanes > 4 {
-        fitting(lanes / 2)
-    } else {
-        full
+    if !full.is_empty() {
+        return full;
     }
+    let across = contractions.iter().flat_map(|c| c.across_shapes(lanes)).take(2).map(|t| (t, lanes));
+    let half = if lanes > 4 { fitting(lanes / 2) } else { Vec::new() };
+    across.chain(half).take(3).collect()
 }
 
 impl Choices {
@@ -254,7 +257,7 @@ impl Choices {
 pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -> Option<Schedule> {
     use rand::RngExt;
     let lanes = target.lanes;
-    let registers = if lanes >= 16 { 32 } else { 16 };
+    let registers = tile::registers(lanes);
     let contractions = contractions(naive);
     let fitting: Vec<Tile> = (1..=16)
         .flat_map(|rows| (1..=4).map(move |vectors| Tile { rows, vectors }))
@@ -283,6 +286,7 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
         for contraction in contractions(&b.nest) {
             let fits = |t: &Tile| contraction.fits(t.rows, t.vectors * width);
             let own = Some(t).filter(fits).or_else(|| shapes(c.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).find(fits));
+            let own = own.or_else(|| contraction.across_shapes(c.lanes).first().copied());
             let own = own.unwrap_or(t);
             // Blocked where it can be, else the plain tile.
             let blocks = caches.filter(|_| c.blocked).and_then(|caches| contraction.blocks(own, c.lanes, caches));

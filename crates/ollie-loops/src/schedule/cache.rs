@@ -36,15 +36,16 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     let fixed = |a: &Affine| Affine { terms: a.terms.iter().filter(|(v, _)| !inner.contains(v)).copied().collect(), constant: a.constant };
     let base = fixed(&first);
     // The window's dimensions, one per coefficient of the first access's inner loops, in the
-    // order of those loops.
-    let dims: Vec<(i64, usize)> = around.iter().map(|v| (first.coefficient(*v), extent(*v))).filter(|(c, _)| *c != 0).collect();
+    // order of those loops; a loop of one iteration (its variable always 0) is none.
+    let dims: Vec<(i64, usize)> = around.iter().map(|v| (first.coefficient(*v), extent(*v))).filter(|&(c, n)| c != 0 && n > 1).collect();
+    let moving = |a: &Affine| a.terms.iter().filter(|(v, _)| inner.contains(v) && extent(*v) > 1).copied().collect::<Vec<_>>();
     for a in &accesses {
         if fixed(a) != base {
             return Err(site.illegal(&format!("accesses of `{name}` differ in more than the loops inside")));
         }
         let mut used = vec![false; dims.len()];
-        for (v, c) in a.terms.iter().filter(|(v, _)| inner.contains(v)) {
-            match dims.iter().position(|&(d, n)| d == *c && n == extent(*v)) {
+        for (v, c) in moving(a) {
+            match dims.iter().position(|&(d, n)| d == c && n == extent(v)) {
                 Some(k) if !used[k] => used[k] = true,
                 _ => return Err(site.illegal(&format!("accesses of `{name}` cover different parts of one iteration's elements"))),
             }
@@ -82,7 +83,7 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     site.buffers.push(Buffer { name: format!("c{n}"), kind: BufferKind::Temp, dtype, shape: vec![len], scope: Some(var), registers: None });
     let dim = |c: i64| dims.iter().position(|&(d, _)| d == c).expect("checked above");
     let local = |a: &Affine| {
-        let mut terms: Vec<(VarId, i64)> = a.terms.iter().filter(|(v, _)| inner.contains(v)).map(|&(v, c)| (v, strides[dim(c)])).collect();
+        let mut terms: Vec<(VarId, i64)> = moving(a).into_iter().map(|(v, c)| (v, strides[dim(c)])).collect();
         terms.sort_unstable();
         Affine { terms, constant: 0 }
     };

@@ -5,8 +5,10 @@
 //! the tile's columns packed per column panel (`cache` at the panel's loop: contiguous, in the
 //! order the tile reads it, whatever its layout in the spec), the panels on threads. Sizes come
 //! from the register file (see [`shapes`]), in half vectors where no tile of full ones divides
-//! the output (56 columns: 8 divides them, 16 does not); a contraction whose output axes no tile
-//! divides, or whose output is not contiguous along its last loop, is left to the other rules.
+//! the output (56 columns: 8 divides them, 16 does not). Where no tile divides the output's last
+//! two axes, a transposed tile may ([`Contraction::across`]: a convolution's output channels in
+//! the vectors, its output positions in the rows, the weights packed per panel of channels); a
+//! contraction that none fits is left to the other rules.
 
 use ollie_loops::{BufferId, Expr, LoopKind, LoopNest, Stmt, Step, VarId};
 
@@ -52,6 +54,15 @@ pub(super) fn shapes(lanes: u32) -> &'static [(usize, usize)] {
         &[(8, 2), (12, 2), (6, 4), (4, 4), (16, 1), (4, 2), (2, 2)]
     } else {
         &[(6, 2), (4, 3), (4, 2), (8, 1), (2, 2)]
+    }
+}
+
+/// Vector registers a tile may fill: 32 with AVX-512, 16 with AVX2.
+pub(super) fn registers(lanes: u32) -> usize {
+    if lanes >= 16 {
+        32
+    } else {
+        16
     }
 }
 
@@ -159,9 +170,57 @@ impl Contraction {
     }
 
     /// Whether a tile of `rows` × `columns` divides the output's last two axes (a contraction
-    /// without rows to share takes one row).
+    /// without rows to share takes one row), or the axes of a transposed tile ([`Self::across`]).
     pub(super) fn fits(&self, rows: usize, columns: usize) -> bool {
+        self.last_two(rows, columns) || self.across().iter().any(|&((_, n), (_, m))| n % columns == 0 && m % rows == 0)
+    }
+
+    /// Whether a tile of `rows` × `columns` divides the output's last two axes.
+    pub(super) fn last_two(&self, rows: usize, columns: usize) -> bool {
         self.rows().is_some_and(|(_, m)| m % rows == 0) && matches!(self.free.last(), Some((_, n)) if n % columns == 0)
+    }
+
+    /// The axes of outer-product tiles wherever they lie in the output — a direct
+    /// convolution's, whose output positions (7, 14, 28, 56 of them) no vector tile divides
+    /// but whose output channels (64, 128, …) do: the columns (the tile's vectors) an output
+    /// axis that some operands move with and others do not (the weights, packed per panel of
+    /// channels, contiguous), the rows an axis that the others move with and the first do not
+    /// (the input, a broadcast per position); no operand moves with both. Candidates in order:
+    /// the smallest operands packed first (the weights, not the input, whose windows overlap),
+    /// then the widest columns; as rows, the output's innermost axis that qualifies. The tile
+    /// is held transposed, in registers along the columns, and written back lane by lane once
+    /// per tile.
+    pub(super) fn across(&self) -> Vec<((VarId, usize), (VarId, usize))> {
+        let moves = |a: &ollie_loops::Affine, v: VarId| a.coefficient(v) != 0;
+        let outer = |j: VarId, i: VarId| {
+            i != j
+                && !self.operands.iter().any(|(_, a)| moves(a, j) && moves(a, i))
+                && self.operands.iter().any(|(_, a)| moves(a, j))
+                && self.operands.iter().any(|(_, a)| moves(a, i))
+        };
+        // The elements an operand's accesses reach, about: the extents of the loops it moves with.
+        let span = |a: &ollie_loops::Affine| self.free.iter().chain(&self.reduce).filter(|l| moves(a, l.0)).map(|l| l.1).product::<usize>();
+        let packed = |j: VarId| self.operands.iter().filter(|(_, a)| moves(a, j)).map(|(_, a)| span(a)).sum::<usize>();
+        let mut columns = self.free.clone();
+        columns.sort_by_key(|&(j, n)| (packed(j), std::cmp::Reverse(n)));
+        columns.into_iter().filter(|j| j.1 > 1).filter_map(|j| Some((j, *self.free.iter().rev().find(|i| i.1 > 1 && outer(j.0, i.0))?))).collect()
+    }
+
+    /// Transposed tiles ([`Self::across`]) for vectors of `lanes`: `vectors` dividing the
+    /// columns, `rows` dividing the rows, the accumulators, a row of column vectors and a
+    /// broadcast within the register file; the most multiplications per load first.
+    pub(super) fn across_shapes(&self, lanes: u32) -> Vec<Tile> {
+        let per_load = |t: &Tile| (t.rows * t.vectors) as f64 / (t.rows + t.vectors) as f64;
+        let shapes = |((_, n), (_, m)): ((VarId, usize), (VarId, usize))| {
+            let mut tiles: Vec<Tile> = (1..=4usize)
+                .filter(|v| n % (v * lanes as usize) == 0)
+                .flat_map(|vectors| (1..=16).filter(move |r| m % r == 0).map(move |rows| Tile { rows, vectors }))
+                .filter(|t| t.rows * t.vectors + t.vectors < registers(lanes))
+                .collect();
+            tiles.sort_by(|a, b| per_load(b).total_cmp(&per_load(a)));
+            tiles
+        };
+        self.across().into_iter().map(shapes).find(|tiles| !tiles.is_empty()).unwrap_or_default()
     }
 }
 
@@ -187,6 +246,55 @@ impl Builder {
             Some(blocks) if !c.dot_pays(t) => b.block(c, t, lanes, blocks),
             _ => b.try_tile(c, t, lanes),
         })
+        .or_else(|| self.transposed(c, t, lanes))
+    }
+
+    /// A transposed tile ([`Contraction::across`]): the columns split into panels of
+    /// `t.vectors` vectors, the rows into blocks of `t.rows`, the tile's two loops moved inside
+    /// the output's others and the reduction outside them; the tile cached in the row block's
+    /// loop (laid out rows by columns: contiguous along the columns, whatever the output's
+    /// layout), the operands moving with the columns packed per panel.
+    fn transposed(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
+        let width = t.vectors * lanes as usize;
+        let mut fitting = c.across().into_iter().filter(|&((_, n), (_, m))| n % width == 0 && m % t.rows == 0);
+        fitting.find_map(|((j, _), (i, _))| self.all_or_nothing(|b| b.transposed_on(c, t, lanes, j, i)))
+    }
+
+    /// [`Builder::transposed`] with columns `j` and rows `i`.
+    fn transposed_on(&mut self, c: &Contraction, t: Tile, lanes: u32, j: VarId, i: VarId) -> Option<Built> {
+        let width = t.vectors * lanes as usize;
+        let jj = self.nest.fresh_var();
+        self.must(Step::Split { var: j, factor: width })?;
+        let ii = self.nest.fresh_var();
+        self.must(Step::Split { var: i, factor: t.rows })?;
+        let reduce: Vec<VarId> = c.reduce.iter().map(|r| r.0).collect();
+        self.sink(jj, &reduce)?;
+        self.sink(ii, &[jj])?;
+        for &r in &reduce {
+            self.must(Step::Reorder { outer: jj, inner: r })?;
+            self.must(Step::Reorder { outer: ii, inner: r })?;
+        }
+        let out = self.nest.buffer(c.out).name.clone();
+        self.must(Step::Cache { buffer: out, var: i })?;
+        let tile = BufferId(self.nest.buffers.len() as u32 - 1);
+        let mut packed: Vec<String> = c.operands.iter().filter(|(_, a)| a.coefficient(j) != 0).map(|(b, _)| self.nest.buffer(*b).name.clone()).collect();
+        packed.dedup();
+        for name in packed {
+            self.must(Step::Cache { buffer: name, var: j })?;
+        }
+        Some(Built { scope: i, tile, ahead: None })
+    }
+
+    /// Moves loop `v` inward, a swap at a time, while its body is a single loop not in `stop`.
+    fn sink(&mut self, v: VarId, stop: &[VarId]) -> Option<()> {
+        loop {
+            let Some(Stmt::Loop { body, .. }) = super::find_loop(&self.nest.body, v) else { return None };
+            let inner = match body.as_slice() {
+                [Stmt::Loop { var, .. }] if !stop.contains(var) => *var,
+                _ => return Some(()),
+            };
+            self.must(Step::Reorder { outer: v, inner })?;
+        }
     }
 
     /// Runs `f`, all or nothing: where it gives up, the nest and the steps are as before.
