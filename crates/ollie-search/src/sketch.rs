@@ -281,6 +281,7 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
     }
     let mut tiles = Vec::new();
     if let Some(t) = c.tile {
+        b.merge_positions(c.lanes);
         // The variant's tile where it fits; elsewhere the first shape that fits.
         let width = c.lanes as usize;
         for contraction in contractions(&b.nest) {
@@ -521,9 +522,16 @@ impl Builder {
         for (var, extent, reduction) in innermost {
             let width = lanes as usize;
             self.refused = None;
+            let (var, extent) = self.merge_short(var, extent, width);
             let (verdict, what) = if reduction {
                 let Some(factor) = [chains * width, 2 * width, width].into_iter().find(|f| extent % f == 0 && extent > *f && (extent >= 8 * f || *f == width)) else {
-                    self.note(Rule::Vectorize, RuleVerdict::Declined, format!("{var}: a reduction of {extent} steps, not a multiple of {width} lanes longer than one vector"));
+                    // A ragged reduction of a few vectors (49 = 3 · 16 + 1): each vector's
+                    // lanes reduced by a tree, the rest one by one.
+                    if extent >= 2 * width && self.try_step(Step::Vectorize { var, width: lanes }) {
+                        self.note(Rule::Vectorize, RuleVerdict::Applied, format!("{var}: a reduction of {extent} steps in vectors of {width}, each summed by a tree"));
+                    } else {
+                        self.note(Rule::Vectorize, RuleVerdict::Declined, format!("{var}: a reduction of {extent} steps, not a multiple of {width} lanes longer than one vector"));
+                    }
                     continue;
                 };
                 // The partials' loop is the one now inside `var`.
@@ -542,6 +550,38 @@ impl Builder {
             };
             self.note(Rule::Vectorize, verdict, what);
         }
+    }
+
+    /// Loop `var` of `extent`, fewer than two vectors of `width` or a ragged number of them,
+    /// merged with the loops around it while the rows it walks are contiguous with the next
+    /// (`merge`: a 7 × 7 map pooled whole, 49 floats in a run): the merged loop and its extent.
+    fn merge_short(&mut self, mut var: VarId, mut extent: usize, width: usize) -> (VarId, usize) {
+        while extent % width != 0 || extent < 2 * width {
+            let Some((outer, n)) = wrapping_loop(&self.nest.body, var) else { break };
+            if !self.try_step(Step::Merge { var: outer }) {
+                break;
+            }
+            if n > 1 {
+                self.note(Rule::Vectorize, RuleVerdict::Applied, format!("{var} ({extent} iterations) merged with {outer} around it: {} in a run", extent * n));
+            }
+            (var, extent) = (outer, extent * n);
+        }
+        self.refused = None;
+        (var, extent)
+    }
+
+    /// A contraction's positions merged into one axis where no register tile divides the last
+    /// of them but the rows are contiguous (a 1×1 convolution's 56 × 56 positions: 3,136 in a
+    /// run, a multiple of every vector width), so that the tile on the output's last two axes
+    /// fits in full vectors.
+    fn merge_positions(&mut self, lanes: u32) {
+        for c in contractions(&self.nest) {
+            let Some(outer) = c.merge_for_tile(lanes) else { continue };
+            if self.try_step(Step::Merge { var: outer }) {
+                self.note(Rule::Tile, RuleVerdict::Applied, format!("the output's last two axes of the reduction into `{}` merged into one ({outer})", self.nest.buffer(c.output()).name));
+            }
+        }
+        self.refused = None;
     }
 
     /// Column reductions: a top-level loop over the outputs `j` whose body sets an accumulator
@@ -1081,6 +1121,21 @@ fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
 }
 
 /// The single loop directly inside loop `var`.
+/// The loop whose whole body is loop `var`, with its extent.
+fn wrapping_loop(body: &[Stmt], var: VarId) -> Option<(VarId, usize)> {
+    for s in body {
+        if let Stmt::Loop { var: v, extent, body, .. } = s {
+            if matches!(body.as_slice(), [Stmt::Loop { var: inner, .. }] if *inner == var) {
+                return Some((*v, *extent));
+            }
+            if let Some(found) = wrapping_loop(body, var) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
 fn child_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
     for s in body {
         if let Stmt::Loop { var: v, body, .. } = s {

@@ -19,6 +19,7 @@
 //! prefetch i3 i0
 //! cache out i1
 //! expand i4
+//! merge i2
 //! registers c0 i1
 //! flags -O3 -march=native -fopenmp
 //! ```
@@ -41,6 +42,7 @@ mod fuse;
 mod hoist;
 mod inline;
 mod join;
+mod merge;
 mod parallel;
 mod prefetch;
 mod registers;
@@ -128,6 +130,11 @@ pub enum Step {
     Cache { buffer: String, var: VarId },
     /// Full unrolling: the loop replaced by one copy of its body per iteration.
     Expand { var: VarId },
+    /// The loop and the loop directly inside it (its whole body) become one loop over both
+    /// extents, where every index moves with the outer loop exactly the inner's extent times as
+    /// fast as with the inner (contiguous rows walked as one run). The order of iterations is
+    /// unchanged.
+    Merge { var: VarId },
     /// The temporary `buffer` living in the loop is held in local variables (registers).
     Registers { buffer: String, var: VarId },
     /// The float64 temporary `buffer` of a kernel computing in float32 is stored in float32:
@@ -139,7 +146,7 @@ impl Step {
     /// The loop the step is applied to (none for a step on a buffer alone).
     pub fn var(&self) -> Option<VarId> {
         Some(match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Registers { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Merge { var } | Step::Registers { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
             Step::Demote { .. } => return None,
@@ -190,6 +197,7 @@ impl fmt::Display for Step {
             Step::Prefetch { var, along } => write!(f, "prefetch {} {}", v(var), v(along)),
             Step::Cache { buffer, var } => write!(f, "cache {buffer} {}", v(var)),
             Step::Expand { var } => write!(f, "expand {}", v(var)),
+            Step::Merge { var } => write!(f, "merge {}", v(var)),
             Step::Registers { buffer, var } => write!(f, "registers {buffer} {}", v(var)),
             Step::Demote { buffer } => write!(f, "demote {buffer}"),
         }
@@ -248,6 +256,7 @@ impl Schedule {
                 Some("inline") => Step::Inline { buffer: name()?, var: var(2)? },
                 Some("cache") => Step::Cache { buffer: name()?, var: var(2)? },
                 Some("expand") => Step::Expand { var: var(1)? },
+                Some("merge") => Step::Merge { var: var(1)? },
                 Some("registers") => Step::Registers { buffer: name()?, var: var(2)? },
                 Some("demote") => Step::Demote { buffer: name()? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
@@ -428,6 +437,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Prefetch { along, .. } => prefetch::prefetch(&mut site, *along),
         Step::Cache { buffer, .. } => cache::cache(&mut site, buffer),
         Step::Expand { .. } => expand::expand(&mut site),
+        Step::Merge { .. } => merge::merge(&mut site),
         Step::Registers { buffer, .. } => registers::registers(&mut site, buffer),
         Step::Demote { .. } => unreachable!("applied above"),
     }

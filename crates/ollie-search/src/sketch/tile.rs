@@ -117,6 +117,18 @@ impl Contraction {
         (init.first()?.coefficient(j) == 1).then_some((j, n))
     }
 
+    /// The loop to `merge` with the output's last (a 1×1 convolution's rows of positions,
+    /// contiguous): where no tile of `lanes` divides the output's last two axes but one would
+    /// divide them with the last two merged into one, rows being the axis before them. Whether
+    /// the merge is legal is `merge`'s to say.
+    pub(super) fn merge_for_tile(&self, lanes: u32) -> Option<VarId> {
+        let [.., (rows, m), (outer, n), (_, extent)] = self.free[..] else { return None };
+        let shared = self.operands.iter().any(|(_, a)| a.coefficient(rows) == 0);
+        let fits_now = shapes(lanes).iter().any(|&(r, v)| self.last_two(r, v * lanes as usize)) || self.last_two(1, lanes as usize);
+        let fits_merged = shapes(lanes).iter().any(|&(r, v)| m % r == 0 && (n * extent) % (v * lanes as usize) == 0);
+        (shared && !fits_now && fits_merged).then_some(outer)
+    }
+
     /// The loop over the tile's rows: the output axis just before the columns', when an operand
     /// does not move with it (its loads are then shared by the tile's rows).
     fn rows(&self) -> Option<(VarId, usize)> {
