@@ -131,6 +131,10 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     if let Some(inner) = pick(rng, &site.children) {
         options.push(Step::Reorder { outer: var, inner });
     }
+    // Contiguous rows walked as one run (legal only where the indices allow it).
+    if site.children.len() == 1 && site.statements == 1 {
+        options.push(Step::Merge { var });
+    }
     if site.statements > 1 {
         options.push(Step::Distribute { var });
     }
