@@ -668,7 +668,8 @@ impl Builder {
     }
 
     /// Short reductions inside a loop over their outputs (`for j { a[j] = 0; for r { for s {
-    /// a[j] += x[2j + W·r + s] } } }`, a pool's window of at most [`SHORT`] steps): the loop
+    /// a[j] += x[2j + W·r + s] } } }`, a pool's window of at most [`SHORT`] steps, or any
+    /// reduction over windows along the outputs): the loop
     /// over the outputs moves inside the window's loops, where it is one long loop to vectorize
     /// along the outputs instead of a few steps of a reduction per output.
     fn short_reductions(&mut self, lanes: u32) {
@@ -876,7 +877,17 @@ fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, Vec<
             let steps: usize = loops.iter().map(|l| l.1).product();
             let reduces = matches!(inner, [Stmt::Store { buffer, offset, value: Expr::Binary(_, a, _) }]
                 if buffer == acc && offset == o && matches!(&**a, Expr::Load { buffer: b, offset: x } if b == acc && x == o));
-            if reduces && steps <= SHORT && *extent >= lanes && o.coefficient(*j) == 1 && loops.iter().all(|l| o.coefficient(l.0) == 0) {
+            // A longer reduction too where it reads windows along the outputs (each load that
+            // moves with them one or two elements a step: a convolution no register tile
+            // fits, as a grouped one of 4 channels a group), not rows across them (a matrix
+            // times a vector).
+            let mut loads = Vec::new();
+            if let [Stmt::Store { value, .. }] = inner {
+                value.every_load(&mut loads);
+            }
+            let moving = loads.iter().filter(|(b, _)| b != acc).map(|(_, a)| a.coefficient(*j)).filter(|c| *c != 0).collect::<Vec<_>>();
+            let windows = !moving.is_empty() && moving.iter().all(|c| (1..=2).contains(c));
+            if reduces && (steps <= SHORT || windows) && *extent >= lanes && o.coefficient(*j) == 1 && loops.iter().all(|l| o.coefficient(l.0) == 0) {
                 out.push((*j, loops.iter().map(|l| l.0).collect()));
                 continue;
             }
