@@ -51,11 +51,15 @@ pub fn fresh_seed() -> u64 {
 
 /// The oracle of `ollie check`, `bench` and `optimize`: expected outputs kept in memory (an
 /// eighth of the memory available, between [`ollie_verify::ORACLE_BYTES`] and [`ORACLE_MOST`]) and
-/// in ollie's cache directory (`expected/`), shared by every later command on the same spec.
+/// in ollie's cache directory (`expected/`), shared by every later command on the same spec — at
+/// most [`ollie_verify::DISK_BYTES`], and at most a quarter of the disk space left, so that a
+/// cache never fills the disk it shares with the user's files.
 pub fn oracle<'a>(graph: &'a Graph, runner: &'a Runner, baseline: ollie_verify::Baseline) -> ollie_verify::Oracle<'a> {
     let least = ollie_verify::ORACLE_BYTES as u64;
     let capacity = ollie_runner::available_memory().map_or(least, |a| (a / 8).clamp(least, ORACLE_MOST)) as usize;
-    ollie_verify::Oracle::with_capacity(graph, runner, baseline, capacity).keep_on_disk(&ollie_runner::cache_root().join("expected"), ollie_verify::DISK_BYTES)
+    let dir = ollie_runner::cache_root().join("expected");
+    let limit = ollie_runner::available_disk(&dir).map_or(ollie_verify::DISK_BYTES, |free| ollie_verify::DISK_BYTES.min(free / 4));
+    ollie_verify::Oracle::with_capacity(graph, runner, baseline, capacity).keep_on_disk(&dir, limit)
 }
 
 /// The most expected outputs the oracle keeps in memory: every set of a full verification of a

@@ -13,7 +13,7 @@ mod run;
 mod sandbox;
 
 pub use compile::{cache_root, CompileStop, Compiler, Compiled};
-pub use machine::{available_memory, data_cache_bytes, native_float_lanes, CacheBandwidth, Ceiling, Floor, Machine, MachineConfig, Probe, Source, PROBE_MARGIN};
+pub use machine::{available_disk, available_memory, data_cache_bytes, native_float_lanes, CacheBandwidth, Ceiling, Floor, Machine, MachineConfig, Probe, Source, PROBE_MARGIN};
 pub use outcome::{first_compile_error, syscall_name, Outcome};
 pub use layout::BufferSpec;
 pub use run::{checksum, checksum128, evicted_bytes, eviction_seconds, Call, OutputData, Runner, RunnerError, Session, POISON_BF16, POISON_F16, POISON_F32, POISON_F64};

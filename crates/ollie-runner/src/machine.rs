@@ -337,6 +337,17 @@ pub fn available_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Bytes an unprivileged process may still write on the file system holding `path` (or the
+/// nearest existing folder above it), if the system says.
+pub fn available_disk(path: &std::path::Path) -> Option<u64> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let c = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `stat` a valid, writable statvfs.
+    let ok = unsafe { libc::statvfs(c.as_ptr(), &mut stat) } == 0;
+    ok.then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
+}
+
 /// The largest data cache that Linux reports for cpu0, in bytes (32 MiB if unknown).
 pub(crate) fn last_level_cache_bytes() -> u64 {
     let best = cpu0_caches().iter().map(|c| c.bytes).max().unwrap_or(0);
@@ -542,6 +553,16 @@ mod tests {
             probe: Some(Probe { gbs: 25.0, gflops: 190.0 }),
             pinned: false,
         }
+    }
+
+    #[test]
+    fn free_disk_is_read_from_the_nearest_existing_folder() {
+        let dir = std::env::temp_dir();
+        let free = available_disk(&dir).unwrap();
+        assert!(free > 0);
+        // A cache folder not made yet: the space of the folder it will be made in.
+        let later = available_disk(&dir.join("ollie-not-made-yet/expected")).unwrap();
+        assert!(later.abs_diff(free) < free / 10 + (64 << 20), "{later} against {free}");
     }
 
     #[test]
