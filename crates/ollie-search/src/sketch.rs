@@ -525,13 +525,10 @@ impl Builder {
             let (var, extent) = self.merge_short(var, extent, width);
             let (verdict, what) = if reduction {
                 let Some(factor) = [chains * width, 2 * width, width].into_iter().find(|f| extent % f == 0 && extent > *f && (extent >= 8 * f || *f == width)) else {
-                    // A ragged reduction of a few vectors (49 = 3 · 16 + 1): each vector's
-                    // lanes reduced by a tree, the rest one by one.
-                    if extent >= 2 * width && self.try_step(Step::Vectorize { var, width: lanes }) {
-                        self.note(Rule::Vectorize, RuleVerdict::Applied, format!("{var}: a reduction of {extent} steps in vectors of {width}, each summed by a tree"));
-                    } else {
-                        self.note(Rule::Vectorize, RuleVerdict::Declined, format!("{var}: a reduction of {extent} steps, not a multiple of {width} lanes longer than one vector"));
-                    }
+                    // Not a ragged one either: summed in another order than the naive kernel's,
+                    // a mean of 37 equal values is off by an ulp and a variance of them is no
+                    // longer 0, which the verifier's constant inputs reject.
+                    self.note(Rule::Vectorize, RuleVerdict::Declined, format!("{var}: a reduction of {extent} steps, not a multiple of {width} lanes longer than one vector"));
                     continue;
                 };
                 // The partials' loop is the one now inside `var`.
