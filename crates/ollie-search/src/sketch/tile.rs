@@ -184,7 +184,12 @@ impl Contraction {
     /// Whether a tile of `rows` × `columns` divides the output's last two axes (a contraction
     /// without rows to share takes one row), or the axes of a transposed tile ([`Self::across`]).
     pub(super) fn fits(&self, rows: usize, columns: usize) -> bool {
-        self.last_two(rows, columns) || self.across().iter().any(|&((_, n), (_, m))| n % columns == 0 && m % rows == 0)
+        self.last_two(rows, columns) || self.across_fitting(rows, columns).next().is_some()
+    }
+
+    /// The [`Self::across`] axes that a tile of `rows` × `columns` divides: columns, then rows.
+    fn across_fitting(&self, rows: usize, columns: usize) -> impl Iterator<Item = (VarId, VarId)> {
+        self.across().into_iter().filter(move |&((_, n), (_, m))| n % columns == 0 && m % rows == 0).map(|((j, _), (i, _))| (j, i))
     }
 
     /// Whether a tile of `rows` × `columns` divides the output's last two axes.
@@ -267,9 +272,7 @@ impl Builder {
     /// loop (laid out rows by columns: contiguous along the columns, whatever the output's
     /// layout), the operands moving with the columns packed per panel.
     fn transposed(&mut self, c: &Contraction, t: Tile, lanes: u32) -> Option<Built> {
-        let width = t.vectors * lanes as usize;
-        let mut fitting = c.across().into_iter().filter(|&((_, n), (_, m))| n % width == 0 && m % t.rows == 0);
-        fitting.find_map(|((j, _), (i, _))| self.all_or_nothing(|b| b.transposed_on(c, t, lanes, j, i)))
+        c.across_fitting(t.rows, t.vectors * lanes as usize).find_map(|(j, i)| self.all_or_nothing(|b| b.transposed_on(c, t, lanes, j, i)))
     }
 
     /// [`Builder::transposed`] with columns `j` and rows `i`.
