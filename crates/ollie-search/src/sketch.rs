@@ -558,7 +558,9 @@ impl Builder {
     /// (`merge`: a 7 × 7 map pooled whole, 49 floats in a run): the merged loop and its extent.
     fn merge_short(&mut self, mut var: VarId, mut extent: usize, width: usize) -> (VarId, usize) {
         while extent % width != 0 || extent < 2 * width {
-            let Some((outer, n)) = wrapping_loop(&self.nest.body, var) else { break };
+            // `merge` refuses a loop whose body is more than this one.
+            let Some(outer) = parent_loop(&self.nest.body, var) else { break };
+            let n = find_loop(&self.nest.body, outer).map_or(1, |s| if let Stmt::Loop { extent, .. } = s { *extent } else { 1 });
             if !self.try_step(Step::Merge { var: outer }) {
                 break;
             }
@@ -1137,21 +1139,6 @@ fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
 }
 
 /// The single loop directly inside loop `var`.
-/// The loop whose whole body is loop `var`, with its extent.
-fn wrapping_loop(body: &[Stmt], var: VarId) -> Option<(VarId, usize)> {
-    for s in body {
-        if let Stmt::Loop { var: v, extent, body, .. } = s {
-            if matches!(body.as_slice(), [Stmt::Loop { var: inner, .. }] if *inner == var) {
-                return Some((*v, *extent));
-            }
-            if let Some(found) = wrapping_loop(body, var) {
-                return Some(found);
-            }
-        }
-    }
-    None
-}
-
 fn child_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
     for s in body {
         if let Stmt::Loop { var: v, body, .. } = s {
