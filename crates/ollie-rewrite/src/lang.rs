@@ -109,14 +109,20 @@ pub fn add(egraph: &mut EGraph, op: Op, args: Vec<Id>) -> Option<Id> {
 /// The graph as an e-graph, with the class of each output.
 pub fn from_graph(graph: &Graph) -> (EGraph, Vec<Id>) {
     let mut egraph = EGraph::new(Facts { params: graph.params.iter().map(|p| p.ty.clone()).collect() });
+    let roots = add_graph(&mut egraph, graph);
+    (egraph, roots)
+}
+
+/// Adds `graph`'s nodes to `egraph` (its parameters the same as the e-graph's) and returns the
+/// classes of its outputs.
+pub fn add_graph(egraph: &mut EGraph, graph: &Graph) -> Vec<Id> {
     let mut ids: Vec<Id> = Vec::with_capacity(graph.nodes.len());
     for node in &graph.nodes {
         let args = node.args.iter().map(|a| ids[a.index()]).collect();
         ids.push(egraph.add(ENode { op: node.op.clone(), args }));
     }
     egraph.rebuild();
-    let roots = graph.outputs.iter().map(|o| egraph.find(ids[o.index()])).collect();
-    (egraph, roots)
+    graph.outputs.iter().map(|o| egraph.find(ids[o.index()])).collect()
 }
 
 /// The graph that picks `choice(class)` in every class reachable from `roots`; `None` when the

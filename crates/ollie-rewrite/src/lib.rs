@@ -9,6 +9,7 @@
 
 mod extraction;
 mod lang;
+mod polyphase;
 pub mod rules;
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use ollie_graph::Graph;
 
 pub use extraction::graph_cost;
 pub use lang::{ENode, Fact};
+pub use polyphase::polyphase;
 pub use rules::{Rule, Topic};
 
 /// Bounds on saturation.
@@ -113,7 +115,15 @@ impl std::fmt::Display for Rewritten {
 /// Saturates `graph` with `rules` within `limits` and extracts up to `count` variants, cheapest
 /// first: the cheapest graph, and the graphs that differ from it in the choice for one class.
 pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> Rewritten {
-    let (egraph, roots) = lang::from_graph(graph);
+    let (mut egraph, roots) = lang::from_graph(graph);
+    // Structure found by evaluation rather than by a rule over e-nodes: seeded as equal.
+    let seeded = polyphase::polyphase(graph);
+    if let Some(seed) = &seeded {
+        for (root, other) in roots.iter().zip(lang::add_graph(&mut egraph, seed)) {
+            egraph.union(*root, other);
+        }
+        egraph.rebuild();
+    }
     let runner = Runner::default()
         .with_egraph(egraph)
         .with_iter_limit(limits.iterations)
@@ -127,12 +137,14 @@ pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> 
         Some(egg::StopReason::TimeLimit(s)) => Stop::TimeLimit(s),
         Some(egg::StopReason::Other(why)) => Stop::Other(why),
     };
-    let fired = rules
+    let fired = seeded
         .iter()
+        .map(|_| ("polyphase", 1))
+        .chain(rules.iter()
         .filter_map(|r| {
             let n: usize = runner.iterations.iter().map(|i| i.applied.get(&egg::Symbol::from(r.name)).copied().unwrap_or(0)).sum();
             (n > 0).then_some((r.name, n))
-        })
+        }))
         .collect();
     let egraph = &runner.egraph;
     let roots: Vec<Id> = roots.iter().map(|&r| egraph.find(r)).collect();
