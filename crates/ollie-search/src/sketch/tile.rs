@@ -379,8 +379,14 @@ impl Builder {
         self.must(Step::Cache { buffer: out, var: scope })?;
         let tile = BufferId(self.nest.buffers.len() as u32 - 1);
         for b in packed {
+            // A panel of overlapping windows (a convolution's input, the taps moving along the
+            // columns too) cannot be packed; where it is contiguous along the columns, the tile
+            // reads it where it lies.
             let name = self.nest.buffer(b).name.clone();
-            self.must(Step::Cache { buffer: name, var: j })?;
+            let contiguous = c.operands.iter().filter(|(o, _)| *o == b).all(|(_, a)| a.coefficient(j) == 1);
+            if !self.try_step(Step::Cache { buffer: name, var: j }) && !contiguous {
+                return None;
+            }
         }
         Some(Built { scope, tile, ahead: None })
     }
