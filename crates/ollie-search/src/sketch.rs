@@ -20,7 +20,7 @@ use crate::{Event, Kernel, Proposal, Propose};
 
 mod tile;
 
-use tile::{contractions, shapes, Tile};
+use tile::{contractions, shapes, Built, Tile};
 
 /// The choices one sketch makes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -304,7 +304,7 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
         }
     }
     if c.columns {
-        b.short_reductions(c.lanes);
+        tiles.extend(b.short_reductions(c.lanes));
     }
     b.transposes(c.lanes);
     if c.fuse {
@@ -668,16 +668,36 @@ impl Builder {
 
     /// Short reductions inside a loop over their outputs (`for j { a[j] = 0; for r { for s {
     /// a[j] += x[2j + W·r + s] } } }`, a pool's window of at most [`SHORT`] steps, or any
-    /// reduction over windows along the outputs): the loop
-    /// over the outputs moves inside the window's loops, where it is one long loop to vectorize
-    /// along the outputs instead of a few steps of a reduction per output.
-    fn short_reductions(&mut self, lanes: u32) {
+    /// reduction over windows along the outputs): the loop over the outputs moves inside the
+    /// window's loops, where it is one long loop to vectorize along the outputs instead of a few
+    /// steps of a reduction per output. Where whole vectors divide the outputs, in blocks of up
+    /// to [`POOL_VECTORS`] vectors, each block's outputs kept in registers over the window (a
+    /// tile of one row, as a contraction's): without, every step of the window reads and writes
+    /// the whole row of outputs back.
+    fn short_reductions(&mut self, lanes: u32) -> Vec<Built> {
         let mut found = Vec::new();
         short_reduction_loops(&self.nest.body, lanes as usize, &mut found);
-        for (j, window) in found {
+        let mut tiles = Vec::new();
+        for (j, extent, window) in found {
             self.refused = None;
-            let steps: Vec<Step> = window.iter().map(|&inner| Step::Reorder { outer: j, inner }).collect();
             let names: Vec<String> = window.iter().map(|v| v.to_string()).collect();
+            let block = (1..=POOL_VECTORS).rev().map(|v| v * lanes as usize).find(|w| extent % w == 0);
+            if let Some(block) = block {
+                let jj = self.nest.fresh_var();
+                let acc = find_loop(&self.nest.body, j).and_then(|s| match s {
+                    Stmt::Loop { body, .. } => body.iter().find_map(|s| if let Stmt::Store { buffer, .. } = s { Some(self.nest.buffer(*buffer).name.clone()) } else { None }),
+                    _ => None,
+                });
+                let mut steps = vec![Step::Split { var: j, factor: block }];
+                steps.extend(window.iter().map(|&inner| Step::Reorder { outer: jj, inner }));
+                steps.extend(acc.map(|buffer| Step::Cache { buffer, var: j }));
+                if self.try_steps(steps) {
+                    tiles.push(Built { scope: j, tile: BufferId(self.nest.buffers.len() as u32 - 1), ahead: None });
+                    self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} moves inside its short reduction {} in blocks of {block}, each kept in registers over it", names.join(", ")));
+                    continue;
+                }
+            }
+            let steps: Vec<Step> = window.iter().map(|&inner| Step::Reorder { outer: j, inner }).collect();
             match self.try_steps(steps) {
                 true => self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} moves inside its short reduction {}: its outputs in vector lanes", names.join(", "))),
                 false => {
@@ -686,6 +706,7 @@ impl Builder {
                 }
             }
         }
+        tiles
     }
 
     /// Transposes: a top-level pair of loops `i { j { out[.. + j] = f(x[.. + S·j], ..) } }`
@@ -866,9 +887,13 @@ const COLUMN_BLOCKS: usize = 2;
 /// its outputs inside it.
 const SHORT: usize = 16;
 
+/// The most vectors of outputs [`Builder::short_reductions`] keeps in registers over a window
+/// (as a one-row tile of a contraction without rows to share).
+const POOL_VECTORS: usize = 8;
+
 /// Loops over the outputs of short reductions (see [`Builder::short_reductions`]), at any depth,
 /// with the reduction's loops, outermost first.
-fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, Vec<VarId>)>) {
+fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, usize, Vec<VarId>)>) {
     for s in body {
         let Stmt::Loop { var: j, extent, kind: LoopKind::Serial, body } = s else { continue };
         if let [Stmt::Store { buffer: acc, offset: o, value: Expr::Const(_) }, window @ Stmt::Loop { .. }] = body.as_slice() {
@@ -887,7 +912,7 @@ fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, Vec<
             let moving = loads.iter().filter(|(b, _)| b != acc).map(|(_, a)| a.coefficient(*j)).filter(|c| *c != 0).collect::<Vec<_>>();
             let windows = !moving.is_empty() && moving.iter().all(|c| (1..=2).contains(c));
             if reduces && (steps <= SHORT || windows) && *extent >= lanes && o.coefficient(*j) == 1 && loops.iter().all(|l| o.coefficient(l.0) == 0) {
-                out.push((*j, loops.iter().map(|l| l.0).collect()));
+                out.push((*j, *extent, loops.iter().map(|l| l.0).collect()));
                 continue;
             }
         }

@@ -244,11 +244,11 @@ impl Contraction {
 /// A tile built by [`Builder::tile`], to be held in registers once the loops around it are
 /// settled: the loop it lives in and the temporary holding it.
 pub(super) struct Built {
-    scope: VarId,
-    tile: BufferId,
+    pub(super) scope: VarId,
+    pub(super) tile: BufferId,
     /// For a dot tile: its reduction loop and the loop over blocks of columns, whose next
     /// iteration's column rows the reduction prefetches.
-    ahead: Option<(VarId, VarId)>,
+    pub(super) ahead: Option<(VarId, VarId)>,
 }
 
 impl Builder {
