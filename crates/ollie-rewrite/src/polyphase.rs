@@ -163,14 +163,12 @@ fn split(g: &Graph, id: NodeId, operand: usize) -> Option<Graph> {
     }
     let axes: Vec<usize> = windows.iter().map(|w| w.source).collect();
     let (supports, equal) = probe(g, source, &axes, id)?;
+    // Every axis with a support is split (the non-zero elements are sliced along each).
     let splits: Vec<Split> = windows
         .iter()
         .zip(&supports)
-        .filter_map(|(&w, s)| s.and_then(|s| Split::new(w, s, shape[w.position], shape[w.tap])))
-        .collect();
-    if splits.is_empty() {
-        return None;
-    }
+        .filter_map(|(&w, s)| s.map(|s| Split::new(w, s, shape[w.position], shape[w.tap])))
+        .collect::<Option<_>>()?;
 
     let mut out = Graph::new(g.name.clone(), g.params.clone());
     let mut map: Vec<NodeId> = Vec::with_capacity(g.nodes.len());
