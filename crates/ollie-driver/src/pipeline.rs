@@ -249,7 +249,7 @@ pub fn optimize(graph: &Graph, o: &Options) -> Result<String, Error> {
     // expired unjudged (owed a verdict: when it leads, its proposal heads the round), and faster
     // kernels found by other chains.
     let held = Rc::new(RefCell::new(Held::new(best_seconds)));
-    let mut shared = Shared { held: held.clone() };
+    let mut shared = Shared { held: held.clone(), alone: !location.is_shared() };
     let mut list: Vec<&mut dyn Propose<Kernel, Note>> = vec![&mut shared];
     if o.proposers.iter().any(|n| n == "mutate") {
         list.push(&mut mutate);

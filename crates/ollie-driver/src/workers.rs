@@ -272,9 +272,13 @@ impl Evaluate<Kernel> for Leased<'_, '_> {
 }
 
 /// The `shared` proposer: offers what the evaluator took in from other workers (see
-/// [`Leased`]), ahead of every other proposal.
+/// [`Leased`]), ahead of every other proposal. On a store no other worker can join, it is
+/// exhausted once it has offered what the run's earlier sessions left: a search whose other
+/// proposers are spent (`--proposers llm` past its calls) then ends instead of waiting out its
+/// budget.
 pub(crate) struct Shared {
     pub held: Rc<RefCell<Held>>,
+    pub alone: bool,
 }
 
 impl Propose<Kernel, Note> for Shared {
@@ -285,6 +289,7 @@ impl Propose<Kernel, Note> for Shared {
     fn propose(&mut self, _current: &Kernel, _rng: &mut ChaCha8Rng) -> Proposal<Kernel> {
         match self.held.borrow_mut().offered.pop() {
             Some(k) => Proposal::Candidate(k),
+            None if self.alone => Proposal::Exhausted,
             None => Proposal::NotNow,
         }
     }

@@ -233,9 +233,12 @@ fn a_resumed_search_keeps_its_llm_budget_and_conversations() {
     let _searching = one_search_at_a_time();
     let server = ScriptedServer::start(vec![reply("good.md"), reply("wrong.md")], Answer::Status(500, None));
     let (cache, out) = (cache(), tempfile::tempdir().unwrap());
+    let started = Instant::now();
     let o = optimize(cache.path(), out.path(), &server.url, &["--llm-calls", "2", "--llm-concurrency", "1"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(server.asked().len(), 2);
+    // Its only proposer spent, the search ends rather than wait out its 300 s.
+    assert!(started.elapsed() < Duration::from_secs(200), "{:?}", started.elapsed());
     // The same run, resumed with one more call allowed: exactly one more is made, in a new
     // conversation.
     let more = ScriptedServer::start(vec![reply("faster.md")], Answer::Status(500, None));
