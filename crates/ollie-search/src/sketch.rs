@@ -678,19 +678,15 @@ impl Builder {
         let mut found = Vec::new();
         short_reduction_loops(&self.nest.body, lanes as usize, &mut found);
         let mut tiles = Vec::new();
-        for (j, extent, window) in found {
+        for (j, extent, acc, window) in found {
             self.refused = None;
             let names: Vec<String> = window.iter().map(|v| v.to_string()).collect();
             let block = (1..=POOL_VECTORS).rev().map(|v| v * lanes as usize).find(|w| extent % w == 0);
             if let Some(block) = block {
                 let jj = self.nest.fresh_var();
-                let acc = find_loop(&self.nest.body, j).and_then(|s| match s {
-                    Stmt::Loop { body, .. } => body.iter().find_map(|s| if let Stmt::Store { buffer, .. } = s { Some(self.nest.buffer(*buffer).name.clone()) } else { None }),
-                    _ => None,
-                });
                 let mut steps = vec![Step::Split { var: j, factor: block }];
                 steps.extend(window.iter().map(|&inner| Step::Reorder { outer: jj, inner }));
-                steps.extend(acc.map(|buffer| Step::Cache { buffer, var: j }));
+                steps.push(Step::Cache { buffer: self.nest.buffer(acc).name.clone(), var: j });
                 if self.try_steps(steps) {
                     tiles.push(Built { scope: j, tile: BufferId(self.nest.buffers.len() as u32 - 1), ahead: None });
                     self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} moves inside its short reduction {} in blocks of {block}, each kept in registers over it", names.join(", ")));
@@ -892,8 +888,8 @@ const SHORT: usize = 16;
 const POOL_VECTORS: usize = 8;
 
 /// Loops over the outputs of short reductions (see [`Builder::short_reductions`]), at any depth,
-/// with the reduction's loops, outermost first.
-fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, usize, Vec<VarId>)>) {
+/// with their extents, the buffer reduced into and the reduction's loops, outermost first.
+fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, usize, BufferId, Vec<VarId>)>) {
     for s in body {
         let Stmt::Loop { var: j, extent, kind: LoopKind::Serial, body } = s else { continue };
         if let [Stmt::Store { buffer: acc, offset: o, value: Expr::Const(_) }, window @ Stmt::Loop { .. }] = body.as_slice() {
@@ -912,7 +908,7 @@ fn short_reduction_loops(body: &[Stmt], lanes: usize, out: &mut Vec<(VarId, usiz
             let moving = loads.iter().filter(|(b, _)| b != acc).map(|(_, a)| a.coefficient(*j)).filter(|c| *c != 0).collect::<Vec<_>>();
             let windows = !moving.is_empty() && moving.iter().all(|c| (1..=2).contains(c));
             if reduces && (steps <= SHORT || windows) && *extent >= lanes && o.coefficient(*j) == 1 && loops.iter().all(|l| o.coefficient(l.0) == 0) {
-                out.push((*j, *extent, loops.iter().map(|l| l.0).collect()));
+                out.push((*j, *extent, *acc, loops.iter().map(|l| l.0).collect()));
                 continue;
             }
         }
