@@ -137,15 +137,11 @@ pub fn rewrite(graph: &Graph, rules: &[Rule], limits: &Limits, count: usize) -> 
         Some(egg::StopReason::TimeLimit(s)) => Stop::TimeLimit(s),
         Some(egg::StopReason::Other(why)) => Stop::Other(why),
     };
-    let fired = seeded
-        .iter()
-        .map(|_| ("polyphase", 1))
-        .chain(rules.iter()
-        .filter_map(|r| {
-            let n: usize = runner.iterations.iter().map(|i| i.applied.get(&egg::Symbol::from(r.name)).copied().unwrap_or(0)).sum();
-            (n > 0).then_some((r.name, n))
-        }))
-        .collect();
+    let applied = rules.iter().filter_map(|r| {
+        let n: usize = runner.iterations.iter().map(|i| i.applied.get(&egg::Symbol::from(r.name)).copied().unwrap_or(0)).sum();
+        (n > 0).then_some((r.name, n))
+    });
+    let fired = seeded.iter().map(|_| ("polyphase", 1)).chain(applied).collect();
     let egraph = &runner.egraph;
     let roots: Vec<Id> = roots.iter().map(|&r| egraph.find(r)).collect();
     let original_cost = graph_cost(graph);
