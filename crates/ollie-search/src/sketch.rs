@@ -20,7 +20,7 @@ use crate::{Event, Kernel, Proposal, Propose};
 
 mod tile;
 
-use tile::{contractions, shapes, Built, Tile};
+use tile::{contractions, row_vectors, shapes, Built, Tile};
 
 /// The choices one sketch makes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -677,10 +677,9 @@ impl Builder {
     /// a[j] += x[2j + W·r + s] } } }`, a pool's window of at most [`SHORT`] steps, or any
     /// reduction over windows along the outputs): the loop over the outputs moves inside the
     /// window's loops, where it is one long loop to vectorize along the outputs instead of a few
-    /// steps of a reduction per output. Where whole vectors divide the outputs and `registers`, in
-    /// blocks of up to [`POOL_VECTORS`] vectors, each block's outputs kept in registers over the window (a
-    /// tile of one row, as a contraction's): without, every step of the window reads and writes
-    /// the whole row of outputs back.
+    /// steps of a reduction per output. With `registers`, where whole vectors divide the outputs,
+    /// in blocks of a one-row tile's vectors ([`row_vectors`]), each block kept in registers over
+    /// the window: without, every step of the window reads and writes the row of outputs back.
     fn short_reductions(&mut self, lanes: u32, registers: bool) -> Vec<Built> {
         let mut found = Vec::new();
         short_reduction_loops(&self.nest.body, lanes as usize, &mut found);
@@ -688,14 +687,14 @@ impl Builder {
         for (j, extent, acc, window) in found {
             self.refused = None;
             let names: Vec<String> = window.iter().map(|v| v.to_string()).collect();
-            let block = (1..=POOL_VECTORS).rev().map(|v| v * lanes as usize).find(|w| extent % w == 0).filter(|_| registers);
+            let block = row_vectors(extent, lanes).map(|v| v * lanes as usize).filter(|_| registers);
             if let Some(block) = block {
                 let jj = self.nest.fresh_var();
                 let mut steps = vec![Step::Split { var: j, factor: block }];
                 steps.extend(window.iter().map(|&inner| Step::Reorder { outer: jj, inner }));
                 steps.push(Step::Cache { buffer: self.nest.buffer(acc).name.clone(), var: j });
                 if self.try_steps(steps) {
-                    tiles.push(Built { scope: j, tile: BufferId(self.nest.buffers.len() as u32 - 1), ahead: None });
+                    tiles.push(Built::newest(&self.nest, j));
                     self.note(Rule::Columns, RuleVerdict::Applied, format!("{j} moves inside its short reduction {} in blocks of {block}, each kept in registers over it", names.join(", ")));
                     continue;
                 }
@@ -889,10 +888,6 @@ const COLUMN_BLOCKS: usize = 2;
 /// The most steps a reduction may take for [`Builder::short_reductions`] to move the loop over
 /// its outputs inside it.
 const SHORT: usize = 16;
-
-/// The most vectors of outputs [`Builder::short_reductions`] keeps in registers over a window
-/// (as a one-row tile of a contraction without rows to share).
-const POOL_VECTORS: usize = 8;
 
 /// Loops over the outputs of short reductions (see [`Builder::short_reductions`]), at any depth,
 /// with their extents, the buffer reduced into and the reduction's loops, outermost first.

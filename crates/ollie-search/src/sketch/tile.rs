@@ -244,11 +244,28 @@ impl Contraction {
 /// A tile built by [`Builder::tile`], to be held in registers once the loops around it are
 /// settled: the loop it lives in and the temporary holding it.
 pub(super) struct Built {
-    pub(super) scope: VarId,
-    pub(super) tile: BufferId,
+    scope: VarId,
+    tile: BufferId,
     /// For a dot tile: its reduction loop and the loop over blocks of columns, whose next
     /// iteration's column rows the reduction prefetches.
-    pub(super) ahead: Option<(VarId, VarId)>,
+    ahead: Option<(VarId, VarId)>,
+}
+
+impl Built {
+    /// A tile cached as `tile` in loop `scope`, the nest's newest temporary.
+    pub(super) fn newest(nest: &ollie_loops::LoopNest, scope: VarId) -> Built {
+        Built { scope, tile: BufferId(nest.buffers.len() as u32 - 1), ahead: None }
+    }
+}
+
+/// The most vectors in a tile of one row (a contraction without rows to share, a short
+/// reduction's block of outputs).
+const ROW_VECTORS: usize = 8;
+
+/// How many vectors of `lanes`, at most [`ROW_VECTORS`], a row of `n` is cut into whole: the
+/// most that divide it.
+pub(super) fn row_vectors(n: usize, lanes: u32) -> Option<usize> {
+    (1..=ROW_VECTORS).rev().find(|v| n % (v * lanes as usize) == 0)
 }
 
 impl Builder {
@@ -332,10 +349,10 @@ impl Builder {
         }
         let (j, n) = c.columns(&self.nest)?;
         let rows = c.rows().filter(|(_, m)| m % t.rows == 0);
-        // Without rows to share, one row of as many vectors as divide the columns, up to 8.
+        // Without rows to share, one row of as many vectors as divide the columns.
         let vectors = match rows {
             Some(_) => t.vectors,
-            None => (1..=8).rev().find(|v| n % (v * lanes as usize) == 0)?,
+            None => row_vectors(n, lanes)?,
         };
         // Every operand moving with the columns must be contiguous along them, or packed: a
         // panel that the tile's rows share.
