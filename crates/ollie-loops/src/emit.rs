@@ -474,6 +474,10 @@ impl<'a> Emitter<'a> {
             Expr::Select(c, a, b) => {
                 format!("({} != {} ? {} : {})", self.expr(c), self.literal(0.0), self.expr(a), self.expr(b))
             }
+            // C evaluates only the arm taken: the loads inside never run out of range.
+            Expr::Within { index, lo, hi, inside, outside } => {
+                format!("((unsigned long)(({index}) - ({lo})) < {}ul ? {} : {})", (hi - lo).max(0), self.expr(inside), self.expr(outside))
+            }
             Expr::Cast(dtype, a) => {
                 let a = self.expr(a);
                 match dtype {
@@ -647,6 +651,10 @@ impl<'a> Emitter<'a> {
         for s in body {
             let Stmt::Store { value, .. } = s else { unreachable!("checked above") };
             let mut all = Vec::new();
+            value.guarded_loads(&mut all);
+            if !all.is_empty() {
+                return None;
+            }
             value.every_load(&mut all);
             for (buffer, offset) in all {
                 if self.nest.buffer(buffer).registers.is_some() {
@@ -763,6 +771,11 @@ impl<'a> Emitter<'a> {
                 Some(m) => format!("ollie_blend{w}({m}, {}, {})", v(a), v(b)),
                 None => format!("ollie_sel{w}({}, {}, {})", v(c), v(a), v(b)),
             },
+            // A guard the same for every lane picks one vector form; one that moves with the
+            // lanes is taken lane by lane (below), each lane reading only where it holds.
+            Expr::Within { index, lo, hi, inside, outside } if index.coefficient(var) == 0 => {
+                format!("((unsigned long)(({index}) - ({lo})) < {}ul ? {} : {})", (hi - lo).max(0), v(inside), v(outside))
+            }
             // A comparison's mask lanes are -1 or 0 as integers: negated and converted, 1.0 or 0.0.
             Expr::Compare(..) => format!("__builtin_convertvector(-{}, ollie_v{w})", self.vector_mask(e, var, w, transposed).expect("a comparison is a mask")),
             // Between float types in a float kernel, a conversion is no conversion (as in the

@@ -28,6 +28,9 @@ pub enum LoopError {
     BadSort { var: String, reason: &'static str },
 }
 
+/// A guard of [`Expr::Within`]: its index and bounds.
+type Guard = (Affine, i64, i64);
+
 /// Enumerations larger than this fall back to the interval check alone.
 const ENUMERATION_LIMIT: u64 = 1 << 26;
 
@@ -123,7 +126,7 @@ impl Checker<'_> {
                 Ok(())
             }
             Stmt::Store { buffer, offset, value } => {
-                self.expr(value)?;
+                self.expr(value, &[])?;
                 let b = self.nest.buffer(*buffer);
                 if matches!(b.kind, BufferKind::Input(_)) {
                     return Err(LoopError::StoreToInput { buffer: b.name.clone() });
@@ -145,12 +148,18 @@ impl Checker<'_> {
         }
     }
 
-    fn expr(&self, e: &Expr) -> Result<(), LoopError> {
+    /// Checks `e`, evaluated where every guard of `guards` (index, lo, hi) holds.
+    fn expr(&self, e: &Expr, guards: &[Guard]) -> Result<(), LoopError> {
         match e {
             Expr::Const(_) => Ok(()),
             Expr::Index(a) => self.vars_bound(a),
             Expr::Load { buffer, offset } => {
-                self.in_bounds("a load", *buffer, offset)?;
+                self.vars_bound(offset)?;
+                let Some(spread) = self.guarded_spread(offset, guards) else {
+                    // The guards never hold together: the load never runs.
+                    return Ok(());
+                };
+                self.in_bounds_spread("a load", *buffer, &spread.0, (spread.1, spread.2))?;
                 self.registers(*buffer, offset, false)?;
                 let b = self.nest.buffer(*buffer);
                 if matches!(b.kind, BufferKind::Input(_)) {
@@ -158,27 +167,34 @@ impl Checker<'_> {
                 }
                 let written = &self.written[buffer.0 as usize];
                 let mut unwritten = None;
-                let _ = enumerate(offset, &ranges(&self.bound, offset), |o| {
+                let visit = |o: i64| {
                     if !written[o as usize] {
                         unwritten = Some(o);
                         return false;
                     }
                     true
-                });
+                };
+                let _ = if guards.is_empty() { enumerate(offset, &ranges(&self.bound, offset), visit) } else { enumerate_guarded(offset, guards, &self.bound, visit) };
                 match unwritten {
                     Some(offset) => Err(LoopError::ReadBeforeWrite { buffer: b.name.clone(), offset }),
                     None => Ok(()),
                 }
             }
-            Expr::Unary(_, a) | Expr::Cast(_, a) => self.expr(a),
-            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
-                self.expr(a)?;
-                self.expr(b)
-            }
-            Expr::Select(c, a, b) => {
-                self.expr(c)?;
-                self.expr(a)?;
-                self.expr(b)
+            // The outside arm runs where the index is below `lo` or from `hi` on: one range
+            // where the index's own range reaches only one side.
+            Expr::Within { index, inside, outside, lo, hi } => {
+                self.vars_bound(index)?;
+                let mut inner = guards.to_vec();
+                inner.push((index.clone(), *lo, *hi));
+                self.expr(inside, &inner)?;
+                let (min, max) = self.reach(index);
+                let mut outer = guards.to_vec();
+                if min >= *lo {
+                    outer.push((index.clone(), *hi, i64::MAX));
+                } else if max < *hi {
+                    outer.push((index.clone(), i64::MIN, *lo));
+                }
+                self.expr(outside, &outer)
             }
             Expr::Gather { buffer, offset, indices } => {
                 let b = self.nest.buffer(*buffer);
@@ -189,14 +205,60 @@ impl Checker<'_> {
                 if indices.iter().any(|d| d.extent == 0) {
                     return bad("an index into an empty axis");
                 }
+                if !guards.is_empty() {
+                    return bad("a gather under a guard");
+                }
                 let spread = indices.iter().fold((0, 0), |(lo, hi), d| {
                     let last = d.stride * (d.extent as i64 - 1);
                     (lo + last.min(0), hi + last.max(0))
                 });
                 self.in_bounds_spread("a gather", *buffer, offset, spread)?;
-                indices.iter().try_for_each(|d| self.expr(&d.value))
+                indices.iter().try_for_each(|d| self.expr(&d.value, guards))
+            }
+            _ => e.operands().into_iter().try_for_each(|x| self.expr(x, guards)),
+        }
+    }
+
+    /// The least and greatest value of `a` over the enclosing loops.
+    fn reach(&self, a: &Affine) -> (i64, i64) {
+        let (mut min, mut max) = (a.constant, a.constant);
+        for (v, c) in &a.terms {
+            let extent = self.bound.iter().find(|(w, _)| w == v).map_or(1, |&(_, n)| n as i64);
+            min += (c * (extent - 1)).min(0);
+            max += (c * (extent - 1)).max(0);
+        }
+        (min, max)
+    }
+
+    /// `offset` as `rest + Σ k·g` over the guards `g` whose terms it holds in proportion, with
+    /// the interval those parts reach where the guards hold (each `g` within its bounds and the
+    /// range its loops give it): `(rest, min, max)`. `None` when some guard can never hold.
+    fn guarded_spread(&self, offset: &Affine, guards: &[Guard]) -> Option<(Affine, i64, i64)> {
+        // Guards on one index hold together: the intersection of their ranges.
+        let mut merged: Vec<Guard> = Vec::new();
+        for (g, lo, hi) in guards {
+            match merged.iter_mut().find(|m| m.0 == *g) {
+                Some(m) => (m.1, m.2) = (m.1.max(*lo), m.2.min(*hi)),
+                None => merged.push((g.clone(), *lo, *hi)),
             }
         }
+        let (mut rest, mut min, mut max) = (offset.clone(), 0, 0);
+        for (g, lo, hi) in &merged {
+            let (gmin, gmax) = self.reach(g);
+            let (a, b) = (gmin.max(*lo), gmax.min(hi - 1));
+            if a > b {
+                return None;
+            }
+            let Some(&(v0, c0)) = g.terms.first() else { continue };
+            let k = rest.coefficient(v0) / c0;
+            if k == 0 || g.terms.iter().any(|(v, c)| rest.coefficient(*v) != k * c) {
+                continue;
+            }
+            rest = rest.add_scaled(g, -k);
+            min += (k * a).min(k * b);
+            max += (k * a).max(k * b);
+        }
+        Some((rest, min, max))
     }
 
     fn registers(&self, buffer: BufferId, offset: &Affine, store: bool) -> Result<(), LoopError> {
@@ -294,5 +356,27 @@ pub(crate) fn register_access(lanes: u32, vector: Option<(VarId, usize, u32)>, o
         (w, Some((v, extent, lanes)), [(u, 1)]) if w > 1 && *u == v && lanes == w && extent == w as usize && offset.constant % w as i64 == 0 => Ok(()),
         _ if lanes > 1 => Err(format!("an access at `{}` is not a whole vector of {lanes} lanes in a vectorized loop of {lanes} iterations", offset)),
         _ => Err(format!("an access at `{}` is not a scalar at a constant element", offset)),
+    }
+}
+
+/// [`enumerate`] for an offset read under `guards`: the offsets it takes at the iterations
+/// where every guard holds (each variable of the offset and the guards over its loop's range).
+fn enumerate_guarded(offset: &Affine, guards: &[Guard], bound: &[(VarId, usize)], mut visit: impl FnMut(i64) -> bool) -> bool {
+    let mut vars: Vec<VarId> = offset.terms.iter().chain(guards.iter().flat_map(|g| &g.0.terms)).map(|(v, _)| *v).collect();
+    vars.sort_unstable();
+    vars.dedup();
+    let extents: Vec<usize> = vars.iter().map(|v| bound.iter().find(|(w, _)| w == v).map_or(1, |&(_, n)| n)).collect();
+    if extents.iter().map(|&n| n as u64).product::<u64>() > ENUMERATION_LIMIT {
+        return false;
+    }
+    let at = |a: &Affine, point: &[usize]| a.constant + a.terms.iter().map(|(v, c)| c * point[vars.binary_search(v).expect("collected")] as i64).sum::<i64>();
+    let mut point = vec![0usize; vars.len()];
+    loop {
+        if guards.iter().all(|(g, lo, hi)| (*lo..*hi).contains(&at(g, &point))) && !visit(at(offset, &point)) {
+            return true;
+        }
+        let Some(d) = (0..point.len()).rev().find(|&d| point[d] + 1 < extents[d]) else { return true };
+        point[d] += 1;
+        point[d + 1..].iter_mut().for_each(|p| *p = 0);
     }
 }

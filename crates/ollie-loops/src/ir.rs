@@ -135,6 +135,10 @@ pub enum Expr {
     /// [`Dynamic`]): numpy's integer-array indexing. Only inputs are gathered from: they are
     /// never written, so no dependence runs through the elements read.
     Gather { buffer: BufferId, offset: Affine, indices: Vec<Dynamic> },
+    /// `lo <= index < hi ? inside : outside`, each arm evaluated only where it is taken: guarded
+    /// loads (a concatenation read in place, as `np.pad`'s array between its borders), whose
+    /// loads may lie outside their buffer where their arm is not taken.
+    Within { index: Affine, lo: i64, hi: i64, inside: Box<Expr>, outside: Box<Expr> },
 }
 
 /// An index computed while the kernel runs, into an axis of `extent` elements `stride` apart:
@@ -165,6 +169,9 @@ impl Expr {
                 offset: f(offset),
                 indices: indices.iter().map(|d| d.map_affine(f)).collect(),
             },
+            Expr::Within { index, lo, hi, inside, outside } => {
+                Expr::Within { index: f(index), lo: *lo, hi: *hi, inside: Box::new(inside.map_affine(f)), outside: Box::new(outside.map_affine(f)) }
+            }
             _ => self.map_operands(|x| x.map_affine(f)),
         }
     }
@@ -185,6 +192,7 @@ impl Expr {
                 offset: offset.clone(),
                 indices: indices.iter().map(|d| Dynamic { value: *m(&d.value), ..*d }).collect(),
             },
+            Expr::Within { index, lo, hi, inside, outside } => Expr::Within { index: index.clone(), lo: *lo, hi: *hi, inside: m(inside), outside: m(outside) },
         }
     }
 
@@ -193,18 +201,28 @@ impl Expr {
     pub fn every_load(&self, out: &mut Vec<(BufferId, Affine)>) {
         match self {
             Expr::Load { buffer, offset } => out.push((*buffer, offset.clone())),
-            Expr::Const(_) | Expr::Index(_) => {}
-            Expr::Unary(_, a) | Expr::Cast(_, a) => a.every_load(out),
-            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => {
-                a.every_load(out);
-                b.every_load(out);
-            }
-            Expr::Select(c, a, b) => {
-                c.every_load(out);
-                a.every_load(out);
-                b.every_load(out);
-            }
-            Expr::Gather { indices, .. } => indices.iter().for_each(|d| d.value.every_load(out)),
+            _ => self.operands().into_iter().for_each(|x| x.every_load(out)),
+        }
+    }
+
+    /// Every load evaluated only under a guard: in an arm of a [`Expr::Within`]. Nothing may
+    /// read these where the guard is not known to pick their arm (a copy of the elements they
+    /// name, a load moved out of the expression).
+    pub fn guarded_loads(&self, out: &mut Vec<(BufferId, Affine)>) {
+        match self {
+            Expr::Within { .. } => self.every_load(out),
+            _ => self.operands().into_iter().for_each(|x| x.guarded_loads(out)),
+        }
+    }
+
+    /// The expression's direct operands (a gather's index values among them).
+    pub fn operands(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Const(_) | Expr::Load { .. } | Expr::Index(_) => Vec::new(),
+            Expr::Unary(_, a) | Expr::Cast(_, a) => vec![a],
+            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) | Expr::Within { inside: a, outside: b, .. } => vec![a, b],
+            Expr::Select(c, a, b) => vec![c, a, b],
+            Expr::Gather { indices, .. } => indices.iter().map(|d| &d.value).collect(),
         }
     }
 
@@ -217,14 +235,11 @@ impl Expr {
 
     /// Whether any index in the expression moves with `v`.
     pub fn depends_on(&self, v: VarId) -> bool {
-        match self {
-            Expr::Load { offset: a, .. } | Expr::Index(a) => a.coefficient(v) != 0,
-            Expr::Const(_) => false,
-            Expr::Unary(_, a) | Expr::Cast(_, a) => a.depends_on(v),
-            Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => a.depends_on(v) || b.depends_on(v),
-            Expr::Select(c, a, b) => c.depends_on(v) || a.depends_on(v) || b.depends_on(v),
-            Expr::Gather { offset, indices, .. } => offset.coefficient(v) != 0 || indices.iter().any(|d| d.value.depends_on(v)),
-        }
+        let own = match self {
+            Expr::Load { offset: a, .. } | Expr::Index(a) | Expr::Gather { offset: a, .. } | Expr::Within { index: a, .. } => a.coefficient(v) != 0,
+            _ => false,
+        };
+        own || self.operands().into_iter().any(|x| x.depends_on(v))
     }
 }
 

@@ -79,6 +79,7 @@ impl LoopNest {
             Expr::Compare(op, a, b) => format!("{}({}, {})", op.name(), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Select(c, a, b) => format!("select({}, {}, {})", self.fmt_expr(c), self.fmt_expr(a), self.fmt_expr(b)),
             Expr::Cast(d, a) => format!("cast<{d}>({})", self.fmt_expr(a)),
+            Expr::Within { index, lo, hi, inside, outside } => format!("within[{lo}..{hi}]({index}; {}, {})", self.fmt_expr(inside), self.fmt_expr(outside)),
             Expr::Gather { buffer, offset, indices } => {
                 let mut text = format!("gather({}[{}]", self.buffer(*buffer).name, offset);
                 for d in indices {
@@ -300,6 +301,20 @@ impl ExprParser<'_> {
             let a = self.expr()?;
             self.expect(")")?;
             return Ok(Expr::Cast(dtype, Box::new(a)));
+        }
+        if let Some(d) = rest.strip_prefix("within[") {
+            let close = d.find(']').ok_or("expected `]`")?;
+            let (lo, hi) = d[..close].split_once("..").ok_or("expected `within[LO..HI]`")?;
+            let bound = |b: &str| b.trim().parse::<i64>().map_err(|_| format!("bad bound `{b}`"));
+            let (lo, hi) = (bound(lo)?, bound(hi)?);
+            self.pos += "within[".len() + close + 1;
+            self.expect("(")?;
+            let index = self.affine(';')?;
+            let inside = Box::new(self.expr()?);
+            self.expect(",")?;
+            let outside = Box::new(self.expr()?);
+            self.expect(")")?;
+            return Ok(Expr::Within { index, lo, hi, inside, outside });
         }
         if is_call("gather") {
             self.pos += "gather(".len();

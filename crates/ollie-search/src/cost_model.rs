@@ -109,6 +109,7 @@ fn chained(s: &Stmt, v: VarId) -> bool {
             Expr::Unary(_, a) | Expr::Cast(_, a) => reads(a, buffer, offset),
             Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => reads(a, buffer, offset) || reads(b, buffer, offset),
             Expr::Select(s, a, b) => reads(s, buffer, offset) || reads(a, buffer, offset) || reads(b, buffer, offset),
+            Expr::Within { inside, outside, .. } => reads(inside, buffer, offset) || reads(outside, buffer, offset),
         }
     }
     matches!(s, Stmt::Store { buffer, offset, value } if offset.coefficient(v) == 0 && reads(value, *buffer, offset))
@@ -205,6 +206,10 @@ fn expr(e: &Expr, at: Around, c: &mut Counts) {
             expr(s, at, c);
             expr(a, at, c);
             expr(b, at, c);
+        }
+        Expr::Within { inside, .. } => {
+            c.arithmetic += 2.0 * n;
+            expr(inside, at, c);
         }
     }
 }

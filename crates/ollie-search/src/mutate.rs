@@ -164,6 +164,12 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     if let Some(buffer) = pick(rng, &temps) {
         options.push(Step::Fold { buffer, var });
     }
+    // A padded copy read in place instead (legal only for a concatenation's pieces), and this
+    // loop split where the guards it moves are decided.
+    if let Some(buffer) = pick(rng, &temps) {
+        options.push(Step::Guard { buffer });
+    }
+    options.push(Step::Peel { var });
     // A temporary living in this loop replaced by its value where it is read.
     let own: Vec<String> = nest.temps().filter(|(_, b)| b.scope == Some(var) && b.registers.is_none()).map(|(_, b)| b.name.clone()).collect();
     if let Some(buffer) = pick(rng, &own) {

@@ -204,6 +204,11 @@ fn count<'a>(e: &'a Expr, ops: &mut f64, loads: &mut Vec<(BufferId, Load<'a>)>) 
             count(a, ops, loads);
             count(b, ops, loads);
         }
+        // A guard's comparisons, and the value inside (the borders are the few).
+        Expr::Within { inside, .. } => {
+            *ops += 2.0;
+            count(inside, ops, loads);
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 use std::collections::HashMap;
 
-use ollie_loops::{BufferKind, LoopNest, Schedule, Step};
+use ollie_loops::{BufferKind, LoopNest, Schedule};
 
 use crate::offers::Offers;
 use crate::sketch::sketches;
@@ -132,9 +132,8 @@ fn carried(schedule: &Schedule, from: &LoopNest, to: &LoopNest) -> Schedule {
     };
     let mut schedule = schedule.clone();
     for step in &mut schedule.steps {
-        match step {
-            Step::Fold { buffer, .. } | Step::Inline { buffer, .. } | Step::Cache { buffer, .. } | Step::Registers { buffer, .. } | Step::Demote { buffer } => rename(buffer),
-            _ => {}
+        if let Some(buffer) = step.buffer_mut() {
+            rename(buffer);
         }
     }
     schedule
@@ -183,6 +182,7 @@ impl<N> Propose<Kernel, N> for Rewrite {
 mod tests {
     use super::*;
     use crate::Evaluation;
+    use ollie_loops::Step;
     use rand::SeedableRng;
 
     /// RMSNorm in float32, whose cheapest variant multiplies by each row's reciprocal.

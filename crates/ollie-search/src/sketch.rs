@@ -60,6 +60,9 @@ struct Choices {
     /// Which float64 temporaries of a float32 kernel are stored in float32 (`demote`), so that
     /// the loops touching them run in vectors.
     demote: Demote,
+    /// Padded copies read in place ([`Builder::pad_in_place`]) rather than written and read
+    /// back: both are offered, the copy first.
+    in_place: bool,
 }
 
 /// Which float64 temporaries a sketch stores in float32.
@@ -82,6 +85,9 @@ enum Demote {
 pub enum Rule {
     /// Float64 temporaries of a float32 kernel stored in float32.
     Demote,
+    /// Padded copies read in place, the loops peeled into borders and interior.
+    #[serde(rename = "pad-in-place")]
+    Pad,
     /// Reductions down the columns walk the rows ([`Builder::columns`]).
     #[serde(rename = "column-reduction")]
     Columns,
@@ -104,12 +110,13 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 9] = [Rule::Demote, Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Transpose, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
+    pub const ALL: [Rule; 10] = [Rule::Demote, Rule::Pad, Rule::Columns, Rule::SplitK, Rule::Tile, Rule::Transpose, Rule::Fuse, Rule::Fold, Rule::Threads, Rule::Vectorize];
 
     /// Its name in reports (and in the store, by serde).
     pub fn name(self) -> &'static str {
         match self {
             Rule::Demote => "demote",
+            Rule::Pad => "pad-in-place",
             Rule::Columns => "column-reduction",
             Rule::SplitK => "split-k",
             Rule::Tile => "register-tile",
@@ -125,6 +132,7 @@ impl Rule {
     fn wants(self) -> &'static str {
         match self {
             Rule::Demote => "no float64 temporary in a kernel that computes in float32",
+            Rule::Pad => "no padded copy (a concatenation's pieces filled nest by nest)",
             Rule::Columns => "no top-level loop reduces down the columns of a row-major array",
             Rule::SplitK => "no reduction has too few outputs to share among threads and a long reduction",
             Rule::Tile => "no reduction of more than 8 steps (a loop nest that accumulates into each element of its output, as a product does)",
@@ -179,6 +187,10 @@ pub fn explain(naive: &LoopNest, target: &Target) -> Vec<RuleNote> {
         None => (shapes(target.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).next().filter(|_| !contractions.is_empty()), target.lanes),
     };
     let (_, mut notes) = sketch(naive, Choices { tile, lanes, ..Choices::first(target.lanes) }, target.caches);
+    let padded: Vec<String> = naive.temps().map(|(_, b)| b.name.clone()).filter(|name| apply_step(&mut naive.clone(), &Step::Guard { buffer: name.clone() }).is_ok()).collect();
+    if !padded.is_empty() {
+        notes.push(RuleNote { rule: Rule::Pad, verdict: RuleVerdict::Declined, what: format!("padded copies written here ({}); another sketch reads them in place", padded.join(", ")) });
+    }
     for rule in Rule::ALL {
         if !notes.iter().any(|n| n.rule == rule) {
             notes.push(RuleNote { rule, verdict: RuleVerdict::NoMatch, what: rule.wants().to_string() });
@@ -203,7 +215,9 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
     }
     // The first shape blocked for the caches too, after the unblocked ones.
     let blocked = tiled.first().filter(|_| target.caches.is_some()).map(|&(t, lanes)| Choices { tile: Some(t), lanes, blocked: true, ..first });
-    let tiles = tiled.into_iter().flat_map(|(t, lanes)| [Choices { tile: Some(t), lanes, ..first }, Choices { tile: Some(t), lanes, fuse: false, ..first }]).chain(blocked);
+    // The first shape with padding read in place too.
+    let in_place = tiled.first().map(|&(t, lanes)| Choices { tile: Some(t), lanes, in_place: true, ..first });
+    let tiles = tiled.into_iter().flat_map(|(t, lanes)| [Choices { tile: Some(t), lanes, ..first }, Choices { tile: Some(t), lanes, fuse: false, ..first }]).chain(blocked).chain(in_place);
     let variants = tiles.chain([
         first,
         // The same as `first` where no reduction is short: dropped as a duplicate.
@@ -221,6 +235,7 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
         Choices { by_rows: false, ..first },
         Choices { demote: Demote::All, ..first },
         Choices { demote: Demote::Keep, ..first },
+        Choices { in_place: true, ..first },
     ]);
     let mut out: Vec<Schedule> = Vec::new();
     for choices in variants {
@@ -253,7 +268,7 @@ fn fitting_tiles(contractions: &[tile::Contraction], lanes: u32) -> Vec<(Tile, u
 impl Choices {
     /// The most promising choices for vectors of `lanes` floats, without a tile.
     fn first(lanes: u32) -> Choices {
-        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true, by_rows: true, window_registers: true, demote: Demote::Values }
+        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true, by_rows: true, window_registers: true, demote: Demote::Values, in_place: false }
     }
 }
 
@@ -279,6 +294,9 @@ pub(crate) fn retiled(naive: &LoopNest, target: &Target, rng: &mut ChaCha8Rng) -
 fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Vec<RuleNote>) {
     let mut b = Builder { nest: naive.clone(), steps: Vec::new(), notes: Vec::new(), refused: None };
     b.demote(c.demote);
+    if c.in_place {
+        b.pad_in_place();
+    }
     b.inline_producers();
     if c.columns {
         b.columns(c.lanes, c.by_rows);
@@ -460,6 +478,23 @@ impl Builder {
             }
         }
         self.inline_into_reductions();
+    }
+
+    /// Padding as guarded loads: every padded copy (a concatenation's pieces) read in place
+    /// (`guard`), then every loop whose guards can be decided split into borders and an
+    /// interior (`peel`), outermost first — the interior's loops peeled in turn, the borders'
+    /// left guarded (they are few). The interior then reads the array unguarded, and the rules
+    /// after this one tile and vectorize it.
+    fn pad_in_place(&mut self) {
+        let temps: Vec<String> = self.nest.temps().map(|(_, b)| b.name.clone()).collect();
+        let guarded: Vec<String> = temps.into_iter().filter(|name| self.try_step(Step::Guard { buffer: name.clone() })).collect();
+        if guarded.is_empty() {
+            return;
+        }
+        let mut loops = Vec::new();
+        every_loop(&self.nest.body, &mut loops);
+        let peeled: Vec<String> = loops.into_iter().filter(|&var| self.try_step(Step::Peel { var })).map(|v| v.to_string()).collect();
+        self.note(Rule::Pad, RuleVerdict::Applied, format!("{} read in place, {} peeled", guarded.join(", "), if peeled.is_empty() { "no loop".to_string() } else { peeled.join(", ") }));
     }
 
     /// Each top-level nest storing a whole temporary with a cheap value (no transcendental, no
@@ -1161,6 +1196,16 @@ fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
     }
 }
 
+/// Every loop of `body`, outermost first (each before the loops inside it).
+fn every_loop(body: &[Stmt], out: &mut Vec<VarId>) {
+    for s in body {
+        if let Stmt::Loop { var, body, .. } = s {
+            out.push(*var);
+            every_loop(body, out);
+        }
+    }
+}
+
 /// The single loop directly inside loop `var`.
 fn child_loop(body: &[Stmt], var: VarId) -> Option<VarId> {
     for s in body {
@@ -1256,6 +1301,7 @@ fn cheap(e: &Expr) -> bool {
         Expr::Binary(BinaryOp::Div, a, b) => matches!(**b, Expr::Const(_)) && cheap(a),
         Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => cheap(a) && cheap(b),
         Expr::Select(c, a, b) => cheap(c) && cheap(a) && cheap(b),
+        Expr::Within { inside, outside, .. } => cheap(inside) && cheap(outside),
         Expr::Gather { indices, .. } => indices.iter().all(|d| cheap(&d.value)),
     }
 }

@@ -29,6 +29,9 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     let extent = |v: VarId| extents.iter().find(|(w, _)| *w == v).map_or(1, |(_, n)| *n);
     let mut accesses = Vec::new();
     body.iter().for_each(|s| s.accesses(id, &mut accesses));
+    if guarded(body).iter().any(|(b, _)| *b == id) {
+        return Err(site.illegal(&format!("`{name}` is read under a guard (the copy would read where the guard fails)")));
+    }
     let Some((first, around)) = first_access(body, id, &mut Vec::new()) else {
         return Err(site.illegal(&format!("the loop does not use `{name}`")));
     };
@@ -144,4 +147,17 @@ fn writes(s: &Stmt, buffer: BufferId) -> bool {
         Stmt::Store { buffer: b, .. } => *b == buffer,
         Stmt::Prefetch { .. } => false,
     }
+}
+
+/// Every load in `body` evaluated only under a guard ([`Expr::guarded_loads`]).
+pub(crate) fn guarded(body: &[Stmt]) -> Vec<(BufferId, Affine)> {
+    let mut out = Vec::new();
+    for s in body {
+        match s {
+            Stmt::Loop { body, .. } => out.extend(guarded(body)),
+            Stmt::Store { value, .. } => value.guarded_loads(&mut out),
+            Stmt::Prefetch { .. } => {}
+        }
+    }
+    out
 }

@@ -54,7 +54,7 @@ fn count(s: &Stmt) -> usize {
 }
 
 /// `s` with loop variable `from` called `to`, in its loops and every index.
-fn rename(s: &Stmt, from: VarId, to: VarId) -> Stmt {
+pub(super) fn rename(s: &Stmt, from: VarId, to: VarId) -> Stmt {
     match s.map_affine(&|a| a.substitute(from, &Affine::var(to))) {
         Stmt::Loop { var, extent, kind, body } => {
             let var = if var == from { to } else { var };

@@ -119,24 +119,24 @@ fn inline_nest(site: &mut Site, id: BufferId) -> Result<(), ScheduleError> {
     }
     let mut rest = Vec::new();
     for s in &site.siblings[at + 1..] {
-        rest.push(computed(s, id, &digits, &value, &mut Vec::new()).map_err(|why| site.illegal(&why))?);
+        rest.push(computed(s, id, &|a, around| at_element(a, &digits, &value, around), &mut Vec::new()).map_err(|why| site.illegal(&why))?);
     }
     site.siblings.truncate(at);
     site.siblings.extend(rest);
     Ok(())
 }
 
-/// `s` with every load of `buffer` (stored by the nest of `digits` with `value`) replaced by
-/// `value` at the iteration that stored the element read; `around`: the loops around `s`.
-fn computed(s: &Stmt, buffer: BufferId, digits: &[(VarId, i64, usize)], value: &Expr, around: &mut Vec<(VarId, usize)>) -> Result<Stmt, String> {
+/// `s` with every load of `buffer` at `a` replaced by `with(a, loops around the load)`;
+/// `around`: the loops around `s`.
+pub(crate) fn computed(s: &Stmt, buffer: BufferId, with: &dyn Fn(&Affine, &[(VarId, usize)]) -> Result<Expr, String>, around: &mut Vec<(VarId, usize)>) -> Result<Stmt, String> {
     Ok(match s {
         Stmt::Loop { var, extent, kind, body } => {
             around.push((*var, *extent));
-            let body = body.iter().map(|s| computed(s, buffer, digits, value, around)).collect::<Result<_, _>>();
+            let body = body.iter().map(|s| computed(s, buffer, with, around)).collect::<Result<_, _>>();
             around.pop();
             Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body? }
         }
-        Stmt::Store { buffer: b, offset, value: v } => Stmt::Store { buffer: *b, offset: offset.clone(), value: replace_loads(v, buffer, &|a| at_element(a, digits, value, around))? },
+        Stmt::Store { buffer: b, offset, value: v } => Stmt::Store { buffer: *b, offset: offset.clone(), value: replace_loads(v, buffer, &|a| with(a, around))? },
         Stmt::Prefetch { buffer: b, .. } if *b == buffer => return Err("the temporary is prefetched".into()),
         Stmt::Prefetch { .. } => s.clone(),
     })
@@ -144,13 +144,24 @@ fn computed(s: &Stmt, buffer: BufferId, digits: &[(VarId, i64, usize)], value: &
 
 /// `value` at the nest's iteration that stored element `a`, read inside `around`.
 fn at_element(a: &Affine, digits: &[(VarId, i64, usize)], value: &Expr, around: &[(VarId, usize)]) -> Result<Expr, String> {
+    let radix: Vec<(i64, usize)> = digits.iter().map(|&(_, c, n)| (c, n)).collect();
+    let parts = split_index(a, &radix, around)?;
+    let at = |b: &Affine| digits.iter().zip(&parts).fold(b.clone(), |b, (&(v, _, _), part)| b.substitute(v, part));
+    Ok(value.map_affine(&at))
+}
+
+/// Index `a`, read inside the loops `around`, as digits of the mixed radix `radix` (each digit's
+/// coefficient and count, most significant first): one part per digit, each inside its count
+/// for every iteration of `around`. An error when the index carries from one digit into the
+/// next (or leaves the range).
+pub(crate) fn split_index(a: &Affine, radix: &[(i64, usize)], around: &[(VarId, usize)]) -> Result<Vec<Affine>, String> {
     let carry = || "a read of it does not split into the nest's loops (its index carries from one loop's range into the next)".to_string();
     let mut parts: Vec<Affine> = Vec::new();
     let mut rest = a.constant;
     if rest < 0 {
         return Err(carry());
     }
-    for &(_, c, n) in digits {
+    for &(c, n) in radix {
         parts.push(Affine::constant(rest / c % n as i64));
         rest -= rest / c % n as i64 * c;
     }
@@ -158,8 +169,8 @@ fn at_element(a: &Affine, digits: &[(VarId, i64, usize)], value: &Expr, around: 
         return Err(carry());
     }
     for &(u, d) in &a.terms {
-        let k = digits.iter().position(|&(_, c, _)| d > 0 && d >= c && d % c == 0).ok_or_else(carry)?;
-        parts[k] = parts[k].add_scaled(&Affine::var(u), d / digits[k].1);
+        let k = radix.iter().position(|&(c, _)| d > 0 && d >= c && d % c == 0).ok_or_else(carry)?;
+        parts[k] = parts[k].add_scaled(&Affine::var(u), d / radix[k].0);
     }
     for (k, part) in parts.iter().enumerate() {
         let mut top = part.constant;
@@ -167,15 +178,14 @@ fn at_element(a: &Affine, digits: &[(VarId, i64, usize)], value: &Expr, around: 
             let n = around.iter().find(|l| l.0 == u).ok_or_else(carry)?.1;
             top += d * (n as i64 - 1);
         }
-        if top >= digits[k].2 as i64 {
+        if top >= radix[k].1 as i64 {
             return Err(carry());
         }
     }
-    let at = |b: &Affine| digits.iter().zip(&parts).fold(b.clone(), |b, (&(v, _, _), part)| b.substitute(v, part));
-    Ok(value.map_affine(&at))
+    Ok(parts)
 }
 
-fn replace_loads(e: &Expr, buffer: BufferId, with: &dyn Fn(&Affine) -> Result<Expr, String>) -> Result<Expr, String> {
+pub(crate) fn replace_loads(e: &Expr, buffer: BufferId, with: &dyn Fn(&Affine) -> Result<Expr, String>) -> Result<Expr, String> {
     if let Expr::Load { buffer: b, offset } = e {
         if *b == buffer {
             return with(offset);

@@ -21,6 +21,8 @@
 //! expand i4
 //! merge i2
 //! registers c0 i1
+//! guard t3
+//! peel i2
 //! flags -O3 -march=native -fopenmp
 //! ```
 //!
@@ -39,11 +41,13 @@ mod distribute;
 mod expand;
 mod fold;
 mod fuse;
+mod guard;
 mod hoist;
 mod inline;
 mod join;
 mod merge;
 mod parallel;
+mod peel;
 mod prefetch;
 mod registers;
 mod reorder;
@@ -140,17 +144,36 @@ pub enum Step {
     /// The float64 temporary `buffer` of a kernel computing in float32 is stored in float32:
     /// each value rounded once more, which the verifier judges.
     Demote { buffer: String },
+    /// The temporary `buffer`, a concatenation filled by top-level nests (one per piece), read
+    /// in place: every read becomes guarded values of the pieces (a padded array's borders and
+    /// interior), and the nests go. Legal when the nests tile it and nothing after them writes
+    /// what they read.
+    Guard { buffer: String },
+    /// The loop split into the iterations before, inside and after the range where every guard
+    /// moving with it holds (border, interior, border), each guard decided where it can be: the
+    /// interior unguarded. The order of iterations is unchanged, so it is always legal.
+    Peel { var: VarId },
 }
 
 impl Step {
     /// The loop the step is applied to (none for a step on a buffer alone).
     pub fn var(&self) -> Option<VarId> {
         Some(match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Merge { var } | Step::Registers { var, .. } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Merge { var } | Step::Registers { var, .. } | Step::Peel { var } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
-            Step::Demote { .. } => return None,
+            Step::Demote { .. } | Step::Guard { .. } => return None,
         })
+    }
+}
+
+impl Step {
+    /// The buffer the step names, if any.
+    pub fn buffer_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Step::Fold { buffer, .. } | Step::Inline { buffer, .. } | Step::Cache { buffer, .. } | Step::Registers { buffer, .. } | Step::Demote { buffer } | Step::Guard { buffer } => Some(buffer),
+            _ => None,
+        }
     }
 }
 
@@ -200,6 +223,8 @@ impl fmt::Display for Step {
             Step::Merge { var } => write!(f, "merge {}", v(var)),
             Step::Registers { buffer, var } => write!(f, "registers {buffer} {}", v(var)),
             Step::Demote { buffer } => write!(f, "demote {buffer}"),
+            Step::Guard { buffer } => write!(f, "guard {buffer}"),
+            Step::Peel { var } => write!(f, "peel {}", v(var)),
         }
     }
 }
@@ -259,6 +284,8 @@ impl Schedule {
                 Some("merge") => Step::Merge { var: var(1)? },
                 Some("registers") => Step::Registers { buffer: name()?, var: var(2)? },
                 Some("demote") => Step::Demote { buffer: name()? },
+                Some("guard") => Step::Guard { buffer: name()? },
+                Some("peel") => Step::Peel { var: var(1)? },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
             };
             schedule.steps.push(step);
@@ -388,8 +415,11 @@ impl Site<'_> {
 /// Applies one step in place.
 pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError> {
     let Some(var) = step.var() else {
-        let Step::Demote { buffer } = step else { unreachable!("only `demote` applies to no loop") };
-        return demote::demote(nest, buffer, step);
+        return match step {
+            Step::Demote { buffer } => demote::demote(nest, buffer, step),
+            Step::Guard { buffer } => guard::guard(nest, buffer, step),
+            _ => unreachable!("only `demote` and `guard` apply to no loop"),
+        };
     };
     let (mut path, mut enclosing) = (Vec::new(), Vec::new());
     if !locate(&nest.body, var, &mut path, &mut enclosing) {
@@ -406,6 +436,10 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
     // Buffers the kernel reads anywhere (an output it reads back is not written once).
     let nest_reads = match step {
         Step::Stream { .. } => crate::ir::buffers_read(&nest.body),
+        _ => Vec::new(),
+    };
+    let loops = match step {
+        Step::Peel { .. } => fold::inner_extents(&nest.body),
         _ => Vec::new(),
     };
     let uses = match step {
@@ -439,6 +473,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Expand { .. } => expand::expand(&mut site),
         Step::Merge { .. } => merge::merge(&mut site),
         Step::Registers { buffer, .. } => registers::registers(&mut site, buffer),
-        Step::Demote { .. } => unreachable!("applied above"),
+        Step::Peel { .. } => peel::peel(&mut site, &loops),
+        Step::Demote { .. } | Step::Guard { .. } => unreachable!("applied above"),
     }
 }
