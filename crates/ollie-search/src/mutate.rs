@@ -169,7 +169,7 @@ fn random_step(nest: &LoopNest, focus: Option<&[VarId]>, rng: &mut ChaCha8Rng) -
     if let Some(buffer) = pick(rng, &temps) {
         options.push(Step::Guard { buffer });
     }
-    options.push(Step::Peel { var });
+    options.push(Step::Peel { var, multiple: pick(rng, &[1, 4, 8, 16])? });
     // A temporary living in this loop replaced by its value where it is read.
     let own: Vec<String> = nest.temps().filter(|(_, b)| b.scope == Some(var) && b.registers.is_none()).map(|(_, b)| b.name.clone()).collect();
     if let Some(buffer) = pick(rng, &own) {

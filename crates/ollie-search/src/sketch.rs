@@ -295,7 +295,7 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
     let mut b = Builder { nest: naive.clone(), steps: Vec::new(), notes: Vec::new(), refused: None };
     b.demote(c.demote);
     if c.in_place {
-        b.pad_in_place();
+        b.pad_in_place(c.lanes as usize);
     }
     b.inline_producers();
     if c.columns {
@@ -483,18 +483,30 @@ impl Builder {
     /// Padding as guarded loads: every padded copy (a concatenation's pieces) read in place
     /// (`guard`), then every loop whose guards can be decided split into borders and an
     /// interior (`peel`), outermost first — the interior's loops peeled in turn, the borders'
-    /// left guarded (they are few). The interior then reads the array unguarded, and the rules
-    /// after this one tile and vectorize it.
-    fn pad_in_place(&mut self) {
+    /// left guarded (they are few). The innermost loops peeled (no other inside their
+    /// interior) are peeled again to an interior of whole vectors of `lanes`, where it has
+    /// some: those are the loops vectorized. The interior then reads the array unguarded, and
+    /// the rules after this one tile and vectorize it.
+    fn pad_in_place(&mut self, lanes: usize) {
         let temps: Vec<String> = self.nest.temps().map(|(_, b)| b.name.clone()).collect();
         let guarded: Vec<String> = temps.into_iter().filter(|name| self.try_step(Step::Guard { buffer: name.clone() })).collect();
         if guarded.is_empty() {
             return;
         }
+        let (nest, done) = (self.nest.clone(), self.steps.len());
+        let peeled = self.peel_all(&[], lanes);
+        let innermost: Vec<VarId> = peeled.iter().copied().filter(|&v| !peeled.iter().any(|&w| w != v && find_loop(&self.nest.body, v).is_some_and(|s| find_loop(std::slice::from_ref(s), w).is_some()))).collect();
+        (self.nest, self.steps) = (nest, self.steps[..done].to_vec());
+        let peeled: Vec<String> = self.peel_all(&innermost, lanes).iter().map(|v| v.to_string()).collect();
+        self.note(Rule::Pad, RuleVerdict::Applied, format!("{} read in place, {} peeled", guarded.join(", "), if peeled.is_empty() { "no loop".to_string() } else { peeled.join(", ") }));
+    }
+
+    /// Peels every loop that takes it, outermost first; those of `aligned` to an interior of
+    /// whole vectors of `lanes` where they have one. The loops peeled.
+    fn peel_all(&mut self, aligned: &[VarId], lanes: usize) -> Vec<VarId> {
         let mut loops = Vec::new();
         every_loop(&self.nest.body, &mut loops);
-        let peeled: Vec<String> = loops.into_iter().filter(|&var| self.try_step(Step::Peel { var })).map(|v| v.to_string()).collect();
-        self.note(Rule::Pad, RuleVerdict::Applied, format!("{} read in place, {} peeled", guarded.join(", "), if peeled.is_empty() { "no loop".to_string() } else { peeled.join(", ") }));
+        loops.into_iter().filter(|&var| (aligned.contains(&var) && self.try_step(Step::Peel { var, multiple: lanes })) || self.try_step(Step::Peel { var, multiple: 1 })).collect()
     }
 
     /// Each top-level nest storing a whole temporary with a cheap value (no transcendental, no

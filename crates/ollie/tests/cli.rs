@@ -399,6 +399,26 @@ fn every_sketch_of_the_memory_bound_examples_passes_the_verifier() {
     assert!(steps.iter().any(|s| s.starts_with("join ")) && steps.iter().any(|s| s.starts_with("rfactor ")) && steps.iter().any(|s| s.starts_with("stream ")) && steps.iter().any(|s| s.starts_with("prefetch ")), "the cases do not reach join, rfactor, stream and prefetch: {steps:?}");
 }
 
+/// Padded windows (a max pool padded with -inf, depthwise and 1-D convolutions, edge padding):
+/// every sketch passes the verifier, whose inputs put infinities and NaNs at the borders, and
+/// the sketches read the padding in place beside those writing the padded copy — the interior
+/// of the loops vectorized cut to whole vectors.
+#[test]
+fn every_sketch_of_padded_windows_passes_the_verifier_and_some_read_the_padding_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[(&str, i64)])] = &[
+        ("bench/convolutions/resnet_maxpool3x3_s2.py", &[("C", 4)]),
+        ("bench/convolutions/mobilenet_dw3x3.py", &[("N", 1), ("C", 4)]),
+        ("test_data/corpus/conv1d_same_pad.py", &[]),
+        ("test_data/corpus/smooth_edge_pad.py", &[]),
+    ];
+    let (checked, steps) = check_every_sketch(dir.path(), cases);
+    assert!(checked >= 16, "{checked} sketches checked");
+    assert!(steps.iter().any(|s| s.starts_with("guard ")), "no sketch reads the padding in place: {steps:?}");
+    assert!(steps.iter().any(|s| s.starts_with("peel ") && s.split(' ').count() == 3), "no interior cut to whole vectors: {steps:?}");
+    assert!(steps.iter().any(|s| s.starts_with("fold ")), "no sketch writes the padded copy: {steps:?}");
+}
+
 #[test]
 fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     // The rules as a performance engineer would apply them: the four row loops fused, the exp

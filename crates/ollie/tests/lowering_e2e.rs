@@ -367,7 +367,7 @@ fn padding_read_in_place_agrees_with_the_reference() {
         let mut all = Vec::new();
         loops(&nest.body, 0, &mut all);
         for (var, ..) in all {
-            if apply_step(&mut nest, &Step::Peel { var }).is_ok() {
+            if apply_step(&mut nest, &Step::Peel { var, multiple: 1 }).is_ok() {
                 peeled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }

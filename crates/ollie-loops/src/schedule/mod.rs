@@ -149,17 +149,19 @@ pub enum Step {
     /// interior), and the nests go. Legal when the nests tile it and nothing after them writes
     /// what they read.
     Guard { buffer: String },
-    /// The loop split into the iterations before, inside and after the range where every guard
-    /// moving with it holds (border, interior, border), each guard decided where it can be: the
-    /// interior unguarded. The order of iterations is unchanged, so it is always legal.
-    Peel { var: VarId },
+    /// The loop split into the iterations before, inside and after the longest range where every
+    /// guard moving with it is decided (border, interior, border), each guard replaced by its
+    /// arm where the range decides it: the interior unguarded. With `multiple` above 1, the
+    /// interior is cut to a multiple of it (whole vectors), the rest going to the last border.
+    /// The order of iterations is unchanged, so it is always legal.
+    Peel { var: VarId, multiple: usize },
 }
 
 impl Step {
     /// The loop the step is applied to (none for a step on a buffer alone).
     pub fn var(&self) -> Option<VarId> {
         Some(match self {
-            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Merge { var } | Step::Registers { var, .. } | Step::Peel { var } => *var,
+            Step::Split { var, .. } | Step::Distribute { var } | Step::Hoist { var } | Step::Sink { var } | Step::Accumulators { var, .. } | Step::Parallel { var } | Step::Simd { var } | Step::Vectorize { var, .. } | Step::Unroll { var, .. } | Step::Fold { var, .. } | Step::Inline { var, .. } | Step::Stream { var } | Step::Rfactor { var, .. } | Step::SplitK { var, .. } | Step::Join { var } | Step::Prefetch { var, .. } | Step::Cache { var, .. } | Step::Expand { var } | Step::Merge { var } | Step::Registers { var, .. } | Step::Peel { var, .. } => *var,
             Step::Reorder { outer, .. } => *outer,
             Step::Fuse { first, .. } => *first,
             Step::Demote { .. } | Step::Guard { .. } => return None,
@@ -224,7 +226,8 @@ impl fmt::Display for Step {
             Step::Registers { buffer, var } => write!(f, "registers {buffer} {}", v(var)),
             Step::Demote { buffer } => write!(f, "demote {buffer}"),
             Step::Guard { buffer } => write!(f, "guard {buffer}"),
-            Step::Peel { var } => write!(f, "peel {}", v(var)),
+            Step::Peel { var, multiple: 1 } => write!(f, "peel {}", v(var)),
+            Step::Peel { var, multiple } => write!(f, "peel {} {multiple}", v(var)),
         }
     }
 }
@@ -285,7 +288,7 @@ impl Schedule {
                 Some("registers") => Step::Registers { buffer: name()?, var: var(2)? },
                 Some("demote") => Step::Demote { buffer: name()? },
                 Some("guard") => Step::Guard { buffer: name()? },
-                Some("peel") => Step::Peel { var: var(1)? },
+                Some("peel") => Step::Peel { var: var(1)?, multiple: if words.len() > 2 { number(2)? } else { 1 } },
                 Some(other) => return Err(err(format!("unknown step `{other}`"))),
             };
             schedule.steps.push(step);
@@ -473,7 +476,7 @@ pub fn apply_step(nest: &mut LoopNest, step: &Step) -> Result<(), ScheduleError>
         Step::Expand { .. } => expand::expand(&mut site),
         Step::Merge { .. } => merge::merge(&mut site),
         Step::Registers { buffer, .. } => registers::registers(&mut site, buffer),
-        Step::Peel { .. } => peel::peel(&mut site, &loops),
+        Step::Peel { multiple, .. } => peel::peel(&mut site, &loops, *multiple),
         Step::Demote { .. } | Step::Guard { .. } => unreachable!("applied above"),
     }
 }

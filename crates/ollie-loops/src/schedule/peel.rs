@@ -1,9 +1,9 @@
 //! `peel v`: the loop split into its border and interior iterations by the guards that move
-//! with it ([`Expr::Within`], as `guard` makes them): the interior, on `v`, runs the iterations
-//! where every such guard holds for all values of the other loops — its guards gone, the values
-//! inside read unguarded, so that it vectorizes and tiles — and the iterations before and after
-//! it run in loops of their own (fresh variables, the loops inside them too), keeping the guards
-//! they still need. A convolution's output positions whose window lies inside the image run
+//! with it ([`Expr::Within`], as `guard` makes them): the interior, on `v`, runs the longest run
+//! of iterations where every such guard is decided for all values of the other loops (it holds
+//! for all, or fails for all) — its guards gone, the values read unguarded, so that it
+//! vectorizes and tiles — and the iterations before and after it run in loops of their own
+//! (fresh variables, the loops inside them too), keeping the guards they still need. A convolution's output positions whose window lies inside the image run
 //! apart from the few whose window reaches into the padding.
 //!
 //! The iterations keep their order, so it is always legal; refused where no guard moves with
@@ -15,7 +15,7 @@ use super::guard::range;
 use super::{ScheduleError, Site};
 use crate::ir::{Affine, Expr, LoopKind, Stmt, VarId};
 
-pub(crate) fn peel(site: &mut Site, outer: &[(VarId, usize)]) -> Result<(), ScheduleError> {
+pub(crate) fn peel(site: &mut Site, outer: &[(VarId, usize)], multiple: usize) -> Result<(), ScheduleError> {
     let fresh = site.fresh;
     let (var, extent, _, body) = site.loop_ref();
     let mut inner = Vec::new();
@@ -63,7 +63,14 @@ pub(crate) fn peel(site: &mut Site, outer: &[(VarId, usize)]) -> Result<(), Sche
     if first > last {
         return Err(site.illegal("no iteration is free of the guards that move with the loop"));
     }
-    let (first, last) = (first as usize, last as usize);
+    let (first, mut last) = (first as usize, last as usize);
+    if multiple > 1 {
+        let whole = (last + 1 - first) / multiple * multiple;
+        if whole == 0 {
+            return Err(site.illegal(&format!("the interior has fewer than {multiple} iterations")));
+        }
+        last = first + whole - 1;
+    }
     let parts = [(0, first), (first, last + 1), (last + 1, extent)];
     let mut loops = Vec::new();
     let mut next = fresh;
@@ -119,7 +126,7 @@ fn guards_of(s: &Stmt, out: &mut Vec<(Affine, i64, i64)>) {
 }
 
 /// `s` with every guard the loops' `ranges` decide replaced by the value it picks.
-pub(crate) fn simplified(s: &Stmt, ranges: &[(VarId, usize)]) -> Stmt {
+fn simplified(s: &Stmt, ranges: &[(VarId, usize)]) -> Stmt {
     match s {
         Stmt::Loop { var, extent, kind, body } => Stmt::Loop { var: *var, extent: *extent, kind: *kind, body: body.iter().map(|s| simplified(s, ranges)).collect() },
         Stmt::Store { buffer, offset, value } => Stmt::Store { buffer: *buffer, offset: offset.clone(), value: decided(value, ranges) },
