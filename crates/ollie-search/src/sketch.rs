@@ -63,6 +63,9 @@ struct Choices {
     /// Padded copies read in place ([`Builder::pad_in_place`]) rather than written and read
     /// back: both are offered, the copy first.
     in_place: bool,
+    /// Contractions whose output's last axis no vector divides tiled in whole blocks, the
+    /// remainder apart ([`Builder::remainders`]).
+    remainders: bool,
 }
 
 /// Which float64 temporaries a sketch stores in float32.
@@ -215,9 +218,10 @@ pub fn sketches(naive: &LoopNest, target: &Target) -> Vec<Schedule> {
     }
     // The first shape blocked for the caches too, after the unblocked ones.
     let blocked = tiled.first().filter(|_| target.caches.is_some()).map(|&(t, lanes)| Choices { tile: Some(t), lanes, blocked: true, ..first });
-    // The first shape with padding read in place too.
+    // The first shape with padding read in place too, and with remainders apart.
     let in_place = tiled.first().map(|&(t, lanes)| Choices { tile: Some(t), lanes, in_place: true, ..first });
-    let tiles = tiled.into_iter().flat_map(|(t, lanes)| [Choices { tile: Some(t), lanes, ..first }, Choices { tile: Some(t), lanes, fuse: false, ..first }]).chain(blocked).chain(in_place);
+    let remainders = tiled.first().map(|&(t, lanes)| Choices { tile: Some(t), lanes, remainders: true, ..first });
+    let tiles = tiled.into_iter().flat_map(|(t, lanes)| [Choices { tile: Some(t), lanes, ..first }, Choices { tile: Some(t), lanes, fuse: false, ..first }]).chain(blocked).chain(in_place).chain(remainders);
     let variants = tiles.chain([
         first,
         // The same as `first` where no reduction is short: dropped as a duplicate.
@@ -268,7 +272,7 @@ fn fitting_tiles(contractions: &[tile::Contraction], lanes: u32) -> Vec<(Tile, u
 impl Choices {
     /// The most promising choices for vectors of `lanes` floats, without a tile.
     fn first(lanes: u32) -> Choices {
-        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true, by_rows: true, window_registers: true, demote: Demote::Values, in_place: false }
+        Choices { fuse: true, lanes, chains: 4, parallel: true, stream: true, prefetch: None, tile: None, blocked: false, columns: true, by_rows: true, window_registers: true, demote: Demote::Values, in_place: false, remainders: false }
     }
 }
 
@@ -306,12 +310,17 @@ fn sketch(naive: &LoopNest, c: Choices, caches: Option<Caches>) -> (Schedule, Ve
     }
     let mut tiles = Vec::new();
     if let Some(t) = c.tile {
+        if c.remainders {
+            b.remainders(c.lanes);
+        }
         b.merge_positions(c.lanes);
         // The variant's tile where it fits; elsewhere the first shape that fits.
         let width = c.lanes as usize;
         for contraction in contractions(&b.nest) {
             let fits = |t: &Tile| contraction.fits(t.rows, t.vectors * width);
-            let own = Some(t).filter(fits).or_else(|| shapes(c.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).find(fits));
+            // With remainders apart, the blocks take the machine's best shape that fits.
+            let best = || shapes(c.lanes).iter().map(|&(rows, vectors)| Tile { rows, vectors }).find(fits);
+            let own = if c.remainders { best().or(Some(t).filter(fits)) } else { Some(t).filter(fits).or_else(best) };
             let own = own.or_else(|| contraction.across_shapes(c.lanes).first().copied());
             let own = own.unwrap_or(t);
             // Blocked where it can be, else the plain tile.
@@ -499,6 +508,30 @@ impl Builder {
         (self.nest, self.steps) = (nest, self.steps[..done].to_vec());
         let peeled: Vec<String> = self.peel_all(&innermost, lanes).iter().map(|v| v.to_string()).collect();
         self.note(Rule::Pad, RuleVerdict::Applied, format!("{} read in place, {} peeled", guarded.join(", "), if peeled.is_empty() { "no loop".to_string() } else { peeled.join(", ") }));
+    }
+
+    /// Each contraction whose output's last axis no vector of `lanes` divides (1599 positions),
+    /// that axis split into whole blocks of every tile's columns and a remainder (`peel` by a
+    /// multiple), and the loops around distributed so that each part is a contraction of its
+    /// own: the blocks get a register tile of the machine's best shape, the remainder one of
+    /// its own (a 3 × 16 tile on 1599 positions becomes 4 × 24 on 1584 and one on the last 15).
+    fn remainders(&mut self, lanes: u32) {
+        let lanes = lanes as usize;
+        let multiple = shapes(lanes as u32).iter().fold(1, |m, &(_, v)| lcm(m, v * lanes));
+        for c in contractions(&self.nest) {
+            let Some(&(j, n)) = c.free().last() else { continue };
+            if n.is_multiple_of(lanes) || n < 2 * multiple {
+                continue;
+            }
+            let around: Vec<Step> = c.free().iter().rev().skip(1).map(|&(var, _)| Step::Distribute { var }).collect();
+            self.refused = None;
+            if self.try_steps(std::iter::once(Step::Peel { var: j, multiple }).chain(around)) {
+                self.note(Rule::Tile, RuleVerdict::Applied, format!("{j}'s {n} iterations in blocks of {multiple} and a remainder of {}, each a contraction of its own", n % multiple));
+            } else {
+                let why = self.refusal("");
+                self.note(Rule::Tile, RuleVerdict::Declined, format!("{j}'s {n} iterations stay whole: {why}"));
+            }
+        }
     }
 
     /// Peels every loop that takes it, outermost first; those of `aligned` to an interior of
@@ -1206,6 +1239,16 @@ fn innermost_loops(body: &[Stmt], out: &mut Vec<(VarId, usize, bool)>) {
             out.push((*var, *extent, reduction));
         }
     }
+}
+
+fn lcm(a: usize, b: usize) -> usize {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    a / gcd(a, b) * b
 }
 
 /// Every loop of `body`, outermost first (each before the loops inside it).

@@ -419,6 +419,17 @@ fn every_sketch_of_padded_windows_passes_the_verifier_and_some_read_the_padding_
     assert!(steps.iter().any(|s| s.starts_with("fold ")), "no sketch writes the padded copy: {steps:?}");
 }
 
+/// A contraction whose positions no vector divides (203, and 1599 as wav2vec's): every sketch
+/// passes the verifier, and one tiles whole blocks of positions apart from the remainder, each
+/// part a contraction of its own.
+#[test]
+fn a_contraction_no_vector_divides_is_tiled_in_whole_blocks_and_a_remainder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (checked, steps) = check_every_sketch(dir.path(), &[("test_data/corpus/conv1d_remainder.py", &[])]);
+    assert!(checked >= 6, "{checked} sketches checked");
+    assert!(steps.windows(2).any(|w| w[0].starts_with("peel ") && w[0].split(' ').count() == 3 && w[1].starts_with("distribute ")), "no remainder apart: {steps:?}");
+}
+
 #[test]
 fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     // The rules as a performance engineer would apply them: the four row loops fused, the exp

@@ -108,6 +108,11 @@ impl Contraction {
         self.out
     }
 
+    /// The loops over its output's axes, outermost first.
+    pub(super) fn free(&self) -> &[(VarId, usize)] {
+        &self.free
+    }
+
     /// The loop over the tile's columns: the output's last axis, along which the output is
     /// contiguous.
     fn columns(&self, nest: &LoopNest) -> Option<(VarId, usize)> {
