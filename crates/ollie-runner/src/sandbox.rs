@@ -92,6 +92,14 @@ pub fn sandbox_main(args: &[String]) -> Result<(), String> {
         // parent's.
         limit(libc::RLIMIT_CPU, cpu_seconds)?;
     }
+    // glibc gives a heap back from a thread's arena only after reading
+    // /proc/sys/vm/overcommit_memory, a file the filter refuses: a kernel freeing a temporary on
+    // the heap in a parallel loop would be judged for opening it. Never trimmed, nothing is read
+    // (the memory stays the process's, to be used again by the next call).
+    // SAFETY: mallopt only sets a parameter of the allocator.
+    if unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, libc::c_int::MAX) } != 1 {
+        return Err("sandbox: cannot set the allocator's trim threshold".into());
+    }
     let filters = filters().map_err(|e| format!("sandbox: building the system call filter: {e}"))?;
     for program in &filters {
         seccompiler::apply_filter_all_threads(program).map_err(|e| format!("sandbox: installing the system call filter: {e}"))?;

@@ -188,6 +188,18 @@ fn openmp_kernels_run() {
     assert_eq!(outputs[0].iter().copied().collect::<Vec<_>>(), vec![2.0, 3.0, 4.0, 5.0]);
 }
 
+/// Heap temporaries allocated and freed on the threads of a parallel loop (as the emitter
+/// writes temporaries past its stack limit living in a loop on threads) run: glibc reads
+/// /proc/sys/vm/overcommit_memory when it gives a thread arena's memory back, which the sandbox
+/// would refuse; it never gives it back there.
+#[test]
+fn openmp_kernels_freeing_heap_temporaries_on_their_threads_run() {
+    let source = "#include <stdlib.h>\n#include <string.h>\nvoid k(const float *restrict x, float *restrict out) {\n  for (int i = 0; i < 4; i++) out[i] = 1;\n#pragma omp parallel for num_threads(2) schedule(static) reduction(+: out[:4])\n  for (int j = 0; j < 512; j++) {\n    float *a = aligned_alloc(64, 96 << 10), *b = aligned_alloc(64, 96 << 10), *c = aligned_alloc(64, 96 << 10);\n    if (!a || !b || !c) abort();\n    memset(a, 0, 96 << 10); memset(b, 0, 96 << 10); memset(c, 0, 96 << 10);\n    a[j] = x[j % 4];\n    out[j % 4] += (a[j] + b[j] + c[j]) / 128;\n    free(c); free(b); free(a);\n  }\n}";
+    let outcome = run_with(source, &["-O2", "-fopenmp"], 10 * SECOND);
+    let Outcome::Ran { outputs, .. } = outcome else { panic!("{outcome:?}") };
+    assert_eq!(outputs[0].iter().copied().collect::<Vec<_>>(), vec![2.0, 3.0, 4.0, 5.0]);
+}
+
 #[test]
 fn a_session_calls_the_kernel_on_new_inputs_each_time() {
     let cache = tempfile::tempdir().unwrap();
