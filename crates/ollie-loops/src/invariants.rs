@@ -187,7 +187,7 @@ impl Checker<'_> {
                 let mut inner = guards.to_vec();
                 inner.push((index.clone(), *lo, *hi));
                 self.expr(inside, &inner)?;
-                let (min, max) = self.reach(index);
+                let (min, max) = index.range(&self.bound);
                 let mut outer = guards.to_vec();
                 if min >= *lo {
                     outer.push((index.clone(), *hi, i64::MAX));
@@ -219,17 +219,6 @@ impl Checker<'_> {
         }
     }
 
-    /// The least and greatest value of `a` over the enclosing loops.
-    fn reach(&self, a: &Affine) -> (i64, i64) {
-        let (mut min, mut max) = (a.constant, a.constant);
-        for (v, c) in &a.terms {
-            let extent = self.bound.iter().find(|(w, _)| w == v).map_or(1, |&(_, n)| n as i64);
-            min += (c * (extent - 1)).min(0);
-            max += (c * (extent - 1)).max(0);
-        }
-        (min, max)
-    }
-
     /// `offset` as `rest + Σ k·g` over the guards `g` whose terms it holds in proportion, with
     /// the interval those parts reach where the guards hold (each `g` within its bounds and the
     /// range its loops give it): `(rest, min, max)`. `None` when some guard can never hold.
@@ -244,7 +233,7 @@ impl Checker<'_> {
         }
         let (mut rest, mut min, mut max) = (offset.clone(), 0, 0);
         for (g, lo, hi) in &merged {
-            let (gmin, gmax) = self.reach(g);
+            let (gmin, gmax) = g.range(&self.bound);
             let (a, b) = (gmin.max(*lo), gmax.min(hi - 1));
             if a > b {
                 return None;

@@ -244,6 +244,18 @@ impl Expr {
 }
 
 impl Affine {
+    /// The least and greatest value the index takes, each variable over `0..extent` of its loop
+    /// in `loops` (a variable not there is taken as 0).
+    pub fn range(&self, loops: &[(VarId, usize)]) -> (i64, i64) {
+        let (mut min, mut max) = (self.constant, self.constant);
+        for &(v, c) in &self.terms {
+            let n = loops.iter().find(|l| l.0 == v).map_or(1, |l| l.1) as i64;
+            min += (c * (n - 1)).min(0);
+            max += (c * (n - 1)).max(0);
+        }
+        (min, max)
+    }
+
     /// The index with `v` replaced by `by`.
     pub fn substitute(&self, v: VarId, by: &Affine) -> Affine {
         let c = self.coefficient(v);

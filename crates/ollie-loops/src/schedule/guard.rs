@@ -91,7 +91,7 @@ pub(crate) fn guard(nest: &mut LoopNest, name: &str, step: &super::Step) -> Resu
 /// The value of `t` at the element whose index along each axis is `parts`: the pieces the index
 /// along `axis` can reach, each guarded by its range but the last.
 fn chain(pieces: &[Piece], axis: usize, parts: &[Affine], around: &[(VarId, usize)]) -> Expr {
-    let (min, max) = range(&parts[axis], around);
+    let (min, max) = parts[axis].range(around);
     let reached: Vec<&Piece> = pieces.iter().filter(|p| p.origin[axis] <= max && min < p.origin[axis] + p.size[axis] as i64).collect();
     let at = |p: &Piece| {
         let f = |b: &Affine| {
@@ -110,17 +110,6 @@ fn chain(pieces: &[Piece], axis: usize, parts: &[Affine], around: &[(VarId, usiz
         inside: Box::new(at(p)),
         outside: Box::new(outside),
     })
-}
-
-/// The least and greatest value of `a` over the loops `around`.
-pub(crate) fn range(a: &Affine, around: &[(VarId, usize)]) -> (i64, i64) {
-    let (mut min, mut max) = (a.constant, a.constant);
-    for &(v, c) in &a.terms {
-        let n = around.iter().find(|l| l.0 == v).map_or(1, |l| l.1) as i64;
-        min += (c * (n - 1)).min(0);
-        max += (c * (n - 1)).max(0);
-    }
-    (min, max)
 }
 
 /// `s` as a piece of `t` (`id`): a perfect nest of serial loops around one store of `t`, each

@@ -16,7 +16,6 @@
 
 use super::expand::rename;
 use super::fold::{inner_extents, loop_vars};
-use super::guard::range;
 use super::{ScheduleError, Site};
 use crate::ir::{Affine, Expr, LoopKind, Stmt, VarId};
 
@@ -43,7 +42,7 @@ pub(crate) fn peel(site: &mut Site, outer: &[(VarId, usize)], multiple: usize) -
         .iter()
         .map(|(index, lo, hi)| {
             let c = index.coefficient(var);
-            let (min, max) = range(&index.add_scaled(&Affine::var(var), -c), &others);
+            let (min, max) = index.add_scaled(&Affine::var(var), -c).range(&others);
             (c, min, max, *lo, *hi)
         })
         .collect();
@@ -141,7 +140,7 @@ fn simplified(s: &Stmt, ranges: &[(VarId, usize)]) -> Stmt {
 
 fn decided(e: &Expr, ranges: &[(VarId, usize)]) -> Expr {
     if let Expr::Within { index, lo, hi, inside, outside } = e {
-        let (min, max) = range(index, ranges);
+        let (min, max) = index.range(ranges);
         if *lo <= min && max < *hi {
             return decided(inside, ranges);
         }
