@@ -430,6 +430,17 @@ fn a_contraction_no_vector_divides_is_tiled_in_whole_blocks_and_a_remainder() {
     assert!(steps.windows(2).any(|w| w[0].starts_with("peel ") && w[0].split(' ').count() == 3 && w[1].starts_with("distribute ")), "no remainder apart: {steps:?}");
 }
 
+/// A strided convolution's windows (the input read two floats apart along the output positions)
+/// are packed per panel of positions, a row per tap, so that a register tile over output
+/// channels × positions loads them contiguous; every sketch passes the verifier.
+#[test]
+fn a_strided_convolution_packs_its_windows_for_the_register_tile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (checked, steps) = check_every_sketch(dir.path(), &[("test_data/corpus/conv1d_strided.py", &[])]);
+    assert!(checked >= 6, "{checked} sketches checked");
+    assert!(steps.iter().any(|s| s.starts_with("cache x ")), "the input is never packed: {steps:?}");
+}
+
 #[test]
 fn the_first_sketch_of_softmax_computes_each_row_in_one_parallel_loop() {
     // The rules as a performance engineer would apply them: the four row loops fused, the exp

@@ -6,10 +6,12 @@
 //! consumer reads, or an output tile that `registers` can then hold in registers.
 //!
 //! Legal when every access of `b` in the loop moves alike with the loops around the body (one
-//! window per iteration) and covers the whole window, and the window's elements map one to one
-//! onto the buffer's: then each iteration copies exactly the elements it touched before, so the
-//! order of reads and writes each element sees is unchanged, and threads running iterations
-//! touch what they touched before.
+//! window per iteration) and covers the whole window, and either the window's elements map one
+//! to one onto the buffer's — then each iteration copies exactly the elements it touched before,
+//! so the order of reads and writes each element sees is unchanged, and threads running
+//! iterations touch what they touched before — or the iteration only reads `b`: then the copy
+//! may hold an element more than once (a convolution's overlapping windows packed as im2col
+//! packs them, one row per tap), since nothing changes it while the copies are read.
 
 use super::fold::{inner_extents, loop_vars, rewrite, Walk};
 use super::{ScheduleError, Site};
@@ -42,28 +44,35 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     // order of those loops; a loop of one iteration (its variable always 0) is none.
     let dims: Vec<(i64, usize)> = around.iter().map(|v| (first.coefficient(*v), extent(*v))).filter(|&(c, n)| c != 0 && n > 1).collect();
     let moving = |a: &Affine| a.terms.iter().filter(|(v, _)| inner.contains(v) && extent(*v) > 1).copied().collect::<Vec<_>>();
+    // Each moving variable of an access on a dimension of its coefficient and extent, every
+    // dimension taken once: the access then reads the window's element at those coordinates.
+    let assign = |a: &Affine| -> Option<Vec<(VarId, usize)>> {
+        let mut used = vec![false; dims.len()];
+        let mut out = Vec::new();
+        for (v, c) in moving(a) {
+            let k = (0..dims.len()).find(|&k| !used[k] && dims[k] == (c, extent(v)))?;
+            used[k] = true;
+            out.push((v, k));
+        }
+        (!used.contains(&false)).then_some(out)
+    };
     for a in &accesses {
         if fixed(a) != base {
             return Err(site.illegal(&format!("accesses of `{name}` differ in more than the loops inside")));
         }
-        let mut used = vec![false; dims.len()];
-        for (v, c) in moving(a) {
-            match dims.iter().position(|&(d, n)| d == c && n == extent(v)) {
-                Some(k) if !used[k] => used[k] = true,
-                _ => return Err(site.illegal(&format!("accesses of `{name}` cover different parts of one iteration's elements"))),
-            }
-        }
-        if used.contains(&false) {
+        if assign(a).is_none() {
             return Err(site.illegal(&format!("accesses of `{name}` cover different parts of one iteration's elements")));
         }
     }
-    // One to one: in increasing coefficient, each steps past everything the smaller ones reach.
+    let written = body.iter().any(|s| writes(s, id));
+    // One to one, unless the iteration only reads: in increasing coefficient, each steps past
+    // everything the smaller ones reach.
     let mut sorted = dims.clone();
     sorted.sort_unstable();
     let mut reach = 0i64;
     for &(c, n) in &sorted {
-        if c <= reach {
-            return Err(site.illegal(&format!("one iteration's accesses of `{name}` overlap or run backwards")));
+        if written && c <= reach {
+            return Err(site.illegal(&format!("one iteration's accesses of `{name}` overlap or run backwards, and it writes them")));
         }
         reach += c * (n as i64 - 1);
     }
@@ -71,7 +80,6 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     let len: usize = dims.iter().map(|&(_, n)| n).product();
     let b = &site.buffers[id.0 as usize];
     let (dtype, input) = (b.dtype, matches!(b.kind, BufferKind::Input(_)));
-    let written = body.iter().any(|s| writes(s, id));
     // Copy in unless the iteration writes every element before it reads it (a walk too long to
     // finish copies in: always correct).
     let copy_in = !written || input || {
@@ -84,9 +92,8 @@ pub(crate) fn cache(site: &mut Site, name: &str) -> Result<(), ScheduleError> {
     }
     let to = BufferId(site.buffers.len() as u32);
     site.buffers.push(Buffer { name: format!("c{n}"), kind: BufferKind::Temp, dtype, shape: vec![len], scope: Some(var), registers: None });
-    let dim = |c: i64| dims.iter().position(|&(d, _)| d == c).expect("checked above");
     let local = |a: &Affine| {
-        let mut terms: Vec<(VarId, i64)> = moving(a).into_iter().map(|(v, c)| (v, strides[dim(c)])).collect();
+        let mut terms: Vec<(VarId, i64)> = assign(a).expect("checked above").into_iter().map(|(v, k)| (v, strides[k])).collect();
         terms.sort_unstable();
         Affine { terms, constant: 0 }
     };

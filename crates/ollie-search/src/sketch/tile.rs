@@ -197,6 +197,16 @@ impl Contraction {
         self.across().into_iter().filter(move |&((_, n), (_, m))| n % columns == 0 && m % rows == 0).map(|((j, _), (i, _))| (j, i))
     }
 
+    /// Whether operand `b` is a panel of overlapping windows contiguous along columns `j` (a
+    /// convolution's input, its taps stepping within a panel of `width` columns), which a tile
+    /// reads where it lies: packed, it would hold each element once per tap. Strided windows
+    /// are packed so (im2col's panel: a row per tap, contiguous along the columns).
+    fn windows_in_place(&self, b: BufferId, j: VarId, width: usize) -> bool {
+        let accesses = || self.operands.iter().filter(|(o, _)| *o == b).map(|(_, a)| a);
+        let overlapping = accesses().any(|a| self.reduce.iter().any(|&(r, _)| (1..width as i64).contains(&a.coefficient(r).abs())));
+        overlapping && accesses().all(|a| a.coefficient(j) == 1)
+    }
+
     /// Whether a tile of `rows` × `columns` divides the output's last two axes.
     pub(super) fn last_two(&self, rows: usize, columns: usize) -> bool {
         self.rows().is_some_and(|(_, m)| m % rows == 0) && matches!(self.free.last(), Some((_, n)) if n % columns == 0)
@@ -401,9 +411,9 @@ impl Builder {
         self.must(Step::Cache { buffer: out, var: scope })?;
         let tile = BufferId(self.nest.buffers.len() as u32 - 1);
         for b in packed {
-            // A panel of overlapping windows (a convolution's input, the taps moving along the
-            // columns too) cannot be packed; where it is contiguous along the columns, the tile
-            // reads it where it lies.
+            if c.windows_in_place(b, j, vectors * lanes as usize) {
+                continue;
+            }
             let name = self.nest.buffer(b).name.clone();
             let contiguous = c.operands.iter().filter(|(o, _)| *o == b).all(|(_, a)| a.coefficient(j) == 1);
             if !self.try_step(Step::Cache { buffer: name, var: j }) && !contiguous {
@@ -466,12 +476,14 @@ impl Builder {
         let (i, _) = c.rows().filter(|(_, m)| m % blocks.mc == 0)?;
         let &(r, _) = c.reduce.first()?;
         let (column_operands, row_operands): (Vec<_>, Vec<_>) = c.operands.iter().filter(|(_, a)| (a.coefficient(j) == 0) != (a.coefficient(i) == 0)).partition(|(_, a)| a.coefficient(i) == 0);
-        // Contiguous along the columns, or shared by the rows (then packed).
-        if c.operands.iter().any(|(_, a)| a.coefficient(j) > 1 && a.coefficient(i) != 0) {
+        // Contiguous along the columns, or shared by the rows (then packed); no windows to read
+        // in place.
+        let width = t.vectors * lanes as usize;
+        if c.operands.iter().any(|(b, a)| (a.coefficient(j) > 1 && a.coefficient(i) != 0) || c.windows_in_place(*b, j, width)) {
             return None;
         }
         let jj = self.nest.fresh_var();
-        self.must(Step::Split { var: j, factor: t.vectors * lanes as usize })?;
+        self.must(Step::Split { var: j, factor: width })?;
         let ii = self.nest.fresh_var();
         self.must(Step::Split { var: i, factor: t.rows })?;
         let rr = self.nest.fresh_var();
