@@ -279,13 +279,8 @@ impl Checker<'_> {
         if let Some(scope) = b.scope.filter(|s| !self.bound.iter().any(|(v, _)| v == s)) {
             return Err(LoopError::OutOfScope { buffer: b.name.clone(), scope: scope.to_string() });
         }
-        let (mut min, mut max) = (offset.constant + spread.0, offset.constant + spread.1);
-        for (v, c) in &offset.terms {
-            let extent = self.bound.iter().find(|(w, _)| w == v).map(|&(_, n)| n as i64).unwrap();
-            let last = c * (extent - 1);
-            min += last.min(0);
-            max += last.max(0);
-        }
+        let (min, max) = offset.range(&self.bound);
+        let (min, max) = (min + spread.0, max + spread.1);
         if min < 0 || max >= b.len() as i64 {
             return Err(LoopError::OutOfBounds { access, buffer: b.name.clone(), min, max, len: b.len() });
         }

@@ -514,7 +514,8 @@ impl Builder {
     /// that axis split into whole blocks of every tile's columns and a remainder (`peel` by a
     /// multiple), and the loops around distributed so that each part is a contraction of its
     /// own: the blocks get a register tile of the machine's best shape, the remainder one of
-    /// its own (wav2vec's 3 × 16 tile on 1599 positions becomes 6 × 16 on 1584 and one on the last 15).
+    /// its own (wav2vec's 1599 positions at 8 lanes: a 3 × 16 tile on all becomes 6 × 16 on 1584
+    /// and one on the last 15).
     fn remainders(&mut self, lanes: u32) {
         let lanes = lanes as usize;
         let multiple = shapes(lanes as u32).iter().fold(1, |m, &(_, v)| lcm(m, v * lanes));
