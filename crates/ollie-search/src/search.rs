@@ -1,5 +1,7 @@
 //! The search loop.
 
+use std::collections::HashSet;
+use std::hash::Hash;
 use std::time::Duration;
 
 use rand::{RngExt, SeedableRng};
@@ -178,9 +180,23 @@ pub struct Search<C> {
     record: Vec<(usize, usize)>,
     evaluations: usize,
     since_best: usize,
+    /// Every candidate chosen to be measured in this session, and the start: a proposal among
+    /// them is measured again only when a round has too few others (see [`Search::choose`]).
+    measured: HashSet<C>,
 }
 
-impl<C: Clone> Search<C> {
+/// Draws a round may make per proposal it wants, at most (proposals made twice are not kept).
+const DRAWS: usize = 4;
+
+/// Adds a proposal to a round unless the round holds it already; a costly proposer's is always
+/// added (each of its proposals is measured, see [`Propose::costly`]).
+fn push<C: Eq>(proposed: &mut Vec<(usize, C)>, k: usize, candidate: C, costly: bool) {
+    if costly || !proposed.iter().any(|(_, c)| *c == candidate) {
+        proposed.push((k, candidate));
+    }
+}
+
+impl<C: Clone + Eq + Hash> Search<C> {
     /// Starts from `start` (the naive kernel) taking `seconds`.
     pub fn new(config: SearchConfig, start: C, seconds: f64) -> Search<C> {
         Search::resume(config, (start.clone(), seconds), (start, seconds), 0, Vec::new())
@@ -191,7 +207,8 @@ impl<C: Clone> Search<C> {
     pub fn resume(config: SearchConfig, best: (C, f64), current: (C, f64), evaluations: usize, record: Vec<(usize, usize)>) -> Search<C> {
         // A different stream than the interrupted session's, reproducible from the same seed.
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ (evaluations as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, evaluations, since_best: 0 }
+        let measured = HashSet::from([best.0.clone(), current.0.clone()]);
+        Search { config, best: best.0, best_seconds: best.1, current: current.0, current_seconds: current.1, rng, record, evaluations, since_best: 0, measured }
     }
 
     /// Runs until the evaluation budget is spent or `stop` says so; `on_event` sees every step.
@@ -276,7 +293,7 @@ impl<C: Clone> Search<C> {
                 continue;
             }
             match proposers[k].propose(&self.current, &mut self.rng) {
-                Proposal::Candidate(candidate) => proposed.push((k, candidate)),
+                Proposal::Candidate(candidate) => push(&mut proposed, k, candidate, proposers[k].costly()),
                 Proposal::NotNow => idle[k] = true,
                 Proposal::Exhausted => {
                     exhausted[k] = true;
@@ -285,11 +302,14 @@ impl<C: Clone> Search<C> {
             }
             leads = proposed.len();
         }
-        let pool = if evaluator.ranks() { self.config.ranked_pool.max(self.config.pool) } else { self.config.pool };
-        while proposed.len() < pool.max(wanted) {
+        let pool = if evaluator.ranks() { self.config.ranked_pool.max(self.config.pool) } else { self.config.pool }.max(wanted);
+        // Proposals made twice count once: a few more draws make up for them.
+        let mut draws = 0;
+        while proposed.len() < pool && draws < DRAWS * pool {
+            draws += 1;
             let Some(k) = self.choose_proposer(&idle) else { break };
             match proposers[k].propose(&self.current, &mut self.rng) {
-                Proposal::Candidate(candidate) => proposed.push((k, candidate)),
+                Proposal::Candidate(candidate) => push(&mut proposed, k, candidate, proposers[k].costly()),
                 Proposal::NotNow => idle[k] = true,
                 Proposal::Exhausted => {
                     tracing::info!(proposer = proposers[k].name(), "proposer exhausted");
@@ -304,11 +324,21 @@ impl<C: Clone> Search<C> {
         self.choose(proposed, leads, wanted, proposers, evaluator)
     }
 
+
     /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
     /// proposals (leading proposers', in their order), then the most promising by the evaluator's
-    /// ranking (in the order proposed while it cannot rank). A share of ranked rounds
-    /// ([`SearchConfig::ablation`]) is measured whole, up to `pool` proposals, in that order.
+    /// ranking (in the order proposed while it cannot rank); one measured before in this session
+    /// comes after all that were not (a ranking would pick the same favourite round after round,
+    /// and each time learn nothing). A share of
+    /// ranked rounds ([`SearchConfig::ablation`]) is measured whole, up to `pool` proposals, in
+    /// that order.
     fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<Chosen<C>> {
+        let chosen = self.order(proposed, leads, wanted, proposers, evaluator);
+        self.measured.extend(chosen.iter().map(|(_, c, _)| c.clone()));
+        chosen
+    }
+
+    fn order<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<Chosen<C>> {
         // A costly proposal is never dropped: the round grows to hold them all.
         let wanted = wanted.max(proposed.iter().filter(|(k, _)| proposers[*k].costly()).count());
         if proposed.len() <= wanted {
@@ -317,8 +347,9 @@ impl<C: Clone> Search<C> {
         let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
         let predicted = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len());
         // Costly first, then leading ones in the order they were asked (the order of the
-        // proposers), then the rest by predicted time (or as proposed).
-        let class = |i: usize| if proposers[proposed[i].0].costly() { 0 } else { i.min(leads) + 1 };
+        // proposers), then the rest by predicted time (or as proposed); within each, those not
+        // measured before first.
+        let class = |i: usize| if proposers[proposed[i].0].costly() { (false, false, 0) } else { (true, self.measured.contains(&proposed[i].1), i.min(leads)) };
         let mut order: Vec<usize> = (0..proposed.len()).collect();
         order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
         let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();

@@ -7,6 +7,18 @@ use ollie_search::{Evaluate, Evaluation, Event, Proposal, Propose, Search, Searc
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+/// Steps by ±1..=±10 (twenty proposals): enough for rounds of eight distinct ones.
+struct WideSteps;
+impl Propose<i64, Why> for WideSteps {
+    fn name(&self) -> &str {
+        "wide steps"
+    }
+    fn propose(&mut self, current: &i64, rng: &mut ChaCha8Rng) -> Proposal<i64> {
+        let step = rng.random_range(1..=10) * if rng.random_range(0..2) == 0 { -1 } else { 1 };
+        Proposal::Candidate(current + step)
+    }
+}
+
 struct Steps;
 impl Propose<i64, Why> for Steps {
     fn name(&self) -> &str {
@@ -221,10 +233,15 @@ fn of_a_pool_of_proposals_only_the_most_promising_is_measured_and_counted() {
     search.run(&mut [&mut Steps], &mut ranked, |_| false, |_| events += 1);
     assert_eq!((events, search.evaluations()), (30, 30), "dropped proposals cost no evaluation");
     assert_eq!(ranked.rounds.len(), 30);
+    // Of four draws, each proposal once; the best of those not measured before is measured.
+    let mut before = std::collections::HashSet::from([0i64]);
     for (round, measured) in ranked.rounds.iter().zip(&ranked.measured) {
-        assert_eq!(round.len(), 4);
-        let best = round.iter().map(|c| (c - 42).abs()).min().unwrap();
-        assert_eq!((measured - 42).abs(), best, "{measured} measured of {round:?}");
+        assert!(!round.is_empty() && round.len() <= 4 && round.iter().collect::<std::collections::HashSet<_>>().len() == round.len(), "{round:?}");
+        let fresh: Vec<i64> = round.iter().copied().filter(|c| !before.contains(c)).collect();
+        let from = if fresh.is_empty() { round } else { &fresh };
+        let best = from.iter().map(|c| (c - 42).abs()).min().unwrap();
+        assert_eq!((measured - 42).abs(), best, "{measured} measured of {round:?} ({before:?} before)");
+        before.insert(*measured);
     }
     // Measuring the best of four steps reaches 42 in about 9 rounds (steps of 5 toward it).
     assert_eq!(search.best, 42);
@@ -252,14 +269,17 @@ fn a_trusted_ranking_draws_the_larger_pool_and_a_share_of_rounds_is_measured_who
     let mut search = Search::new(config, 0i64, 43.0);
     let mut trusted = Trusted::default();
     let mut events = Vec::new();
-    search.run(&mut [&mut Steps], &mut trusted, |_| false, |e| events.push((e.candidate, e.ablation)));
+    search.run(&mut [&mut WideSteps], &mut trusted, |_| false, |e| events.push((e.candidate, e.ablation)));
     assert!(trusted.0.rounds.iter().all(|r| r.len() == 8), "every round drew the ranked pool");
-    // Rounds measured whole: `pool` proposals in the ranking's order, the first one picked.
-    let mut whole: std::collections::BTreeMap<u64, Vec<(i64, bool)>> = Default::default();
+    // Rounds measured whole: `pool` proposals in the ranking's order (those measured before
+    // last), the first one picked.
+    let mut whole: std::collections::BTreeMap<u64, Vec<(i64, bool, bool)>> = Default::default();
+    let mut before = std::collections::HashSet::from([0i64]);
     for (c, a) in &events {
         if let Some(a) = a {
-            whole.entry(a.round).or_default().push((*c, a.picked));
+            whole.entry(a.round).or_default().push((*c, a.picked, before.contains(c)));
         }
+        before.insert(*c);
     }
     let rounds = trusted.0.rounds.len();
     assert!(whole.len() >= rounds / 8 && whole.len() <= rounds / 2, "{} of {rounds} rounds measured whole", whole.len());
@@ -267,10 +287,44 @@ fn a_trusted_ranking_draws_the_larger_pool_and_a_share_of_rounds_is_measured_who
     assert!(whole.values().filter(|m| m.len() != 3).count() <= 1, "{whole:?}");
     for measured in whole.values() {
         assert_eq!(measured.iter().map(|m| m.1).collect::<Vec<_>>(), [true, false, false][..measured.len()]);
-        let distance: Vec<i64> = measured.iter().map(|m| (m.0 - 42).abs()).collect();
-        assert!(distance.windows(2).all(|w| w[0] <= w[1]), "in the ranking's order: {measured:?}");
+        let order: Vec<(bool, i64)> = measured.iter().map(|m| (m.2, (m.0 - 42).abs())).collect();
+        assert!(order.windows(2).all(|w| w[0] <= w[1]), "in the ranking's order: {measured:?}");
     }
     assert_eq!(events.len(), 200);
+}
+
+/// Ranks the largest proposal first, whatever it measured: a model with a favourite.
+#[derive(Default)]
+struct Favouring(Ranked);
+impl Evaluate<i64> for Favouring {
+    type Note = Why;
+    fn rank(&mut self, proposals: &[i64]) -> Option<Vec<f64>> {
+        self.0.rounds.push(proposals.to_vec());
+        Some(proposals.iter().map(|&c| -(c as f64)).collect())
+    }
+    fn ranks(&self) -> bool {
+        true
+    }
+    fn evaluate(&mut self, c: &i64, current: &i64) -> (Evaluation, Why) {
+        self.0.evaluate(c, current)
+    }
+}
+
+#[test]
+fn a_ranking_measures_its_favourite_once_while_the_round_holds_others() {
+    // From the optimum every step is slower: the chain stays at 42, and its rounds draw from the
+    // same twenty proposals; the ranking's favourite, 52, is in nearly every one.
+    let config = SearchConfig { seed: 9, max_evaluations: 12, batch: 1, pool: 2, ranked_pool: 8, ..Default::default() };
+    let mut search = Search::new(config, 42i64, 1.0);
+    let mut favouring = Favouring::default();
+    search.run(&mut [&mut WideSteps], &mut favouring, |_| false, |_| {});
+    let measured = &favouring.0.measured;
+    assert_eq!(measured.len(), 12);
+    assert_eq!(measured.iter().collect::<std::collections::HashSet<_>>().len(), 12, "each measured once: {measured:?}");
+    // Each the favourite of its round's proposals not measured before.
+    for (i, (round, m)) in favouring.0.rounds.iter().zip(measured).enumerate() {
+        assert_eq!(round.iter().filter(|c| !measured[..i].contains(c)).max(), Some(m), "{round:?}");
+    }
 }
 
 #[test]
