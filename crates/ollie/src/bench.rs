@@ -17,6 +17,8 @@ pub struct Options {
     pub kernel: PathBuf,
     pub vs: Option<PathBuf>,
     pub flags: String,
+    /// The second kernel's flags, if not `flags`.
+    pub vs_flags: Option<String>,
     pub calls: usize,
     pub warmups: usize,
     pub timeout: Option<f64>,
@@ -31,13 +33,13 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     }
     let compiler = Compiler::new(Compiler::default_cache_dir());
     let baseline = setup::compile_naive(&compiler, graph)?;
-    let flags: Vec<String> = o.flags.split_whitespace().map(str::to_string).collect();
-    let paths: Vec<&PathBuf> = std::iter::once(&o.kernel).chain(o.vs.as_ref()).collect();
-    let names: Vec<String> = paths.iter().map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
+    let split = |flags: &str| -> Vec<String> { flags.split_whitespace().map(str::to_string).collect() };
+    let paths: Vec<(&PathBuf, Vec<String>)> = std::iter::once((&o.kernel, split(&o.flags))).chain(o.vs.as_ref().map(|vs| (vs, split(o.vs_flags.as_deref().unwrap_or(&o.flags))))).collect();
+    let names: Vec<String> = paths.iter().map(|(p, _)| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
     let mut libraries = Vec::new();
-    for path in &paths {
+    for (path, flags) in &paths {
         let source = std::fs::read_to_string(path).map_err(|e| user_error(format!("error: cannot read kernel `{}`: {e}", path.display())))?;
-        match compiler.compile(&source, &flags) {
+        match compiler.compile(&source, flags) {
             Ok(c) => libraries.push(c.library),
             Err(Ok(outcome)) => return Err(user_error(format!("error: `{}` does not compile:\n{}", path.display(), outcome_log(&outcome)))),
             Err(Err(e)) => return Err(anyhow::Error::from(e).into()),

@@ -162,6 +162,10 @@ enum Command {
         /// Compiler flags for the kernels.
         #[arg(long, default_value = "-O3 -march=native", allow_hyphen_values = true)]
         flags: String,
+        /// Compiler flags for the second kernel, where they differ from `--flags` (two searches'
+        /// kernels, each with the flags its report names).
+        #[arg(long, requires = "vs", allow_hyphen_values = true)]
+        vs_flags: Option<String>,
         /// Timed calls per kernel.
         #[arg(long, default_value_t = 21)]
         calls: usize,
@@ -562,8 +566,8 @@ fn main() -> ExitCode {
             };
             lower(&spec, what, lanes, variant)
         }
-        Command::Bench { spec, kernel, vs, flags, calls, warmups, timeout } => {
-            bench::run(&bench::Options { spec, kernel, vs, flags, calls, warmups, timeout })
+        Command::Bench { spec, kernel, vs, flags, vs_flags, calls, warmups, timeout } => {
+            bench::run(&bench::Options { spec, kernel, vs, flags, vs_flags, calls, warmups, timeout })
         }
         Command::Check { spec, kernel, flags, seed, timeout, baseline, certificate, json } => {
             check::run(&check::Options { spec, kernel, flags, seed, timeout, baseline, certificate, json })

@@ -258,6 +258,22 @@ fn bench_times_two_kernels_interleaved_with_roofline_figures() {
 }
 
 #[test]
+fn bench_builds_the_second_kernel_with_its_own_flags() {
+    let cache = machine_cache(100.0, 20.0);
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(root().join("test_data/verify/softmax/ok_reciprocal.c")).unwrap();
+    let vs = dir.path().join("needs_its_flags.c");
+    std::fs::write(&vs, format!("#ifndef OLLIE_VS\n#error built without its own flags\n#endif\n{source}")).unwrap();
+    let args = ["test_data/verify/softmax.py", "test_data/verify/softmax/ok_pairwise.c", "--vs", vs.to_str().unwrap(), "--calls", "3", "--warmups", "0"];
+    let own = bench(&cache, &[&args[..], &["--vs-flags", "-O2 -march=native -DOLLIE_VS"]].concat());
+    let text = String::from_utf8_lossy(&own.stdout);
+    assert!(own.status.success(), "{text}{}", stderr(&own));
+    assert!(text.contains("ratio ok_pairwise.c / needs_its_flags.c:"), "{text}");
+    let shared = bench(&cache, &args);
+    assert!(!shared.status.success() && stderr(&shared).contains("built without its own flags"), "{}", stderr(&shared));
+}
+
+#[test]
 fn bench_checks_every_timed_call_and_the_roofline() {
     let cache = machine_cache(100.0, 20.0);
     let lazy = bench(&cache, &["test_data/verify/softmax.py", "test_data/verify/softmax/bad_lazy.c", "--calls", "5", "--warmups", "1"]);
