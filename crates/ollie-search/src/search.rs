@@ -324,14 +324,12 @@ impl<C: Clone + Eq + Hash> Search<C> {
         self.choose(proposed, leads, wanted, proposers, evaluator)
     }
 
-
     /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
     /// proposals (leading proposers', in their order), then the most promising by the evaluator's
     /// ranking (in the order proposed while it cannot rank); one measured before in this session
     /// comes after all that were not (a ranking would pick the same favourite round after round,
-    /// and each time learn nothing). A share of
-    /// ranked rounds ([`SearchConfig::ablation`]) is measured whole, up to `pool` proposals, in
-    /// that order.
+    /// and each time learn nothing). A share of ranked rounds ([`SearchConfig::ablation`]) is
+    /// measured whole, up to `pool` proposals, in that order.
     fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<Chosen<C>> {
         let chosen = self.order(proposed, leads, wanted, proposers, evaluator);
         self.measured.extend(chosen.iter().map(|(_, c, _)| c.clone()));
@@ -346,9 +344,9 @@ impl<C: Clone + Eq + Hash> Search<C> {
         }
         let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
         let predicted = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len());
-        // Costly first, then leading ones in the order they were asked (the order of the
-        // proposers), then the rest by predicted time (or as proposed); within each, those not
-        // measured before first.
+        // Costly first; then, of those not measured before, leading ones in the order they were
+        // asked (the order of the proposers) and the rest by predicted time (or as proposed);
+        // then those measured before, in the same order.
         let class = |i: usize| if proposers[proposed[i].0].costly() { (false, false, 0) } else { (true, self.measured.contains(&proposed[i].1), i.min(leads)) };
         let mut order: Vec<usize> = (0..proposed.len()).collect();
         order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
