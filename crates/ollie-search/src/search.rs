@@ -326,10 +326,11 @@ impl<C: Clone + Eq + Hash> Search<C> {
 
     /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
     /// proposals (leading proposers', in their order), then the most promising by the evaluator's
-    /// ranking (in the order proposed while it cannot rank); one measured before in this session
-    /// comes after all that were not (a ranking would pick the same favourite round after round,
-    /// and each time learn nothing). A share of ranked rounds ([`SearchConfig::ablation`]) is
-    /// measured whole, up to `pool` proposals, in that order.
+    /// ranking for half the round (rounded up) and in the order proposed for the rest (all of it
+    /// while it cannot rank); one measured before in this session comes after all that were not
+    /// (a ranking would pick the same favourite round after round, and each time learn nothing).
+    /// A share of ranked rounds ([`SearchConfig::ablation`]) is measured whole, up to `pool`
+    /// proposals, in that order.
     fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<Chosen<C>> {
         let chosen = self.order(proposed, leads, wanted, proposers, evaluator);
         self.measured.extend(chosen.iter().map(|(_, c, _)| c.clone()));
@@ -350,6 +351,18 @@ impl<C: Clone + Eq + Hash> Search<C> {
         let class = |i: usize| if proposers[proposed[i].0].costly() { (false, false, 0) } else { (true, self.measured.contains(&proposed[i].1), i.min(leads)) };
         let mut order: Vec<usize> = (0..proposed.len()).collect();
         order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
+        if predicted.is_some() {
+            // The ranking fills half the round (rounded up), the proposers' own order the rest: a
+            // model confidently wrong about a whole region (its prior from other specs said
+            // streamed stores pay; on gelu_tanh they took twice the time) would otherwise keep
+            // every round out of it.
+            let mut as_proposed: Vec<usize> = (0..proposed.len()).collect();
+            as_proposed.sort_by_key(|&i| class(i));
+            let ranked: Vec<usize> = order.iter().copied().take(wanted.div_ceil(2)).collect();
+            let own: Vec<usize> = as_proposed.into_iter().filter(|i| !ranked.contains(i)).take(wanted - ranked.len()).collect();
+            let rest = order.iter().copied().filter(|i| !ranked.contains(i) && !own.contains(i));
+            order = ranked.iter().chain(&own).copied().chain(rest).collect();
+        }
         let mut slots: Vec<Option<(usize, C)>> = proposed.into_iter().map(Some).collect();
         let mut chosen: Vec<(usize, C)> = order.into_iter().map(|i| slots[i].take().expect("each index once")).collect();
         let whole = predicted.is_some() && self.config.ablation > 0.0 && self.rng.random_range(0.0..1.0) < self.config.ablation;

@@ -328,6 +328,26 @@ fn a_ranking_measures_its_favourite_once_while_the_round_holds_others() {
 }
 
 #[test]
+fn a_ranking_fills_half_a_round_and_the_proposers_order_the_rest() {
+    let config = SearchConfig { seed: 5, max_evaluations: 12, batch: 2, pool: 2, ranked_pool: 8, ..Default::default() };
+    let mut search = Search::new(config, 42i64, 1.0);
+    let mut favouring = Favouring::default();
+    search.run(&mut [&mut WideSteps], &mut favouring, |_| false, |_| {});
+    let measured = &favouring.0.measured;
+    assert_eq!((measured.len(), favouring.0.rounds.len()), (12, 6));
+    // Each round: the ranking's favourite of the proposals not measured before, then the first
+    // of the others as they were proposed.
+    let mut before = vec![42];
+    for (round, pair) in favouring.0.rounds.iter().zip(measured.chunks(2)) {
+        let fresh: Vec<i64> = round.iter().copied().filter(|c| !before.contains(c)).collect();
+        let favourite = *fresh.iter().max().unwrap();
+        let own = *fresh.iter().find(|&&c| c != favourite).unwrap();
+        assert_eq!(pair, [favourite, own], "of {round:?}, {before:?} measured before");
+        before.extend_from_slice(pair);
+    }
+}
+
+#[test]
 fn a_costly_proposal_is_always_measured() {
     let config = SearchConfig { seed: 2, max_evaluations: 40, batch: 1, pool: 3, ..Default::default() };
     let mut search = Search::new(config, 0i64, 43.0);
