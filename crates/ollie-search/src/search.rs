@@ -345,10 +345,12 @@ impl<C: Clone + Eq + Hash> Search<C> {
         }
         let candidates: Vec<C> = proposed.iter().map(|(_, c)| c.clone()).collect();
         let predicted = evaluator.rank(&candidates).filter(|p| p.len() == proposed.len());
-        // Costly first; then, of those not measured before, leading ones in the order they were
-        // asked (the order of the proposers) and the rest by predicted time (or as proposed);
-        // then those measured before, in the same order.
-        let class = |i: usize| if proposers[proposed[i].0].costly() { (false, false, 0) } else { (true, self.measured.contains(&proposed[i].1), i.min(leads)) };
+        // Costly first; then leading ones in the order they were asked (the order of the
+        // proposers), measured before or not (a lead is owed its measurement: a lease taken over
+        // from a killed worker is judged, whoever timed that kernel already); then, of the rest,
+        // those not measured before by predicted time (or as proposed), then those measured
+        // before, in the same order.
+        let class = |i: usize| if proposers[proposed[i].0].costly() { (false, false, 0) } else { (true, i >= leads && self.measured.contains(&proposed[i].1), i.min(leads)) };
         let mut order: Vec<usize> = (0..proposed.len()).collect();
         order.sort_by(|&a, &b| class(a).cmp(&class(b)).then_with(|| predicted.as_ref().map_or(std::cmp::Ordering::Equal, |p| p[a].total_cmp(&p[b]))));
         if predicted.is_some() {

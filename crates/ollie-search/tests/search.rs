@@ -455,3 +455,28 @@ fn a_leading_proposal_is_measured_first() {
     // Once the chain has left 0, nothing leads: the contrary ranking picks what it likes.
     assert!(contrary.0.rounds[1..].iter().zip(&contrary.0.measured[1..]).any(|(round, m)| round[0] != *m), "{:?}", contrary.0.rounds);
 }
+
+/// Leads from 42 with 30, a kernel owed a verdict again and again (as a lease taken over from a
+/// killed worker is, whoever timed that kernel before).
+struct Owed;
+impl Propose<i64, Why> for Owed {
+    fn name(&self) -> &str {
+        "owed"
+    }
+    fn propose(&mut self, _: &i64, _: &mut ChaCha8Rng) -> Proposal<i64> {
+        Proposal::Candidate(30)
+    }
+    fn leading(&self, current: &i64) -> bool {
+        *current == 42
+    }
+}
+
+#[test]
+fn a_leading_proposal_is_measured_though_measured_before() {
+    let config = SearchConfig { seed: 6, max_evaluations: 5, batch: 1, pool: 4, ranked_pool: 8, ..Default::default() };
+    let mut search = Search::new(config, 42i64, 1.0);
+    let mut favouring = Favouring::default();
+    let (mut steps, mut owed) = (WideSteps, Owed);
+    search.run(&mut [&mut steps, &mut owed], &mut favouring, |_| false, |_| {});
+    assert_eq!(favouring.0.measured, [30; 5], "the chain stays at 42, and 30 leads every round");
+}
