@@ -327,8 +327,9 @@ impl<C: Clone + Eq + Hash> Search<C> {
     /// The `wanted` proposals to measure: a costly proposer's first, then the `leads` first
     /// proposals (leading proposers', in their order), then the most promising by the evaluator's
     /// ranking for half the round (rounded up) and in the order proposed for the rest (all of it
-    /// while it cannot rank); one measured before in this session comes after all that were not
-    /// (a ranking would pick the same favourite round after round, and each time learn nothing).
+    /// while it cannot rank); one measured before in this session, but for a lead, comes after all
+    /// that were not (a ranking would pick the same favourite round after round, and each time
+    /// learn nothing).
     /// A share of ranked rounds ([`SearchConfig::ablation`]) is measured whole, up to `pool`
     /// proposals, in that order.
     fn choose<E: Evaluate<C>>(&mut self, proposed: Vec<(usize, C)>, leads: usize, wanted: usize, proposers: &[&mut dyn Propose<C, E::Note>], evaluator: &mut E) -> Vec<Chosen<C>> {
